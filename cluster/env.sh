@@ -1,0 +1,101 @@
+# Settings for the local Apache Fluss cluster scripts (sourced, not executed).
+# Every value can be overridden from the environment, e.g.
+#   COORDINATOR_PORT=19123 TS_COUNT=3 cluster/start.sh --clean
+
+CLUSTER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+: "${REPO:=$(cd "$CLUSTER_DIR/.." && pwd)}"
+
+# ---- versions (Maven Central) ------------------------------------------------
+: "${FLUSS_VERSION:=0.9.1-incubating}"     # only Fluss release on Maven Central (org.apache.fluss)
+: "${PAIMON_VERSION:=1.3.1}"               # paimon.version of Fluss 0.9.1
+: "${LOG4J_VERSION:=2.25.4}"               # log4j.version of Fluss 0.9.1 (what fluss-dist ships)
+: "${PAIMON_HADOOP_GAV:=org.apache.flink:flink-shaded-hadoop-2-uber:2.8.3-10.0}"  # as in fluss-dist
+: "${ICEBERG_HADOOP_VERSION:=3.3.5-2}"     # io.trino.hadoop:hadoop-apache, for WITH_ICEBERG=1
+
+# ---- optional parts built by setup.sh -----------------------------------------
+: "${WITH_CLIENT:=1}"    # lib-client/ + tools/*.java (Java smoke test, lake-smoke.sh)
+: "${WITH_ICEBERG:=0}"   # plugins/iceberg/
+: "${WITH_LANCE:=0}"     # plugins/lance/
+
+# ---- layout (both under target/, i.e. git-ignored build output) -------------
+: "${FLUSS_DIST_DIR:=$REPO/target/fluss-dist}"        # jars: lib/ plugins/<lake>/ lib-client/ tools-classes/
+: "${CLUSTER_WORK_DIR:=$REPO/target/fluss-cluster}"   # runtime state: conf/ log/ pids/ data ...
+export FLUSS_PLUGINS_DIR="${FLUSS_PLUGINS_DIR:-$FLUSS_DIST_DIR/plugins}"   # read by the server JVMs
+CONF_DIR="$CLUSTER_WORK_DIR/conf"
+LOG_DIR="$CLUSTER_WORK_DIR/log"
+PID_DIR="$CLUSTER_WORK_DIR/pids"
+: "${ZK_DATA_DIR:=$CLUSTER_WORK_DIR/zookeeper}"
+: "${DATA_DIR:=$CLUSTER_WORK_DIR/data}"                # tablet server i uses $DATA_DIR/tablet-server-i
+: "${REMOTE_DATA_DIR:=$CLUSTER_WORK_DIR/remote-data}"
+
+# ---- network: loopback only -----------------------------------------------------
+: "${FLUSS_HOST:=127.0.0.1}"
+: "${ZK_PORT:=2181}"
+: "${COORDINATOR_PORT:=9123}"
+: "${TABLET_PORT_BASE:=9124}"    # tablet server i listens on TABLET_PORT_BASE + i
+: "${TS_COUNT:=1}"
+BOOTSTRAP="$FLUSS_HOST:$COORDINATOR_PORT"
+
+# ---- cluster / lake settings rendered into server.yaml ----------------------
+: "${DEFAULT_BUCKETS:=1}"
+: "${REPLICATION_FACTOR:=1}"
+: "${DATALAKE_FORMAT:=paimon}"   # paimon | iceberg | lance | none
+: "${PAIMON_WAREHOUSE:=$CLUSTER_WORK_DIR/paimon-warehouse}"
+: "${ICEBERG_WAREHOUSE:=$CLUSTER_WORK_DIR/iceberg-warehouse}"
+: "${LANCE_WAREHOUSE:=$CLUSTER_WORK_DIR/lance-warehouse}"
+: "${EXTRA_SERVER_YAML:=}"       # extra "key: value" lines appended to server.yaml
+
+# ---- JVMs (2 cores / 24 GiB box shared with Rust builds) --------------------
+: "${ZK_HEAP:=256m}"
+: "${COORDINATOR_HEAP:=768m}"
+: "${COORDINATOR_DIRECT:=256m}"
+: "${TABLET_HEAP:=1536m}"
+: "${TABLET_DIRECT:=1g}"
+: "${EXTRA_JVM_OPTS:=}"
+# fluss-daemon.sh adds this on JDK >= 17 (Arrow needs java.nio open; Arrow is shaded -> unnamed module)
+: "${FLUSS_JVM_OPTS:=--add-opens=java.base/java.nio=ALL-UNNAMED -XX:+ExitOnOutOfMemoryError}"
+if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
+  JAVA="$JAVA_HOME/bin/java"; JAVAC="$JAVA_HOME/bin/javac"
+else
+  JAVA=java; JAVAC=javac
+fi
+: "${MVN:=mvn}"
+: "${MVN_ARGS:=}"   # e.g. "-o" for an offline re-run from a warm ~/.m2
+
+# ---- timeouts (seconds) ---------------------------------------------------------
+: "${START_TIMEOUT:=120}"
+: "${STOP_TIMEOUT:=30}"
+
+# ---- main classes (what stop.sh matches against /proc/<pid>/cmdline) -------------
+ZK_MAIN=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.server.quorum.QuorumPeerMain
+COORDINATOR_MAIN=org.apache.fluss.server.coordinator.CoordinatorServer
+TABLET_MAIN=org.apache.fluss.server.tablet.TabletServer
+
+# ---- helpers ------------------------------------------------------------------------
+die() { echo "ERROR: $*" >&2; exit 1; }
+now_ms() { date +%s%3N; }
+# port_open PORT -> 0 if something accepts TCP connections on $FLUSS_HOST:PORT
+port_open() { (exec 3<>"/dev/tcp/$FLUSS_HOST/$1") >/dev/null 2>&1; }
+# jar_cp DIR [LAST_GLOB] -> ':'-joined DIR/*.jar; jars matching LAST_GLOB go last (fluss-dist's order)
+jar_cp() {
+  local dir="$1" last="${2:-}" cp="" tail="" f
+  for f in "$dir"/*.jar; do
+    [ -e "$f" ] || continue
+    if [ -n "$last" ] && [[ "$(basename "$f")" == $last ]]; then tail="$tail:$f"; else cp="$cp:$f"; fi
+  done
+  cp="$cp$tail"; echo "${cp#:}"
+}
+# main_class_of NAME -> expected main class for a pid-file name
+main_class_of() {
+  case "$1" in
+    zookeeper) echo "$ZK_MAIN" ;;
+    coordinator-server) echo "$COORDINATOR_MAIN" ;;
+    tablet-server-*) echo "$TABLET_MAIN" ;;
+    *) return 1 ;;
+  esac
+}
+# pid_matches NAME PID -> 0 if PID is alive and its command line contains NAME's main class
+pid_matches() {
+  local main; main="$(main_class_of "$1")" || return 1
+  [ -r "/proc/$2/cmdline" ] && tr '\0' ' ' < "/proc/$2/cmdline" | grep -qF -- " $main "
+}

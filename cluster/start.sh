@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Start a real local Fluss cluster on loopback: ZooKeeper, one CoordinatorServer and TS_COUNT
+# TabletServers, each a background JVM (pid files in $CLUSTER_WORK_DIR/pids, logs in .../log).
+#
+#   cluster/start.sh [--clean]      --clean: wipe $CLUSTER_WORK_DIR (all data, logs, warehouse) first
+#
+# Waits (START_TIMEOUT, default 120 s) until the coordinator has registered every tablet server.
+# On failure: prints the tail of every log, stops what it started, exits 1.
+# On success the last lines are machine-readable:
+#   BOOTSTRAP=127.0.0.1:9123  DATALAKE_FORMAT=paimon  PAIMON_WAREHOUSE=...  REMOTE_DATA_DIR=...  ...
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+
+CLEAN=0
+for a in "$@"; do
+  case "$a" in
+    --clean) CLEAN=1 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) die "unknown argument: $a" ;;
+  esac
+done
+
+# ---- preconditions ---------------------------------------------------------------
+[ -f "$FLUSS_DIST_DIR/.lib.ok" ] || die "no Fluss jars in $FLUSS_DIST_DIR; run cluster/setup.sh first"
+SERVER_CP="$(jar_cp "$FLUSS_DIST_DIR/lib" 'fluss-server*.jar')"   # fluss-server last, like fluss-dist
+case "$DATALAKE_FORMAT" in
+  paimon|iceberg|lance)
+    [ -f "$FLUSS_DIST_DIR/.$DATALAKE_FORMAT.ok" ] \
+      || die "plugins/$DATALAKE_FORMAT missing; run: WITH_${DATALAKE_FORMAT^^}=1 cluster/setup.sh" ;;
+  none) ;;
+  *) die "DATALAKE_FORMAT must be paimon, iceberg, lance or none (got '$DATALAKE_FORMAT')" ;;
+esac
+NAMES=(zookeeper coordinator-server)
+PORTS=("$ZK_PORT" "$COORDINATOR_PORT")
+for ((i = 0; i < TS_COUNT; i++)); do NAMES+=("tablet-server-$i"); PORTS+=("$((TABLET_PORT_BASE + i))"); done
+for n in "${NAMES[@]}"; do
+  pf="$PID_DIR/$n.pid"
+  if [ -f "$pf" ] && pid_matches "$n" "$(cat "$pf")"; then
+    die "$n is already running (pid $(cat "$pf")); run cluster/stop.sh first"
+  fi
+done
+for p in "${PORTS[@]}"; do ! port_open "$p" || die "port $FLUSS_HOST:$p is already in use"; done
+
+# ---- work dir & config -------------------------------------------------------------
+if [ "$CLEAN" = 1 ]; then
+  case "$CLUSTER_WORK_DIR" in ""|"/"|"$HOME"|"$REPO") die "refusing to wipe '$CLUSTER_WORK_DIR'" ;; esac
+  rm -rf "$CLUSTER_WORK_DIR"
+fi
+rm -f "$PID_DIR"/*.pid 2>/dev/null || true
+mkdir -p "$CONF_DIR" "$LOG_DIR/prev" "$PID_DIR" "$ZK_DATA_DIR" "$DATA_DIR" "$REMOTE_DATA_DIR" "$CLUSTER_WORK_DIR/tmp"
+# readiness is read from the logs: keep the previous run's logs out of the way (log/prev/)
+for f in "$LOG_DIR"/*.log "$LOG_DIR"/*.out; do [ -e "$f" ] && mv -f "$f" "$LOG_DIR/prev/"; done
+
+case "$DATALAKE_FORMAT" in
+  paimon)  LAKE_WAREHOUSE="$PAIMON_WAREHOUSE"
+           LAKE_YAML="datalake.format: paimon
+datalake.paimon.metastore: filesystem
+datalake.paimon.warehouse: $PAIMON_WAREHOUSE" ;;
+  iceberg) LAKE_WAREHOUSE="$ICEBERG_WAREHOUSE"
+           LAKE_YAML="datalake.format: iceberg
+datalake.iceberg.type: hadoop
+datalake.iceberg.warehouse: $ICEBERG_WAREHOUSE" ;;
+  lance)   LAKE_WAREHOUSE="$LANCE_WAREHOUSE"
+           LAKE_YAML="datalake.format: lance
+datalake.lance.warehouse: $LANCE_WAREHOUSE" ;;
+  none)    LAKE_WAREHOUSE=""; LAKE_YAML="" ;;
+esac
+[ -z "$LAKE_WAREHOUSE" ] || mkdir -p "$LAKE_WAREHOUSE"
+
+# server.yaml is flat "key: value" lines; tablet servers override id/listener/data dir with -D.
+cat > "$CONF_DIR/server.yaml" <<EOF
+zookeeper.address: $FLUSS_HOST:$ZK_PORT
+zookeeper.path.root: /fluss
+bind.listeners: FLUSS://$FLUSS_HOST:$COORDINATOR_PORT
+default.bucket.number: $DEFAULT_BUCKETS
+default.replication.factor: $REPLICATION_FACTOR
+data.dir: $DATA_DIR
+remote.data.dir: $REMOTE_DATA_DIR
+tablet-server.id: 0
+$LAKE_YAML
+$EXTRA_SERVER_YAML
+EOF
+cat > "$CONF_DIR/zookeeper.properties" <<EOF
+dataDir=$ZK_DATA_DIR
+clientPort=$ZK_PORT
+clientPortAddress=$FLUSS_HOST
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr
+EOF
+cp "$CLUSTER_DIR/conf/log4j2.properties" "$CONF_DIR/log4j2.properties"
+
+# ---- process helpers -----------------------------------------------------------------
+STARTED=()
+dump_logs() {
+  local f
+  for f in "$LOG_DIR"/*.out "$LOG_DIR"/*.log; do
+    [ -s "$f" ] || continue
+    echo "----- tail -n 40 $f" >&2; tail -n 40 "$f" >&2
+  done
+}
+fail() {
+  echo "ERROR: $*" >&2
+  dump_logs
+  echo "start failed; stopping what was started" >&2
+  "$CLUSTER_DIR/stop.sh" >&2 || true
+  exit 1
+}
+trap 'fail "interrupted"' INT TERM
+
+# start_jvm NAME MAIN_CLASS "JVM OPTS" ARGS...
+start_jvm() {
+  local name="$1" main="$2" opts="$3"; shift 3
+  mkdir -p "$CLUSTER_WORK_DIR/tmp/$name"
+  # shellcheck disable=SC2086  # option strings are intentionally word-split
+  (cd "$CLUSTER_WORK_DIR" && exec nohup "$JAVA" $opts $FLUSS_JVM_OPTS $EXTRA_JVM_OPTS \
+      -Djava.io.tmpdir="$CLUSTER_WORK_DIR/tmp/$name" \
+      -Dlog.file="$LOG_DIR/$name.log" -Dlog4j.shutdownHookEnabled=false \
+      -Dlog4j.configurationFile="file:$CONF_DIR/log4j2.properties" \
+      -classpath "$SERVER_CP" "$main" "$@" >"$LOG_DIR/$name.out" 2>&1 </dev/null) &
+  echo $! > "$PID_DIR/$name.pid"
+  STARTED+=("$name")
+  echo "started $name (pid $!)"
+}
+
+# wait_for DESCRIPTION COMMAND... : poll COMMAND until it succeeds; fail if a started JVM died or time is up
+wait_for() {
+  local what="$1" n; shift
+  until "$@"; do
+    for n in "${STARTED[@]}"; do
+      kill -0 "$(cat "$PID_DIR/$n.pid")" 2>/dev/null || fail "$n exited while waiting for $what"
+    done
+    (( $(now_ms) < DEADLINE )) || fail "timed out after ${START_TIMEOUT}s waiting for $what"
+    sleep 0.2
+  done
+  echo "  $what after $(( $(now_ms) - T0 )) ms"
+}
+zk_ok() { local r; r="$( (exec 3<>"/dev/tcp/$FLUSS_HOST/$ZK_PORT"; printf ruok >&3; head -c 4 <&3) 2>/dev/null)"; [ "$r" = imok ]; }
+log_has() { grep -qF -- "$2" "$LOG_DIR/$1.log" 2>/dev/null; }
+
+T0=$(now_ms)
+DEADLINE=$(( T0 + START_TIMEOUT * 1000 ))
+
+# ---- 1. ZooKeeper (the shaded ZooKeeper server inside fluss-server) -------------------
+start_jvm zookeeper "$ZK_MAIN" "-Xms64m -Xmx$ZK_HEAP -XX:+UseSerialGC" "$CONF_DIR/zookeeper.properties"
+wait_for "zookeeper ruok" zk_ok
+
+# ---- 2. coordinator ----------------------------------------------------------------------
+start_jvm coordinator-server "$COORDINATOR_MAIN" \
+  "-Xms256m -Xmx$COORDINATOR_HEAP -XX:MaxDirectMemorySize=$COORDINATOR_DIRECT" --configDir "$CONF_DIR"
+# logged by the coordinator event processor, after the RPC server started and the coordinator
+# registered in ZooKeeper (and after the lake catalog was created)
+wait_for "coordinator ready" log_has coordinator-server "End initializing coordinator context"
+
+# ---- 3. tablet servers -------------------------------------------------------------------
+for ((i = 0; i < TS_COUNT; i++)); do
+  start_jvm "tablet-server-$i" "$TABLET_MAIN" \
+    "-Xms256m -Xmx$TABLET_HEAP -XX:MaxDirectMemorySize=$TABLET_DIRECT" --configDir "$CONF_DIR" \
+    "-Dtablet-server.id=$i" "-Dbind.listeners=FLUSS://$FLUSS_HOST:$((TABLET_PORT_BASE + i))" \
+    "-Ddata.dir=$DATA_DIR/tablet-server-$i"
+done
+# a tablet server registers in ZooKeeper after its RPC server is up; the coordinator logs this
+# line when it picks up that registration, i.e. when the cluster can place buckets on it
+for ((i = 0; i < TS_COUNT; i++)); do
+  wait_for "coordinator sees tablet server $i" \
+    log_has coordinator-server "New tablet server callback for tablet server $i"
+done
+sleep 0.3   # the line is logged just before the coordinator updates its metadata cache
+trap - INT TERM
+
+# ERRORs in the logs (leader election for existing tables before their tablet server is back is
+# expected on a restart without --clean and is left out)
+errors="$(grep -H -E '^[0-9-]+ [0-9:,]+ (ERROR|FATAL)' "$LOG_DIR"/*.log \
+  | grep -v -E 'elect leader for table bucket .* is empty|reason: Elect result is empty' || true)"
+[ -z "$errors" ] || { echo "WARNING: errors in the logs:" >&2; head -n 20 <<< "$errors" >&2; }
+
+echo "Fluss $FLUSS_VERSION cluster up in $(( $(now_ms) - T0 )) ms (1 coordinator, $TS_COUNT tablet server(s)); logs: $LOG_DIR"
+echo "BOOTSTRAP=$BOOTSTRAP"
+echo "ZOOKEEPER=$FLUSS_HOST:$ZK_PORT"
+echo "DATALAKE_FORMAT=$DATALAKE_FORMAT"
+echo "LAKE_WAREHOUSE=$LAKE_WAREHOUSE"
+[ "$DATALAKE_FORMAT" != paimon ] || echo "PAIMON_WAREHOUSE=$PAIMON_WAREHOUSE"
+echo "REMOTE_DATA_DIR=$REMOTE_DATA_DIR"
+echo "CLUSTER_WORK_DIR=$CLUSTER_WORK_DIR"
