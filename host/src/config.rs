@@ -1,0 +1,341 @@
+//! Command-line options, in the FlussLakeTiering convention.
+//!
+//! `--fluss.<key>` configure the Fluss client, `--datalake.format` and
+//! `--datalake.<format>.<key>` the lake plugins (prefix stripped, as Flink does),
+//! `--lake.tiering.<key>` the tiering behaviour (prefix kept), plus the host's own
+//! `--plugin` and `--tiering.*` options. Prefixed keys are open-ended, so they are split off
+//! before clap parses the rest; clap still documents every key the host itself knows.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::error::{Error, ErrorKind, Result};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fluss-lake-host",
+    version,
+    about = "Tiers Apache Fluss tables into lakehouse formats implemented as WebAssembly plugins.",
+    long_about = "Tiers Apache Fluss tables into lakehouse formats implemented as WebAssembly plugins.\n\n\
+        Replaces the FlussLakeTiering Flink job: asks the Fluss coordinator for tables that are due, \
+        copies each bucket's new log records into the table's lake format through the plugin that \
+        serves it, and commits lake snapshot and Fluss offsets in two phases.\n\n\
+        Open-ended options (not listed below):\n  \
+        --datalake.<format>.<key> <value>  plugin configuration for <format>, prefix stripped; overlays \
+        the table's table.datalake.<format>.* properties (e.g. --datalake.paimon.warehouse /wh)\n  \
+        --lake.tiering.<key> <value>       tiering options passed to plugins' committers, prefix kept\n  \
+        --fluss.<key> <value>              Fluss client options: client.connect-timeout, \
+        client.scanner.log.fetch.max-bytes, client.scanner.log.fetch.max-bytes-for-bucket, \
+        client.scanner.log.max-poll-records, client.security.protocol, \
+        client.security.sasl.mechanism, client.security.sasl.username, client.security.sasl.password"
+)]
+pub struct Cli {
+    /// Fluss bootstrap servers (host:port of the coordinator or any server).
+    #[arg(long = "fluss.bootstrap.servers", value_name = "HOST:PORT")]
+    pub bootstrap_servers: String,
+
+    /// A lake-format plugin (.wasm component). Repeat to serve several formats.
+    #[arg(long = "plugin", value_name = "PATH", required = true)]
+    pub plugins: Vec<PathBuf>,
+
+    /// Lake format whose plugin must be loaded at startup (FlussLakeTiering's required option).
+    /// Tables are still routed by their own `table.datalake.format` property.
+    #[arg(long = "datalake.format", value_name = "FORMAT")]
+    pub datalake_format: Option<String>,
+
+    /// How long to wait before asking the coordinator again after it had no table to tier.
+    #[arg(long = "tiering.poll.table.interval", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub poll_table_interval: Duration,
+
+    /// Heartbeat period; must stay well below the coordinator's fixed 120 s tiering timeout.
+    #[arg(long = "tiering.heartbeat.interval", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub heartbeat_interval: Duration,
+
+    /// Longest wait of one Fluss log poll while reading a bucket.
+    #[arg(long = "tiering.poll.timeout", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub poll_timeout: Duration,
+
+    /// Consecutive failed heartbeats after which every round in flight is abandoned (the host
+    /// keeps running and reconnecting).
+    #[arg(long = "tiering.heartbeat.max.failures", value_name = "N", default_value_t = 10)]
+    pub heartbeat_max_failures: u32,
+
+    /// Tables tiered at the same time.
+    #[arg(long = "lake.tiering.max-concurrent-tables", value_name = "N", default_value_t = 2)]
+    pub max_concurrent_tables: usize,
+
+    /// Bucket splits of one table read and written at the same time.
+    #[arg(long = "lake.tiering.max-concurrent-splits", value_name = "N", default_value_t = 4)]
+    pub max_concurrent_splits: usize,
+
+    /// Directory for compiled plugins (default: $XDG_CACHE_HOME or ~/.cache, /fluss-lake-host).
+    #[arg(long = "plugin-cache-dir", value_name = "DIR")]
+    pub plugin_cache_dir: Option<PathBuf>,
+
+    /// Do not cache compiled plugins on disk.
+    #[arg(long = "no-plugin-cache")]
+    pub no_plugin_cache: bool,
+
+    /// Linear-memory limit of one plugin instance (e.g. 512mb, 2gb).
+    #[arg(long = "plugin-memory-limit", value_name = "SIZE", default_value = "2gb", value_parser = parse_size)]
+    pub plugin_memory_limit: usize,
+
+    /// Timeout of one coordinator RPC.
+    #[arg(long = "rpc.timeout", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub rpc_timeout: Duration,
+}
+
+/// Everything the host runs with, after parsing and validation.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    pub bootstrap_servers: String,
+    pub plugins: Vec<PathBuf>,
+    pub required_format: Option<String>,
+    pub poll_table_interval: Duration,
+    pub heartbeat_interval: Duration,
+    pub poll_timeout: Duration,
+    pub heartbeat_max_failures: u32,
+    pub max_concurrent_tables: usize,
+    pub max_concurrent_splits: usize,
+    pub plugin_cache_dir: Option<PathBuf>,
+    pub plugin_memory_limit: usize,
+    pub rpc_timeout: Duration,
+    /// `--fluss.<key>` options other than the bootstrap servers, prefix stripped.
+    pub fluss_options: BTreeMap<String, String>,
+    /// `--datalake.<format>.<key>` options: format → key (prefix stripped) → value.
+    pub lake_options: BTreeMap<String, BTreeMap<String, String>>,
+    /// `--lake.tiering.<key>` options, prefix kept.
+    pub tiering_options: BTreeMap<String, String>,
+}
+
+impl HostConfig {
+    /// Parses a command line (program name first).
+    pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> std::result::Result<Self, clap::Error> {
+        let split = split_prefixed(args.into_iter().collect());
+        let cli = match split {
+            Ok((rest, _)) => Cli::try_parse_from(rest)?,
+            Err(msg) => return Err(clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg + "\n")),
+        };
+        let (_, prefixed) = split.expect("checked above");
+        let mut config = HostConfig {
+            bootstrap_servers: cli.bootstrap_servers,
+            plugins: cli.plugins,
+            required_format: cli.datalake_format.map(|f| f.to_ascii_lowercase()),
+            poll_table_interval: cli.poll_table_interval,
+            heartbeat_interval: cli.heartbeat_interval,
+            poll_timeout: cli.poll_timeout,
+            heartbeat_max_failures: cli.heartbeat_max_failures,
+            max_concurrent_tables: cli.max_concurrent_tables.max(1),
+            max_concurrent_splits: cli.max_concurrent_splits.max(1),
+            plugin_cache_dir: if cli.no_plugin_cache {
+                None
+            } else {
+                Some(cli.plugin_cache_dir.unwrap_or_else(default_cache_dir))
+            },
+            plugin_memory_limit: cli.plugin_memory_limit,
+            rpc_timeout: cli.rpc_timeout,
+            fluss_options: BTreeMap::new(),
+            lake_options: BTreeMap::new(),
+            tiering_options: BTreeMap::new(),
+        };
+        for (key, value) in prefixed {
+            if let Some(rest) = key.strip_prefix("datalake.") {
+                let (format, k) = rest.split_once('.').expect("split_prefixed checked the shape");
+                config
+                    .lake_options
+                    .entry(format.to_ascii_lowercase())
+                    .or_default()
+                    .insert(k.to_string(), value);
+            } else if key.starts_with("lake.tiering.") {
+                config.tiering_options.insert(key, value);
+            } else if let Some(k) = key.strip_prefix("fluss.") {
+                config.fluss_options.insert(k.to_string(), value);
+            }
+        }
+        if config.heartbeat_interval >= Duration::from_secs(120) {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                "--tiering.heartbeat.interval must be below the coordinator's 120 s tiering timeout\n",
+            ));
+        }
+        Ok(config)
+    }
+
+    /// The fluss-rs client configuration.
+    pub fn fluss_client_config(&self) -> Result<fluss::config::Config> {
+        let mut c = fluss::config::Config {
+            bootstrap_servers: self.bootstrap_servers.clone(),
+            ..Default::default()
+        };
+        for (k, v) in &self.fluss_options {
+            let bad = |why: &str| Error::new(ErrorKind::Config, format!("--fluss.{k} {v}: {why}"));
+            let int = || v.parse::<i64>().map_err(|_| bad("not an integer"));
+            match k.as_str() {
+                "client.connect-timeout" => {
+                    c.connect_timeout_ms = parse_duration(v).map_err(|e| bad(&e))?.as_millis() as u64
+                }
+                "client.scanner.log.fetch.max-bytes" => c.scanner_log_fetch_max_bytes = parse_size(v).map_err(|e| bad(&e))? as i32,
+                "client.scanner.log.fetch.max-bytes-for-bucket" => {
+                    c.scanner_log_fetch_max_bytes_for_bucket = parse_size(v).map_err(|e| bad(&e))? as i32
+                }
+                "client.scanner.log.max-poll-records" => c.scanner_log_max_poll_records = int()? as usize,
+                "client.security.protocol" => c.security_protocol = v.clone(),
+                "client.security.sasl.mechanism" => c.security_sasl_mechanism = v.clone(),
+                "client.security.sasl.username" => c.security_sasl_username = v.clone(),
+                "client.security.sasl.password" => c.security_sasl_password = v.clone(),
+                _ => return Err(bad("unknown Fluss client option (see --help)")),
+            }
+        }
+        Ok(c)
+    }
+
+    /// The host's overrides for one format's plugin configuration.
+    pub fn lake_options_for(&self, format: &str) -> BTreeMap<String, String> {
+        self.lake_options.get(format).cloned().unwrap_or_default()
+    }
+}
+
+/// Splits `--datalake.<fmt>.<key>`, `--lake.tiering.<key>` and `--fluss.<key>` pairs off the
+/// command line; maps `--fluss.tiering.*` (Flink's spelling) onto `--tiering.*`.
+fn split_prefixed(args: Vec<String>) -> std::result::Result<(Vec<String>, Vec<(String, String)>), String> {
+    const CLAP_KEYS: &[&str] = &[
+        "fluss.bootstrap.servers",
+        "datalake.format",
+        "lake.tiering.max-concurrent-tables",
+        "lake.tiering.max-concurrent-splits",
+    ];
+    let mut rest = Vec::with_capacity(args.len());
+    let mut prefixed = Vec::new();
+    let mut it = args.into_iter();
+    if let Some(program) = it.next() {
+        rest.push(program);
+    }
+    while let Some(arg) = it.next() {
+        let Some(body) = arg.strip_prefix("--") else {
+            rest.push(arg);
+            continue;
+        };
+        let (key, inline_value) = match body.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (body.to_string(), None),
+        };
+        let is_open = (key.starts_with("datalake.") && key != "datalake.format")
+            || key.starts_with("lake.tiering.")
+            || key.starts_with("fluss.");
+        if !is_open || CLAP_KEYS.contains(&key.as_str()) {
+            rest.push(arg);
+            continue;
+        }
+        if let Some(t) = key.strip_prefix("fluss.tiering.") {
+            rest.push(format!("--tiering.{t}"));
+            if let Some(v) = inline_value {
+                rest.push(v);
+            }
+            continue;
+        }
+        if key.starts_with("datalake.") && key.matches('.').count() < 2 {
+            return Err(format!("--{key}: expected --datalake.<format>.<key>"));
+        }
+        let value = match inline_value {
+            Some(v) => v,
+            None => it.next().ok_or_else(|| format!("--{key} needs a value"))?,
+        };
+        prefixed.push((key, value));
+    }
+    Ok((rest, prefixed))
+}
+
+fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("fluss-lake-host")
+}
+
+/// Durations as Fluss writes them: `10s`, `500ms`, `3min`, `1h`, or a bare number of millis.
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(ms) = s.parse::<u64>() {
+        return Ok(Duration::from_millis(ms));
+    }
+    let normalized = s.replace("min", "m").replace(' ', "");
+    humantime::parse_duration(&normalized).map_err(|e| format!("invalid duration '{s}': {e}"))
+}
+
+/// Sizes: `512mb`, `2gb`, `64kb`, or a bare number of bytes.
+pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    let n: usize = num.parse().map_err(|_| format!("invalid size '{s}'"))?;
+    let mult = match unit.trim() {
+        "" | "b" => 1,
+        "k" | "kb" => 1 << 10,
+        "m" | "mb" => 1 << 20,
+        "g" | "gb" => 1 << 30,
+        _ => return Err(format!("invalid size unit in '{s}'")),
+    };
+    Ok(n * mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn flink_style_options() {
+        let c = HostConfig::from_args(args(
+            "host --fluss.bootstrap.servers 127.0.0.1:9123 --datalake.format paimon \
+             --datalake.paimon.warehouse /wh --datalake.paimon.metastore=filesystem \
+             --lake.tiering.auto-expire-snapshot true --plugin a.wasm --plugin b.wasm \
+             --fluss.tiering.poll.table.interval 5s --tiering.heartbeat.interval 2s \
+             --fluss.client.connect-timeout 5s",
+        ))
+        .unwrap();
+        assert_eq!(c.bootstrap_servers, "127.0.0.1:9123");
+        assert_eq!(c.required_format.as_deref(), Some("paimon"));
+        assert_eq!(c.plugins.len(), 2);
+        assert_eq!(c.poll_table_interval, Duration::from_secs(5));
+        assert_eq!(c.heartbeat_interval, Duration::from_secs(2));
+        assert_eq!(c.poll_timeout, Duration::from_secs(10));
+        assert_eq!(c.heartbeat_max_failures, 10);
+        let paimon = c.lake_options_for("paimon");
+        assert_eq!(paimon.get("warehouse").unwrap(), "/wh");
+        assert_eq!(paimon.get("metastore").unwrap(), "filesystem");
+        assert_eq!(c.tiering_options.get("lake.tiering.auto-expire-snapshot").unwrap(), "true");
+        assert_eq!(c.fluss_client_config().unwrap().connect_timeout_ms, 5000);
+    }
+
+    #[test]
+    fn defaults_and_errors() {
+        let c = HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p.wasm")).unwrap();
+        assert_eq!(c.poll_table_interval, Duration::from_secs(30));
+        assert_eq!(c.heartbeat_interval, Duration::from_secs(10));
+        assert!(HostConfig::from_args(args("host --plugin p.wasm")).is_err());
+        assert!(HostConfig::from_args(args("host --fluss.bootstrap.servers h:1")).is_err());
+        assert!(HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p --datalake.paimon")).is_err());
+        let c = HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p --fluss.bogus 1")).unwrap();
+        assert_eq!(c.fluss_client_config().unwrap_err().kind(), ErrorKind::Config);
+        assert!(
+            HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p --tiering.heartbeat.interval 3min"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn durations_and_sizes() {
+        assert_eq!(parse_duration("3min").unwrap(), Duration::from_secs(180));
+        assert_eq!(parse_duration("250").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_size("2gb").unwrap(), 2 << 30);
+        assert_eq!(parse_size("128mb").unwrap(), 128 << 20);
+        assert!(parse_size("12 parsecs").is_err());
+    }
+}

@@ -1,0 +1,213 @@
+//! A connection to the Fluss coordinator for the tiering RPCs.
+//!
+//! Tiering RPCs are rare (a heartbeat every few seconds, two per commit), so one connection
+//! carrying one request at a time is enough. Any I/O failure drops the connection; the next
+//! request finds the coordinator again through the [`CoordinatorLocator`] (the coordinator
+//! may have moved after a fail-over) and redoes the `ApiVersions` handshake.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use prost::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Mutex;
+
+use super::api;
+use super::codec::{self, MAX_RESPONSE_LEN};
+use super::proto::*;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Finds the coordinator's current `host:port`.
+#[async_trait]
+pub trait CoordinatorLocator: Send + Sync {
+    async fn locate(&self) -> Result<String>;
+}
+
+/// A fixed address, for tests and for `--coordinator` overrides.
+pub struct FixedAddress(pub String);
+
+#[async_trait]
+impl CoordinatorLocator for FixedAddress {
+    async fn locate(&self) -> Result<String> {
+        Ok(self.0.clone())
+    }
+}
+
+pub struct CoordinatorClient {
+    locator: Arc<dyn CoordinatorLocator>,
+    connection: Mutex<Option<TcpStream>>,
+    next_request_id: AtomicI32,
+    request_timeout: Duration,
+}
+
+impl CoordinatorClient {
+    pub fn new(locator: Arc<dyn CoordinatorLocator>, request_timeout: Duration) -> Self {
+        Self {
+            locator,
+            connection: Mutex::new(None),
+            next_request_id: AtomicI32::new(0),
+            request_timeout,
+        }
+    }
+
+    pub async fn heartbeat(&self, req: &LakeTieringHeartbeatRequest) -> Result<LakeTieringHeartbeatResponse> {
+        self.call(api::LAKE_TIERING_HEARTBEAT, req).await
+    }
+
+    pub async fn prepare_lake_table_snapshot(
+        &self,
+        req: &PrepareLakeTableSnapshotRequest,
+    ) -> Result<PrepareLakeTableSnapshotResponse> {
+        self.call(api::PREPARE_LAKE_TABLE_SNAPSHOT, req).await
+    }
+
+    pub async fn commit_lake_table_snapshot(
+        &self,
+        req: &CommitLakeTableSnapshotRequest,
+    ) -> Result<CommitLakeTableSnapshotResponse> {
+        self.call(api::COMMIT_LAKE_TABLE_SNAPSHOT, req).await
+    }
+
+    /// Sends one request and waits for its response, connecting first if needed.
+    async fn call<Req: Message, Resp: Message + Default>(&self, api_key: i16, req: &Req) -> Result<Resp> {
+        let mut guard = self.connection.lock().await;
+        if guard.is_none() {
+            *guard = Some(self.connect().await?);
+        }
+        let stream = guard.as_mut().expect("connected above");
+        let result = tokio::time::timeout(self.request_timeout, self.exchange(stream, api_key, req)).await;
+        let body = match result {
+            Ok(Ok(body)) => body,
+            Ok(Err(e)) => {
+                *guard = None;
+                return Err(e);
+            }
+            Err(_) => {
+                *guard = None;
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("coordinator did not answer API {api_key} within {:?}", self.request_timeout),
+                ));
+            }
+        };
+        match body {
+            Ok(bytes) => Resp::decode(bytes).map_err(|e| {
+                Error::new(ErrorKind::Protocol, format!("undecodable response to API {api_key}")).with_source(e)
+            }),
+            Err(err) => Err(Error::new(
+                ErrorKind::Coordinator,
+                format!(
+                    "API {api_key} failed: {}",
+                    err.error_message.as_deref().unwrap_or("no message")
+                ),
+            )
+            .with_code(err.error_code)),
+        }
+    }
+
+    async fn exchange<Req: Message>(
+        &self,
+        stream: &mut TcpStream,
+        api_key: i16,
+        req: &Req,
+    ) -> Result<std::result::Result<Bytes, ErrorResponse>> {
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let frame = codec::encode_request(api_key, 0, request_id, req);
+        stream.write_all(&frame).await.map_err(io_error)?;
+        let payload = read_frame(stream).await?;
+        let response = codec::decode_response(payload)?;
+        if response.request_id != request_id {
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                format!(
+                    "response for request {} arrived while waiting for {request_id}",
+                    response.request_id
+                ),
+            ));
+        }
+        Ok(response.body)
+    }
+
+    /// Opens a connection and checks, through `ApiVersions`, that the peer is a coordinator
+    /// that serves the three tiering APIs at version 0.
+    async fn connect(&self) -> Result<TcpStream> {
+        let addr = self.locator.locate().await?;
+        let mut stream = tokio::time::timeout(self.request_timeout, TcpStream::connect(&addr))
+            .await
+            .map_err(|_| Error::new(ErrorKind::Unavailable, format!("connecting to coordinator {addr} timed out")))?
+            .map_err(|e| Error::new(ErrorKind::Unavailable, format!("cannot connect to coordinator {addr}")).with_source(e))?;
+        stream.set_nodelay(true).ok();
+        let req = ApiVersionsRequest {
+            client_software_name: "fluss-lake-host".into(),
+            client_software_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        stream
+            .write_all(&codec::encode_request(api::API_VERSIONS, 0, request_id, &req))
+            .await
+            .map_err(io_error)?;
+        let response = tokio::time::timeout(self.request_timeout, read_frame(&mut stream))
+            .await
+            .map_err(|_| Error::new(ErrorKind::Unavailable, format!("coordinator {addr} did not answer ApiVersions")))??;
+        let response = codec::decode_response(response)?;
+        let body = response.body.map_err(|e| {
+            Error::new(ErrorKind::Coordinator, format!("ApiVersions refused by {addr}: {:?}", e.error_message))
+                .with_code(e.error_code)
+        })?;
+        let versions = ApiVersionsResponse::decode(body)
+            .map_err(|e| Error::new(ErrorKind::Protocol, "undecodable ApiVersions response").with_source(e))?;
+        check_handshake(&addr, &versions)?;
+        tracing::debug!(%addr, "connected to coordinator");
+        Ok(stream)
+    }
+}
+
+/// Refuses a peer that is not a coordinator or lacks a tiering API at version 0.
+pub fn check_handshake(addr: &str, versions: &ApiVersionsResponse) -> Result<()> {
+    if let Some(server_type) = versions.server_type
+        && server_type != api::SERVER_TYPE_COORDINATOR
+    {
+        return Err(Error::new(
+            ErrorKind::Protocol,
+            format!("{addr} is not a coordinator (server type {server_type})"),
+        ));
+    }
+    for key in [
+        api::LAKE_TIERING_HEARTBEAT,
+        api::PREPARE_LAKE_TABLE_SNAPSHOT,
+        api::COMMIT_LAKE_TABLE_SNAPSHOT,
+    ] {
+        let supported = versions
+            .api_versions
+            .iter()
+            .any(|v| v.api_key == i32::from(key) && v.min_version <= 0 && v.max_version >= 0);
+        if !supported {
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                format!("coordinator {addr} does not serve API {key} version 0; is it Fluss >= 0.9?"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+async fn read_frame(stream: &mut TcpStream) -> Result<Bytes> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).await.map_err(io_error)?;
+    let len = i32::from_be_bytes(len);
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|l| *l <= MAX_RESPONSE_LEN)
+        .ok_or_else(|| Error::new(ErrorKind::Protocol, format!("invalid response length {len}")))?;
+    let mut buf = vec![0u8; len];
+    stream.read_exact(&mut buf).await.map_err(io_error)?;
+    Ok(Bytes::from(buf))
+}
+
+fn io_error(e: std::io::Error) -> Error {
+    Error::new(ErrorKind::Unavailable, "coordinator connection").with_source(e)
+}

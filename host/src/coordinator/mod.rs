@@ -1,0 +1,18 @@
+//! The host's own client for the coordinator's lake tiering RPCs.
+//!
+//! fluss-rs 1.0.0 keeps its API keys and request plumbing crate-private, so the three
+//! tiering RPCs (`LakeTieringHeartbeat`, `PrepareLakeTableSnapshot`,
+//! `CommitLakeTableSnapshot`) go through this small client: [`codec`] is the wire framing,
+//! [`client`] the connection with its handshake, [`proto`] the generated messages.
+
+pub mod api;
+pub mod client;
+pub mod codec;
+
+/// Protobuf messages generated at build time from `proto/coordinator.proto`.
+#[allow(clippy::all, missing_docs)]
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/fluss.rs"));
+}
+
+pub use client::CoordinatorClient;

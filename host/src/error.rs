@@ -1,0 +1,151 @@
+//! The host's single error type.
+//!
+//! Callers decide by [`ErrorKind`] (retry, fail the table's round, refuse to start), never by
+//! parsing messages; the message and source chain are for the operator's log.
+
+use std::fmt;
+
+/// What kind of failure happened, so that callers can react without parsing messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Bad command-line options or configuration; the host refuses to start.
+    Config,
+    /// A plugin file is missing, corrupt, not a component, or incompatible with the contract.
+    PluginLoad,
+    /// A plugin returned an error or trapped while tiering a table.
+    Plugin,
+    /// No loaded plugin serves the table's lake format.
+    NoPlugin,
+    /// The network or a server could not be reached; usually transient.
+    Unavailable,
+    /// A server answered with something the protocol does not allow.
+    Protocol,
+    /// The coordinator rejected a request with a Fluss error code.
+    Coordinator,
+    /// This host no longer owns the table's round (tiering epoch fenced, coordinator changed,
+    /// table dropped or recreated); the round must be abandoned without committing.
+    Fenced,
+    /// Reading from Fluss failed.
+    Fluss,
+    /// Object storage failed.
+    Storage,
+    /// The round was cancelled (shutdown, max duration).
+    Cancelled,
+    /// The table needs a feature this host version does not implement yet.
+    Unsupported,
+    /// A broken invariant inside the host.
+    Internal,
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            ErrorKind::Config => "configuration error",
+            ErrorKind::PluginLoad => "plugin load error",
+            ErrorKind::Plugin => "plugin error",
+            ErrorKind::NoPlugin => "no plugin for format",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Protocol => "protocol error",
+            ErrorKind::Coordinator => "coordinator error",
+            ErrorKind::Fenced => "fenced",
+            ErrorKind::Fluss => "fluss error",
+            ErrorKind::Storage => "storage error",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Internal => "internal error",
+        };
+        f.write_str(s)
+    }
+}
+
+/// An error with a kind, a message for humans, an optional Fluss error code and a source.
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    /// The Fluss server error code, when the error came from a Fluss response.
+    code: Option<i32>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            code: None,
+            source: None,
+        }
+    }
+
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    pub fn with_code(mut self, code: i32) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.code
+    }
+
+    /// Prefixes the message with what the caller was doing.
+    pub fn context(mut self, what: impl fmt::Display) -> Self {
+        self.message = format!("{what}: {}", self.message);
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)?;
+        if let Some(code) = self.code {
+            write!(f, " (fluss error code {code})")?;
+        }
+        let mut source = self.source.as_deref().map(|s| s as &dyn std::error::Error);
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<fluss::error::Error> for Error {
+    fn from(e: fluss::error::Error) -> Self {
+        Error::new(ErrorKind::Fluss, "fluss client").with_source(e)
+    }
+}
+
+impl From<object_store::Error> for Error {
+    fn from(e: object_store::Error) -> Self {
+        Error::new(ErrorKind::Storage, "object store").with_source(e)
+    }
+}

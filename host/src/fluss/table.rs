@@ -1,0 +1,87 @@
+//! Fluss table metadata converted to the contract's `table-info`.
+
+use fluss::metadata::TableInfo;
+
+use crate::plugin::wit;
+
+/// The property naming a table's lake format.
+pub const DATALAKE_FORMAT_PROPERTY: &str = "table.datalake.format";
+/// The property with the table's freshness, which also bounds a tiering round.
+pub const DATALAKE_FRESHNESS_PROPERTY: &str = "table.datalake.freshness";
+
+pub fn to_wit(info: &TableInfo) -> wit::TableInfo {
+    let path = info.get_table_path();
+    let schema = info.get_schema();
+    let columns = schema
+        .columns()
+        .iter()
+        .map(|c| {
+            let dt = c.data_type();
+            let full = dt.to_string();
+            wit::Column {
+                name: c.name().to_string(),
+                data_type: full.strip_suffix(" NOT NULL").unwrap_or(&full).to_string(),
+                nullable: dt.is_nullable(),
+                comment: c.comment().map(str::to_string),
+            }
+        })
+        .collect();
+    let mut properties: Vec<(String, String)> = info
+        .get_properties()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    properties.sort();
+    let mut custom_properties: Vec<(String, String)> = info
+        .get_custom_properties()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    custom_properties.sort();
+    wit::TableInfo {
+        table_id: info.get_table_id(),
+        path: wit::TablePath {
+            database: path.database().to_string(),
+            table: path.table().to_string(),
+        },
+        schema_id: info.get_schema_id(),
+        columns,
+        primary_keys: info.get_primary_keys().clone(),
+        bucket_keys: if info.is_default_bucket_key() && !info.has_primary_key() {
+            Vec::new()
+        } else {
+            info.get_bucket_keys().to_vec()
+        },
+        num_buckets: info.get_num_buckets(),
+        partition_keys: info.get_partition_keys().to_vec(),
+        properties,
+        custom_properties,
+    }
+}
+
+/// The raw `table.datalake.format` property (not fluss-rs's enum, which lacks some formats).
+pub fn lake_format(info: &TableInfo) -> Option<String> {
+    info.get_properties()
+        .get(DATALAKE_FORMAT_PROPERTY)
+        .map(|f| f.to_ascii_lowercase())
+}
+
+/// The plugin configuration for `format`: the table's `table.datalake.<format>.*` properties
+/// (which the coordinator injects from its own `datalake.<format>.*` settings) with the prefix
+/// stripped, overlaid by the host's `--datalake.<format>.*` options.
+pub fn plugin_config(
+    info: &TableInfo,
+    format: &str,
+    host_overrides: &std::collections::BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    let prefix = format!("table.datalake.{format}.");
+    let mut merged: std::collections::BTreeMap<String, String> = info
+        .get_properties()
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|k| (k.to_string(), v.clone())))
+        .collect();
+    for (k, v) in host_overrides {
+        merged.insert(k.clone(), v.clone());
+    }
+    merged.into_iter().collect()
+}

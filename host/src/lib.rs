@@ -1,0 +1,18 @@
+//! The Fluss lake tiering host as a library, so that end-to-end tests and benchmarks drive
+//! the same code the binary runs.
+//!
+//! - [`config`]: command-line options in the FlussLakeTiering convention.
+//! - [`coordinator`]: the host's own client for the coordinator's tiering RPCs.
+//! - [`fluss`]: table metadata, offsets and bucket reading on top of fluss-rs.
+//! - [`plugin`]: the WebAssembly plugin runtime.
+//! - [`tiering`]: the heartbeat loop, split generation, rounds and the commit pipeline.
+
+pub mod config;
+pub mod coordinator;
+pub mod error;
+pub mod fluss;
+pub mod plugin;
+pub mod startup;
+pub mod tiering;
+
+pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,192 @@
+//! Loaded plugins and the lake format each one serves.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker};
+
+use super::bindings::{LakePlugin, LakePluginPre};
+use super::engine::{EngineSettings, PluginEngine};
+use super::host_api::InstanceState;
+use super::{CONTRACT_VERSION, PluginInstance};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A loaded, compiled and linked plugin; instances are created from it per use.
+pub struct Plugin {
+    engine: Arc<PluginEngine>,
+    pre: LakePluginPre<InstanceState>,
+    path: PathBuf,
+    digest: String,
+    format: String,
+    version: String,
+    contract_version: String,
+    size: u64,
+}
+
+impl Plugin {
+    /// Loads, compiles (or fetches from the cache) and links a plugin file, then asks it who
+    /// it is. Any failure is a [`ErrorKind::PluginLoad`] error naming the file.
+    pub async fn load(engine: Arc<PluginEngine>, path: &Path) -> Result<Self> {
+        let load_err = |what: String| Error::new(ErrorKind::PluginLoad, format!("plugin {}: {what}", path.display()));
+        let bytes = std::fs::read(path).map_err(|e| load_err(format!("cannot read: {e}")))?;
+        let (component, digest) = engine.load(path, &bytes)?;
+        let mut linker: Linker<InstanceState> = Linker::new(engine.engine());
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| load_err(format!("cannot link WASI: {e:#}")))?;
+        LakePlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(|e| load_err(format!("cannot link host imports: {e:#}")))?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(|e| load_err(format!("does not match the fluss:lake@{CONTRACT_VERSION} contract: {e:#}")))?;
+        let pre = LakePluginPre::new(pre)
+            .map_err(|e| load_err(format!("does not export the fluss:lake@{CONTRACT_VERSION} world: {e:#}")))?;
+        let mut plugin = Self {
+            engine,
+            pre,
+            path: path.to_path_buf(),
+            digest,
+            format: String::new(),
+            version: String::new(),
+            contract_version: String::new(),
+            size: bytes.len() as u64,
+        };
+        let mut instance = PluginInstance::new(&plugin, format!("{}", path.display()))
+            .await
+            .map_err(|e| load_err(e.message().to_string()))?;
+        let info = instance
+            .info()
+            .await
+            .map_err(|e| load_err(e.message().to_string()))?;
+        if !contract_compatible(&info.contract_version, CONTRACT_VERSION) {
+            return Err(load_err(format!(
+                "built for contract {} but this host implements {CONTRACT_VERSION}",
+                info.contract_version
+            )));
+        }
+        if info.format.is_empty() || !info.format.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(load_err(format!("invalid format name '{}'", info.format)));
+        }
+        plugin.format = info.format.to_ascii_lowercase();
+        plugin.version = info.plugin_version;
+        plugin.contract_version = info.contract_version;
+        Ok(plugin)
+    }
+
+    pub fn engine(&self) -> &Engine {
+        self.engine.engine()
+    }
+
+    pub fn engine_settings(&self) -> &EngineSettings {
+        self.engine.settings()
+    }
+
+    pub(super) fn pre(&self) -> &LakePluginPre<InstanceState> {
+        &self.pre
+    }
+
+    pub fn name(&self) -> &str {
+        &self.format
+    }
+
+    pub fn format(&self) -> &str {
+        &self.format
+    }
+
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    pub fn contract_version(&self) -> &str {
+        &self.contract_version
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// Same major version, and before 1.0 the same minor version (semver's rule for 0.x).
+pub fn contract_compatible(plugin: &str, host: &str) -> bool {
+    let parse = |v: &str| -> Option<(u64, u64)> {
+        let mut it = v.split('.');
+        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+    };
+    match (parse(plugin), parse(host)) {
+        (Some((pm, pn)), Some((hm, hn))) => pm == hm && (hm > 0 || pn == hn),
+        _ => false,
+    }
+}
+
+/// The plugins of this host, by format.
+#[derive(Default)]
+pub struct PluginRegistry {
+    by_format: BTreeMap<String, Arc<Plugin>>,
+}
+
+impl PluginRegistry {
+    /// Loads every plugin file; two plugins claiming one format is an error naming both.
+    pub async fn load(engine: Arc<PluginEngine>, paths: &[PathBuf]) -> Result<Self> {
+        let mut registry = Self::default();
+        for path in paths {
+            let plugin = Plugin::load(engine.clone(), path).await?;
+            if let Some(existing) = registry.by_format.get(plugin.format()) {
+                return Err(Error::new(
+                    ErrorKind::PluginLoad,
+                    format!(
+                        "plugins {} and {} both claim format '{}'",
+                        existing.path().display(),
+                        path.display(),
+                        plugin.format()
+                    ),
+                ));
+            }
+            tracing::info!(
+                format = plugin.format(),
+                version = plugin.version(),
+                contract = plugin.contract_version(),
+                path = %path.display(),
+                sha256 = plugin.digest(),
+                "loaded plugin"
+            );
+            registry.by_format.insert(plugin.format().to_string(), Arc::new(plugin));
+        }
+        Ok(registry)
+    }
+
+    pub fn get(&self, format: &str) -> Option<Arc<Plugin>> {
+        self.by_format.get(&format.to_ascii_lowercase()).cloned()
+    }
+
+    pub fn formats(&self) -> Vec<&str> {
+        self.by_format.keys().map(String::as_str).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_format.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contract_compatible;
+
+    #[test]
+    fn contract_versions() {
+        assert!(contract_compatible("0.1.0", "0.1.0"));
+        assert!(contract_compatible("0.1.3", "0.1.0"));
+        assert!(!contract_compatible("0.2.0", "0.1.0"));
+        assert!(contract_compatible("1.4.0", "1.0.0"));
+        assert!(!contract_compatible("2.0.0", "1.0.0"));
+        assert!(!contract_compatible("garbage", "0.1.0"));
+    }
+}

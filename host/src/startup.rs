@@ -1,0 +1,86 @@
+//! Bringing the host up: plugins first (a broken plugin must stop the host before it takes
+//! any table), then Fluss and the coordinator.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use fluss::client::{FlussAdmin, FlussConnection};
+
+use crate::config::HostConfig;
+use crate::coordinator::CoordinatorClient;
+use crate::coordinator::client::CoordinatorLocator;
+use crate::error::{Error, ErrorKind, Result};
+use crate::plugin::PluginRegistry;
+use crate::plugin::engine::{EngineSettings, PluginEngine};
+use crate::tiering::round::TieringContext;
+
+/// How long startup waits for the Fluss cluster to answer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginRegistry>> {
+    let engine = Arc::new(PluginEngine::new(EngineSettings {
+        cache_dir: config.plugin_cache_dir.clone(),
+        instance_memory_limit: config.plugin_memory_limit,
+    })?);
+    let registry = PluginRegistry::load(engine, &config.plugins).await?;
+    if let Some(format) = &config.required_format
+        && registry.get(format).is_none()
+    {
+        return Err(Error::new(
+            ErrorKind::NoPlugin,
+            format!(
+                "--datalake.format {format}: no --plugin serves it (loaded: {})",
+                registry.formats().join(", ")
+            ),
+        ));
+    }
+    Ok(Arc::new(registry))
+}
+
+/// Finds the coordinator through fluss-rs's view of the cluster's server nodes.
+struct AdminLocator {
+    admin: Arc<FlussAdmin>,
+}
+
+#[async_trait]
+impl CoordinatorLocator for AdminLocator {
+    async fn locate(&self) -> Result<String> {
+        let nodes = self.admin.get_server_nodes().await?;
+        nodes
+            .iter()
+            .find(|n| *n.server_type() == fluss::ServerType::CoordinatorServer)
+            .map(|n| format!("{}:{}", n.host(), n.port()))
+            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the Fluss cluster reports no coordinator"))
+    }
+}
+
+pub async fn connect(config: HostConfig, plugins: Arc<PluginRegistry>) -> Result<Arc<TieringContext>> {
+    let servers = config.bootstrap_servers.clone();
+    let unreachable = |e: Option<fluss::error::Error>| {
+        let err = Error::new(ErrorKind::Unavailable, format!("cannot reach the Fluss cluster at {servers}"));
+        match e {
+            Some(e) => err.with_source(e),
+            None => err,
+        }
+    };
+    let client_config = config.fluss_client_config()?;
+    let conn = tokio::time::timeout(CONNECT_TIMEOUT, FlussConnection::new(client_config))
+        .await
+        .map_err(|_| unreachable(None))?
+        .map_err(|e| unreachable(Some(e)))?;
+    let conn = Arc::new(conn);
+    let admin = conn.get_admin().map_err(|e| unreachable(Some(e)))?;
+    let locator = Arc::new(AdminLocator { admin: admin.clone() });
+    tokio::time::timeout(CONNECT_TIMEOUT, locator.locate())
+        .await
+        .map_err(|_| unreachable(None))??;
+    let coordinator = Arc::new(CoordinatorClient::new(locator, config.rpc_timeout));
+    Ok(Arc::new(TieringContext {
+        config,
+        conn,
+        admin,
+        coordinator,
+        plugins,
+    }))
+}

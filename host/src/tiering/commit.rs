@@ -1,0 +1,360 @@
+//! The two-phase commit of a round, in the order that keeps the lake and Fluss consistent
+//! whatever crashes in between (Flink's `TieringCommitOperator`):
+//!
+//! 1. recovery: if the lake holds a snapshot committed by tiering that Fluss does not know
+//!    (a previous host died between the lake commit and the Fluss commit), register it in
+//!    Fluss, drop this round's files and fail the round so the next one starts from there;
+//! 2. fencing: a heartbeat confirms the round still belongs to this host;
+//! 3. `PrepareLakeTableSnapshot`: the coordinator writes the offsets file;
+//! 4. the lake commit, carrying `fluss-offsets` = that file's path;
+//! 5. `CommitLakeTableSnapshot`: the V2 registration plus `tables_req`, which tells the
+//!    tablet servers the tiered offsets.
+//!
+//! Before step 4 a failure aborts the round's files; after it nothing is aborted: the lake
+//! snapshot exists and step 1 of the next round registers it.
+
+use super::round::{Assignment, ResolvedTable, RoundOutcome, TieringContext};
+use super::{COMMIT_USER, FLUSS_OFFSETS_PROPERTY};
+use crate::coordinator::api::errors;
+use crate::coordinator::proto::*;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fluss::offsets;
+use crate::fluss::reader::BucketRange;
+use crate::plugin::instance::CommitterHandle;
+use crate::plugin::{PluginInstance, wit};
+
+/// What one split produced.
+pub struct SplitResult {
+    pub range: BucketRange,
+    /// Exclusive offset the bucket was read up to (its stop offset when complete).
+    pub end_offset: i64,
+    pub max_timestamp: i64,
+    pub rows: u64,
+    pub write_result: wit::WriteResult,
+}
+
+fn committer_context(ctx: &TieringContext, resolved: &ResolvedTable) -> wit::CommitterContext {
+    wit::CommitterContext {
+        table: resolved.wit_info.clone(),
+        config: resolved.plugin_config.clone(),
+        tiering_config: ctx
+            .config
+            .tiering_options
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+/// Deletes the files of write results that will never be committed (best effort).
+pub async fn abort_written(instance: &mut PluginInstance, resolved: &ResolvedTable, written: &[SplitResult]) {
+    if written.is_empty() {
+        return;
+    }
+    let ctx = wit::CommitterContext {
+        table: resolved.wit_info.clone(),
+        config: resolved.plugin_config.clone(),
+        tiering_config: Vec::new(),
+    };
+    let payloads: Vec<Vec<u8>> = written.iter().map(|r| r.write_result.payload.clone()).collect();
+    let result = async {
+        let c = instance.open_committer(&ctx).await?;
+        let committable = instance.to_committable(&c, &payloads).await?;
+        instance.abort(&c, &committable).await?;
+        instance.close_committer(c).await
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(table = %resolved.wit_info.path.table, "could not delete the round's files: {e}");
+    }
+}
+
+pub async fn commit_round(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+    resolved: &ResolvedTable,
+    instance: &mut PluginInstance,
+    results: Vec<SplitResult>,
+) -> Result<RoundOutcome> {
+    let completed: Vec<&SplitResult> = results.iter().filter(|r| r.end_offset >= 0).collect();
+    let rows: u64 = results.iter().map(|r| r.rows).sum();
+    if completed.is_empty() && results.iter().all(|r| r.write_result.payload.is_empty()) {
+        return Ok(RoundOutcome {
+            rows,
+            ..Default::default()
+        });
+    }
+    let committer = instance.open_committer(&committer_context(ctx, resolved)).await?;
+    let payloads: Vec<Vec<u8>> = results.iter().map(|r| r.write_result.payload.clone()).collect();
+    let committable = instance.to_committable(&committer, &payloads).await?;
+
+    let prepared = prepare(ctx, assignment, resolved, instance, &committer, &committable, &completed).await;
+    let offsets_path = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            if let Err(abort_err) = instance.abort(&committer, &committable).await {
+                tracing::warn!(table = %assignment.path, "could not delete the round's files: {abort_err}");
+            }
+            return Err(e);
+        }
+    };
+
+    let properties = vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone())];
+    let lake = instance.commit(&committer, &committable, &properties).await;
+    let lake = match lake {
+        Ok(r) => r,
+        Err(e) => {
+            // The plugin may or may not have published the snapshot; only delete files when
+            // the lake provably has no snapshot carrying this offsets file.
+            let published = instance
+                .get_missing_lake_snapshot(&committer, None)
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|s| s.properties.iter().any(|(k, v)| k == FLUSS_OFFSETS_PROPERTY && *v == offsets_path));
+            if !published && let Err(abort_err) = instance.abort(&committer, &committable).await {
+                tracing::warn!(table = %assignment.path, "could not delete the round's files: {abort_err}");
+            }
+            return Err(e);
+        }
+    };
+    instance.close_committer(committer).await.ok();
+    register_in_fluss(ctx, assignment, &lake, &offsets_path, &completed).await?;
+    tracing::info!(
+        table = %assignment.path,
+        snapshot = lake.snapshot_id,
+        rows,
+        "tiering round committed"
+    );
+    Ok(RoundOutcome {
+        snapshot_id: Some(lake.snapshot_id),
+        stats: Some(lake.stats),
+        rows,
+    })
+}
+
+/// Steps 1–3: recovery check, fencing heartbeat, prepare. Returns the offsets file path.
+async fn prepare(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+    resolved: &ResolvedTable,
+    instance: &mut PluginInstance,
+    committer: &CommitterHandle,
+    _committable: &[u8],
+    completed: &[&SplitResult],
+) -> Result<String> {
+    let info = ctx.admin.get_table_info(&assignment.path).await?;
+    if info.get_table_id() != assignment.table_id {
+        return Err(Error::new(
+            ErrorKind::Fenced,
+            format!("{} was dropped and recreated during the round", assignment.path),
+        ));
+    }
+    let fluss_snapshot = offsets::latest_tiered_offsets(&ctx.admin, &assignment.path).await?.snapshot_id;
+    if let Some(missing) = instance.get_missing_lake_snapshot(committer, fluss_snapshot).await? {
+        recover_missing_snapshot(ctx, assignment, &missing).await?;
+        return Err(Error::new(
+            ErrorKind::Fenced,
+            format!(
+                "{}: lake snapshot {} was committed by an earlier round but unknown to Fluss (last known {:?}); \
+                 registered it, this round's files are discarded and the next round resumes from it",
+                assignment.path, missing.snapshot_id, fluss_snapshot
+            ),
+        ));
+    }
+    confirm_ownership(ctx, assignment).await?;
+
+    let request = PrepareLakeTableSnapshotRequest {
+        bucket_offsets: vec![PbTableOffsets {
+            table_id: assignment.table_id,
+            table_path: table_path(assignment),
+            bucket_offsets: completed
+                .iter()
+                .map(|r| PbBucketOffset {
+                    partition_id: r.range.partition_id,
+                    bucket_id: r.range.bucket,
+                    log_end_offset: Some(r.end_offset),
+                })
+                .collect(),
+        }],
+        ignore_previous_table_offsets: None,
+    };
+    let response = ctx.coordinator.prepare_lake_table_snapshot(&request).await?;
+    let [entry] = response.prepare_lake_table_resp.as_slice() else {
+        return Err(Error::new(
+            ErrorKind::Protocol,
+            format!(
+                "PrepareLakeTableSnapshot returned {} entries for one table",
+                response.prepare_lake_table_resp.len()
+            ),
+        ));
+    };
+    if let Some(code) = entry.error_code.filter(|c| *c != 0) {
+        return Err(Error::new(
+            ErrorKind::Coordinator,
+            format!(
+                "PrepareLakeTableSnapshot for {} failed: {}",
+                assignment.path,
+                entry.error_message.as_deref().unwrap_or("no message")
+            ),
+        )
+        .with_code(code));
+    }
+    let path = entry.lake_table_offsets_path.clone().ok_or_else(|| {
+        Error::new(ErrorKind::Protocol, "PrepareLakeTableSnapshot returned no offsets path")
+    })?;
+    let _ = resolved;
+    Ok(path)
+}
+
+/// Renews the table's heartbeat alone and checks the coordinator still considers this
+/// host's round current; narrows (the server does not fence commits) the window in which a
+/// zombie host could commit after losing its round.
+pub async fn confirm_ownership(ctx: &TieringContext, assignment: &Assignment) -> Result<()> {
+    let request = LakeTieringHeartbeatRequest {
+        tiering_tables: vec![PbHeartbeatReqForTable {
+            table_id: assignment.table_id,
+            coordinator_epoch: assignment.coordinator_epoch,
+            tiering_epoch: assignment.tiering_epoch,
+            lake_tiering_stats: None,
+        }],
+        ..Default::default()
+    };
+    let response = ctx.coordinator.heartbeat(&request).await?;
+    if response.coordinator_epoch != assignment.coordinator_epoch {
+        return Err(Error::new(
+            ErrorKind::Fenced,
+            format!(
+                "coordinator epoch moved from {} to {} during the round of {}",
+                assignment.coordinator_epoch, response.coordinator_epoch, assignment.path
+            ),
+        ));
+    }
+    if let Some(err) = response
+        .tiering_table_resp
+        .iter()
+        .find(|r| r.table_id == assignment.table_id)
+        .and_then(|r| r.error.as_ref())
+    {
+        return Err(Error::new(
+            if errors::fences_round(err.error_code) { ErrorKind::Fenced } else { ErrorKind::Coordinator },
+            format!(
+                "coordinator no longer accepts the round of {}: {}",
+                assignment.path,
+                err.error_message.as_deref().unwrap_or("no message")
+            ),
+        )
+        .with_code(err.error_code));
+    }
+    Ok(())
+}
+
+/// Registers in Fluss a lake snapshot that an earlier round committed to the lake only.
+async fn recover_missing_snapshot(ctx: &TieringContext, assignment: &Assignment, missing: &wit::CommittedSnapshot) -> Result<()> {
+    let path = missing
+        .properties
+        .iter()
+        .find(|(k, _)| k == FLUSS_OFFSETS_PROPERTY)
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Plugin,
+                format!(
+                    "lake snapshot {} of {} was committed by {COMMIT_USER} but has no {FLUSS_OFFSETS_PROPERTY} property",
+                    missing.snapshot_id, assignment.path
+                ),
+            )
+        })?;
+    if path.trim_start().starts_with('{') {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "lake snapshot {} of {} stores offsets inline (Fluss 0.8 layout); cannot recover it",
+                missing.snapshot_id, assignment.path
+            ),
+        ));
+    }
+    tracing::warn!(
+        table = %assignment.path,
+        snapshot = missing.snapshot_id,
+        "registering a lake snapshot Fluss missed (a previous round stopped between the lake and Fluss commits)"
+    );
+    let request = CommitLakeTableSnapshotRequest {
+        tables_req: Vec::new(),
+        lake_table_snapshot_metadata: vec![PbLakeTableSnapshotMetadata {
+            table_id: assignment.table_id,
+            snapshot_id: missing.snapshot_id,
+            tiered_bucket_offsets_file_path: path,
+            readable_bucket_offsets_file_path: None,
+            earliest_snapshot_id_to_keep: Some(-1),
+        }],
+    };
+    check_commit_response(assignment, &ctx.coordinator.commit_lake_table_snapshot(&request).await?)
+}
+
+/// Step 5: the V2 snapshot registration plus the per-bucket offsets for the tablet servers.
+async fn register_in_fluss(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+    lake: &wit::CommitResult,
+    offsets_path: &str,
+    completed: &[&SplitResult],
+) -> Result<()> {
+    let (readable, earliest) = match lake.readable {
+        wit::ReadableSnapshot::Committed => (Some(offsets_path.to_string()), lake.earliest_snapshot_to_keep),
+        wit::ReadableSnapshot::Unknown => (None, Some(lake.earliest_snapshot_to_keep.unwrap_or(-1))),
+    };
+    let tables_req = if completed.is_empty() {
+        Vec::new()
+    } else {
+        vec![PbLakeTableSnapshotInfo {
+            table_id: Some(assignment.table_id),
+            snapshot_id: lake.snapshot_id,
+            buckets_req: completed
+                .iter()
+                .map(|r| PbLakeTableOffsetForBucket {
+                    partition_id: r.range.partition_id,
+                    bucket_id: r.range.bucket,
+                    log_end_offset: Some(r.end_offset),
+                    max_timestamp: (r.max_timestamp >= 0).then_some(r.max_timestamp),
+                })
+                .collect(),
+            table_path: Some(table_path(assignment)),
+        }]
+    };
+    let request = CommitLakeTableSnapshotRequest {
+        tables_req,
+        lake_table_snapshot_metadata: vec![PbLakeTableSnapshotMetadata {
+            table_id: assignment.table_id,
+            snapshot_id: lake.snapshot_id,
+            tiered_bucket_offsets_file_path: offsets_path.to_string(),
+            readable_bucket_offsets_file_path: readable,
+            earliest_snapshot_id_to_keep: earliest,
+        }],
+    };
+    check_commit_response(assignment, &ctx.coordinator.commit_lake_table_snapshot(&request).await?)
+}
+
+fn check_commit_response(assignment: &Assignment, response: &CommitLakeTableSnapshotResponse) -> Result<()> {
+    for r in &response.table_resp {
+        if let Some(code) = r.error_code.filter(|c| *c != 0) {
+            return Err(Error::new(
+                ErrorKind::Coordinator,
+                format!(
+                    "CommitLakeTableSnapshot for {} failed: {}",
+                    assignment.path,
+                    r.error_message.as_deref().unwrap_or("no message")
+                ),
+            )
+            .with_code(code));
+        }
+    }
+    Ok(())
+}
+
+fn table_path(assignment: &Assignment) -> PbTablePath {
+    PbTablePath {
+        database_name: assignment.path.database().to_string(),
+        table_name: assignment.path.table().to_string(),
+    }
+}

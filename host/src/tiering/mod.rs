@@ -1,0 +1,18 @@
+//! The tiering service, the part of the host that replaces Flink's FlussLakeTiering job.
+//!
+//! - [`service`]: the heartbeat loop — asks the coordinator for tables, renews the rounds in
+//!   flight, reports finished and failed tables, and reacts to fencing.
+//! - [`splits`]: which offsets of which buckets a round must tier (Flink's
+//!   `TieringSplitGenerator`).
+//! - [`round`]: one table's round — validate, read every split through the plugin's writers.
+//! - [`commit`]: the two-phase commit of a round into the lake and into Fluss.
+
+pub mod commit;
+pub mod round;
+pub mod service;
+pub mod splits;
+
+/// The commit user every lake snapshot written by tiering carries.
+pub const COMMIT_USER: &str = "__fluss_lake_tiering";
+/// The lake snapshot property holding the path of the Fluss offsets file.
+pub const FLUSS_OFFSETS_PROPERTY: &str = "fluss-offsets";

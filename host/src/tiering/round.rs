@@ -1,0 +1,305 @@
+//! One table's round: resolve the plugin, validate, generate splits, read every split
+//! through a writer of the plugin, then hand the write results to the commit pipeline.
+//!
+//! Each split gets its own plugin instance (instances are single-threaded) and its own
+//! reader task, connected by a small bounded channel: reading the next batch overlaps with
+//! the plugin writing the previous one, and a slow plugin back-pressures the reader, so
+//! memory stays bounded by `max-concurrent-splits × (channel depth + 1) × batch size` plus
+//! the plugins' own buffers (capped by `--plugin-memory-limit`).
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use fluss::client::{FlussAdmin, FlussConnection};
+use fluss::metadata::TablePath;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::commit::{self, SplitResult};
+use super::splits;
+use crate::config::HostConfig;
+use crate::coordinator::CoordinatorClient;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fluss::{offsets, reader, table};
+use crate::plugin::storage::ScopedStorage;
+use crate::plugin::{Plugin, PluginInstance, PluginRegistry, wit};
+
+/// Batches buffered between a bucket's reader and its writer.
+const CHANNEL_DEPTH: usize = 2;
+
+/// What every round shares.
+pub struct TieringContext {
+    pub config: HostConfig,
+    pub conn: Arc<FlussConnection>,
+    pub admin: Arc<FlussAdmin>,
+    pub coordinator: Arc<CoordinatorClient>,
+    pub plugins: Arc<PluginRegistry>,
+}
+
+/// A table the coordinator assigned to this host.
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    pub table_id: i64,
+    pub path: TablePath,
+    pub tiering_epoch: i64,
+    /// The coordinator epoch the table was assigned under.
+    pub coordinator_epoch: i32,
+}
+
+/// How a successful round ended.
+#[derive(Debug, Clone, Default)]
+pub struct RoundOutcome {
+    /// The lake snapshot created, none when there was nothing to tier.
+    pub snapshot_id: Option<i64>,
+    pub stats: Option<wit::TieringStats>,
+    pub rows: u64,
+}
+
+/// A round's resolved table: metadata, plugin and storage scope.
+pub struct ResolvedTable {
+    pub info: fluss::metadata::TableInfo,
+    pub wit_info: wit::TableInfo,
+    pub plugin: Arc<Plugin>,
+    pub plugin_config: Vec<(String, String)>,
+    pub storage: ScopedStorage,
+}
+
+pub async fn run_round(ctx: Arc<TieringContext>, assignment: Assignment, cancel: CancellationToken) -> Result<RoundOutcome> {
+    let (resolved, mut control) = resolve_table(&ctx, &assignment).await?;
+    let info = &resolved.info;
+    if info.has_primary_key() || info.is_partitioned() {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{} is a {} table; this host version tiers non-partitioned log tables only",
+                assignment.path,
+                if info.has_primary_key() { "primary-key" } else { "partitioned" }
+            ),
+        ));
+    }
+    control.validate_table(&resolved.wit_info, &resolved.plugin_config).await?;
+
+    let tiered = offsets::latest_tiered_offsets(&ctx.admin, &assignment.path).await?;
+    let hw = offsets::high_watermarks(&ctx.admin, &assignment.path, info.get_num_buckets()).await?;
+    let ranges = splits::log_table_splits(&tiered, &hw, info.get_num_buckets());
+    if ranges.is_empty() {
+        tracing::info!(table = %assignment.path, "nothing new to tier");
+        return Ok(RoundOutcome::default());
+    }
+    tracing::info!(table = %assignment.path, splits = ranges.len(), "tiering round started");
+
+    let round_ts = now_millis();
+    let resolved = Arc::new(resolved);
+    let results = write_splits(&ctx, &assignment, &resolved, ranges, round_ts, &cancel).await;
+    let results = match results {
+        Ok(r) => r,
+        Err((e, written)) => {
+            commit::abort_written(&mut control, &resolved, &written).await;
+            return Err(e);
+        }
+    };
+    if cancel.is_cancelled() {
+        commit::abort_written(&mut control, &resolved, &results).await;
+        return Err(Error::new(ErrorKind::Cancelled, "round cancelled before commit"));
+    }
+    commit::commit_round(&ctx, &assignment, &resolved, &mut control, results).await
+}
+
+/// Looks the table up, checks it is still the table that was assigned, finds its plugin and
+/// scopes a control instance of it to the table's lake location.
+pub async fn resolve_table(ctx: &TieringContext, assignment: &Assignment) -> Result<(ResolvedTable, PluginInstance)> {
+    let info = ctx.admin.get_table_info(&assignment.path).await.map_err(|e| {
+        Error::new(ErrorKind::Fluss, format!("cannot get table info of {}", assignment.path)).with_source(e)
+    })?;
+    if info.get_table_id() != assignment.table_id {
+        return Err(Error::new(
+            ErrorKind::Fenced,
+            format!(
+                "{} now has table id {} but id {} was assigned: the table was dropped and recreated",
+                assignment.path,
+                info.get_table_id(),
+                assignment.table_id
+            ),
+        ));
+    }
+    let format = table::lake_format(&info)
+        .or_else(|| ctx.config.required_format.clone())
+        .ok_or_else(|| Error::new(ErrorKind::NoPlugin, format!("{} has no table.datalake.format", assignment.path)))?;
+    let plugin = ctx.plugins.get(&format).ok_or_else(|| {
+        Error::new(
+            ErrorKind::NoPlugin,
+            format!(
+                "{} uses lake format '{format}' but no loaded plugin serves it (loaded: {})",
+                assignment.path,
+                ctx.plugins.formats().join(", ")
+            ),
+        )
+    })?;
+    let plugin_config = table::plugin_config(&info, &format, &ctx.config.lake_options_for(&format));
+    let wit_info = table::to_wit(&info);
+    let warehouse = plugin_config
+        .iter()
+        .find(|(k, _)| k == "warehouse")
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Config,
+                format!(
+                    "{}: no 'warehouse' for format {format}: set table.datalake.{format}.warehouse on the cluster or --datalake.{format}.warehouse",
+                    assignment.path
+                ),
+            )
+        })?;
+    let mut control = PluginInstance::new(&plugin, format!("{format} {}", assignment.path)).await?;
+    let location = control.table_location(&wit_info, &plugin_config).await?;
+    let storage = ScopedStorage::local(&warehouse, &location)?;
+    control.set_storage(storage.clone());
+    Ok((
+        ResolvedTable {
+            info,
+            wit_info,
+            plugin,
+            plugin_config,
+            storage,
+        },
+        control,
+    ))
+}
+
+/// Writes every split, at most `max-concurrent-splits` at a time. On failure, returns the
+/// error with the results of the splits that did complete, so their files can be aborted.
+async fn write_splits(
+    ctx: &Arc<TieringContext>,
+    assignment: &Assignment,
+    resolved: &Arc<ResolvedTable>,
+    ranges: Vec<reader::BucketRange>,
+    round_ts: i64,
+    cancel: &CancellationToken,
+) -> std::result::Result<Vec<SplitResult>, (Error, Vec<SplitResult>)> {
+    let permits = Arc::new(Semaphore::new(ctx.config.max_concurrent_splits));
+    let mut tasks = JoinSet::new();
+    for (index, range) in ranges.into_iter().enumerate() {
+        let ctx = ctx.clone();
+        let resolved = resolved.clone();
+        let path = assignment.path.clone();
+        let permits = permits.clone();
+        let cancel = cancel.clone();
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await.expect("semaphore never closed");
+            if cancel.is_cancelled() {
+                return Err(Error::new(ErrorKind::Cancelled, "round cancelled"));
+            }
+            write_split(&ctx, path, &resolved, range, index as i32, round_ts, &cancel).await
+        });
+    }
+    let mut done = Vec::new();
+    let mut failure = None;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok(r)) => done.push(r),
+            Ok(Err(e)) => {
+                if failure.is_none() {
+                    cancel_all(&mut tasks);
+                    failure = Some(e);
+                }
+            }
+            Err(join_err) if join_err.is_cancelled() => {}
+            Err(join_err) => {
+                if failure.is_none() {
+                    cancel_all(&mut tasks);
+                    failure = Some(Error::new(ErrorKind::Internal, format!("split task panicked: {join_err}")));
+                }
+            }
+        }
+    }
+    match failure {
+        Some(e) => Err((e, done)),
+        None => Ok(done),
+    }
+}
+
+fn cancel_all(tasks: &mut JoinSet<Result<SplitResult>>) {
+    tasks.abort_all();
+}
+
+/// Reads one bucket range and writes it through a fresh plugin instance.
+async fn write_split(
+    ctx: &TieringContext,
+    path: TablePath,
+    resolved: &ResolvedTable,
+    range: reader::BucketRange,
+    split_index: i32,
+    round_ts: i64,
+    cancel: &CancellationToken,
+) -> Result<SplitResult> {
+    let mut instance = PluginInstance::new(
+        &resolved.plugin,
+        format!("{} {path} bucket {}", resolved.plugin.format(), range.bucket),
+    )
+    .await?;
+    instance.set_storage(resolved.storage.clone());
+    let writer_ctx = wit::WriterContext {
+        table: resolved.wit_info.clone(),
+        bucket: range.bucket,
+        partition_id: range.partition_id,
+        partition_name: None,
+        split_index,
+        round_timestamp: round_ts,
+        config: resolved.plugin_config.clone(),
+    };
+    let writer = instance.open_writer(&writer_ctx).await?;
+
+    let (tx, mut rx) = mpsc::channel(CHANNEL_DEPTH);
+    let reader = tokio::spawn(reader::read_bucket(
+        ctx.conn.clone(),
+        path.clone(),
+        range.clone(),
+        ctx.config.poll_timeout,
+        tx,
+    ));
+    let abort_reader = reader.abort_handle();
+    let write_all = async {
+        while let Some(batch) = rx.recv().await {
+            instance.write(&writer, &batch.batch).await?;
+        }
+        Ok::<_, Error>(())
+    };
+    tokio::select! {
+        r = write_all => {
+            if let Err(e) = r {
+                abort_reader.abort();
+                return Err(e);
+            }
+        }
+        _ = cancel.cancelled() => {
+            abort_reader.abort();
+            return Err(Error::new(ErrorKind::Cancelled, format!("{path} bucket {}: round cancelled", range.bucket)));
+        }
+    }
+    let progress = reader
+        .await
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("reader task failed: {e}")))??;
+    let write_result = instance.complete(writer).await?;
+    tracing::debug!(
+        table = %path,
+        bucket = range.bucket,
+        rows = progress.rows,
+        files_bytes = write_result.file_bytes,
+        "split written"
+    );
+    Ok(SplitResult {
+        range,
+        end_offset: progress.end_offset,
+        max_timestamp: progress.max_timestamp,
+        rows: progress.rows,
+        write_result,
+    })
+}
+
+pub fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

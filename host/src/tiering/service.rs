@@ -1,0 +1,282 @@
+//! The heartbeat loop: the only place that talks to the coordinator about assignments.
+//!
+//! Every heartbeat renews the rounds in flight, reports finished (with cumulative stats)
+//! and failed tables, and asks for a new table while there is capacity. Unlike Flink's
+//! enumerator it takes the coordinator epoch from every response (a new coordinator has
+//! forgotten every round, so they are abandoned) and acts on per-table errors (a fenced or
+//! dropped table's round is cancelled without committing). Heartbeat failures are retried
+//! with backoff; after `tiering.heartbeat.max.failures` in a row every round is abandoned,
+//! and the host keeps trying to reconnect rather than exit.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::round::{self, Assignment, RoundOutcome, TieringContext};
+use crate::coordinator::api::errors;
+use crate::coordinator::proto::*;
+use crate::error::{ErrorKind, Result};
+
+struct ActiveRound {
+    assignment: Assignment,
+    cancel: CancellationToken,
+}
+
+struct Finished {
+    assignment: Assignment,
+    outcome: RoundOutcome,
+}
+
+pub struct TieringService {
+    ctx: Arc<TieringContext>,
+    coordinator_epoch: i32,
+    active: HashMap<i64, ActiveRound>,
+    finished: Vec<Finished>,
+    failed: Vec<Assignment>,
+    outcomes_tx: mpsc::UnboundedSender<(Assignment, Result<RoundOutcome>)>,
+    outcomes_rx: mpsc::UnboundedReceiver<(Assignment, Result<RoundOutcome>)>,
+    /// When the coordinator last had no table for us.
+    last_empty_poll: Option<Instant>,
+    consecutive_failures: u32,
+}
+
+/// How long shutdown waits for rounds in flight to stop.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+impl TieringService {
+    /// Registers with the coordinator (an empty heartbeat, which returns its epoch).
+    pub async fn start(ctx: Arc<TieringContext>) -> Result<Self> {
+        let response = ctx.coordinator.heartbeat(&LakeTieringHeartbeatRequest::default()).await?;
+        tracing::info!(coordinator_epoch = response.coordinator_epoch, "registered with the coordinator");
+        let (outcomes_tx, outcomes_rx) = mpsc::unbounded_channel();
+        Ok(Self {
+            ctx,
+            coordinator_epoch: response.coordinator_epoch,
+            active: HashMap::new(),
+            finished: Vec::new(),
+            failed: Vec::new(),
+            outcomes_tx,
+            outcomes_rx,
+            last_empty_poll: None,
+            consecutive_failures: 0,
+        })
+    }
+
+    /// Runs until `shutdown` resolves, then stops rounds in flight and reports them failed.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        tokio::pin!(shutdown);
+        loop {
+            let got_table = self.heartbeat_once(true).await;
+            let wait = if self.consecutive_failures > 0 {
+                backoff(self.consecutive_failures, self.ctx.config.heartbeat_interval)
+            } else if got_table && self.has_capacity() {
+                Duration::ZERO
+            } else {
+                self.ctx.config.heartbeat_interval
+            };
+            let sleep = tokio::time::sleep(wait);
+            tokio::pin!(sleep);
+            tokio::select! {
+                _ = &mut sleep => {}
+                Some((assignment, outcome)) = self.outcomes_rx.recv() => self.on_outcome(assignment, outcome),
+                _ = &mut shutdown => break,
+            }
+            // Report everything that finished meanwhile in the next heartbeat.
+            while let Ok((assignment, outcome)) = self.outcomes_rx.try_recv() {
+                self.on_outcome(assignment, outcome);
+            }
+        }
+        self.shutdown().await;
+        Ok(())
+    }
+
+    fn has_capacity(&self) -> bool {
+        self.active.len() < self.ctx.config.max_concurrent_tables
+    }
+
+    /// One heartbeat; returns whether a new table was assigned.
+    async fn heartbeat_once(&mut self, may_request: bool) -> bool {
+        let poll_due = self
+            .last_empty_poll
+            .is_none_or(|t| t.elapsed() >= self.ctx.config.poll_table_interval);
+        let request_table = may_request && self.has_capacity() && poll_due;
+        let finished: Vec<Finished> = std::mem::take(&mut self.finished);
+        let failed: Vec<Assignment> = std::mem::take(&mut self.failed);
+        let req = LakeTieringHeartbeatRequest {
+            tiering_tables: self.active.values().map(|r| table_req(&r.assignment, None)).collect(),
+            finished_tables: finished
+                .iter()
+                .map(|f| {
+                    let stats = f.outcome.stats.as_ref().map(|s| PbLakeTieringStats {
+                        file_size: s.file_size,
+                        record_count: s.record_count,
+                    });
+                    table_req(&f.assignment, stats)
+                })
+                .collect(),
+            failed_tables: failed.iter().map(|a| table_req(a, None)).collect(),
+            request_table: request_table.then_some(true),
+            force_finished_tables: Vec::new(),
+        };
+        let response = match self.ctx.coordinator.heartbeat(&req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.consecutive_failures += 1;
+                tracing::warn!(failures = self.consecutive_failures, "heartbeat failed: {e}");
+                // Keep the reports for the next attempt.
+                self.finished = finished;
+                self.failed = failed;
+                if self.consecutive_failures == self.ctx.config.heartbeat_max_failures {
+                    tracing::error!(
+                        "{} heartbeats failed in a row; abandoning every round in flight",
+                        self.consecutive_failures
+                    );
+                    self.cancel_all();
+                }
+                return false;
+            }
+        };
+        self.consecutive_failures = 0;
+        if response.coordinator_epoch != self.coordinator_epoch {
+            tracing::warn!(
+                old = self.coordinator_epoch,
+                new = response.coordinator_epoch,
+                "coordinator changed; rounds of the previous coordinator are abandoned"
+            );
+            self.coordinator_epoch = response.coordinator_epoch;
+            self.cancel_all();
+            // The new coordinator forgot those rounds; reporting them would only be refused.
+            self.failed.clear();
+        }
+        for (kind, resps) in [
+            ("tiering", &response.tiering_table_resp),
+            ("finished", &response.finished_table_resp),
+            ("failed", &response.failed_table_resp),
+        ] {
+            for r in resps {
+                let Some(err) = &r.error else { continue };
+                tracing::warn!(
+                    table_id = r.table_id,
+                    code = err.error_code,
+                    "coordinator refused the {kind} report: {}",
+                    err.error_message.as_deref().unwrap_or("")
+                );
+                if kind == "tiering" && errors::fences_round(err.error_code) {
+                    if let Some(round) = self.active.remove(&r.table_id) {
+                        tracing::warn!(table = %round.assignment.path, "round fenced by the coordinator; cancelling it");
+                        round.cancel.cancel();
+                    }
+                }
+            }
+        }
+        match response.tiering_table {
+            Some(t) => {
+                self.last_empty_poll = None;
+                self.start_round(t);
+                true
+            }
+            None => {
+                if request_table {
+                    self.last_empty_poll = Some(Instant::now());
+                }
+                false
+            }
+        }
+    }
+
+    fn start_round(&mut self, t: PbLakeTieringTableInfo) {
+        let assignment = Assignment {
+            table_id: t.table_id,
+            path: fluss::metadata::TablePath::new(t.table_path.database_name, t.table_path.table_name),
+            tiering_epoch: t.tiering_epoch,
+            coordinator_epoch: self.coordinator_epoch,
+        };
+        tracing::info!(table = %assignment.path, table_id = t.table_id, tiering_epoch = t.tiering_epoch, "table assigned");
+        let cancel = CancellationToken::new();
+        self.active.insert(
+            t.table_id,
+            ActiveRound {
+                assignment: assignment.clone(),
+                cancel: cancel.clone(),
+            },
+        );
+        let ctx = self.ctx.clone();
+        let tx = self.outcomes_tx.clone();
+        tokio::spawn(async move {
+            let outcome = round::run_round(ctx, assignment.clone(), cancel).await;
+            let _ = tx.send((assignment, outcome));
+        });
+    }
+
+    fn on_outcome(&mut self, assignment: Assignment, outcome: Result<RoundOutcome>) {
+        let still_ours = self
+            .active
+            .get(&assignment.table_id)
+            .is_some_and(|r| r.assignment.tiering_epoch == assignment.tiering_epoch);
+        if still_ours {
+            self.active.remove(&assignment.table_id);
+        }
+        match outcome {
+            Ok(outcome) => {
+                if still_ours {
+                    self.finished.push(Finished { assignment, outcome });
+                }
+            }
+            Err(e) => {
+                tracing::error!(table = %assignment.path, "tiering round failed: {e}");
+                // A fenced round is not ours to report; anything else is reported failed so the
+                // coordinator re-queues the table at once instead of after its 120 s timeout.
+                if still_ours && e.kind() != ErrorKind::Fenced {
+                    self.failed.push(assignment);
+                }
+            }
+        }
+    }
+
+    fn cancel_all(&mut self) {
+        for (_, round) in self.active.drain() {
+            round.cancel.cancel();
+            self.failed.push(round.assignment);
+        }
+    }
+
+    /// Stops asking for tables, cancels rounds in flight, waits for them within a grace
+    /// period and reports the unfinished ones failed in one last heartbeat.
+    async fn shutdown(mut self) {
+        tracing::info!(rounds = self.active.len(), "shutting down");
+        for round in self.active.values() {
+            round.cancel.cancel();
+        }
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        while !self.active.is_empty() {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(remaining, self.outcomes_rx.recv()).await {
+                Ok(Some((assignment, outcome))) => self.on_outcome(assignment, outcome),
+                _ => break,
+            }
+        }
+        for (_, round) in self.active.drain() {
+            self.failed.push(round.assignment);
+        }
+        self.heartbeat_once(false).await;
+    }
+}
+
+fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatReqForTable {
+    PbHeartbeatReqForTable {
+        table_id: a.table_id,
+        coordinator_epoch: a.coordinator_epoch,
+        tiering_epoch: a.tiering_epoch,
+        lake_tiering_stats: stats,
+    }
+}
+
+/// Exponential backoff from 1 s, capped at the heartbeat interval.
+fn backoff(failures: u32, cap: Duration) -> Duration {
+    let exp = Duration::from_secs(1u64 << failures.min(6).saturating_sub(1));
+    exp.min(cap)
+}

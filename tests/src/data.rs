@@ -1,0 +1,196 @@
+//! Test tables and rows: Fluss DDL, deterministic Arrow batches to append, and the same rows
+//! in the canonical JSON form the Python readers print, so lake contents can be compared
+//! with what was written, value for value.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, RecordBatch,
+    StringArray, TimestampMicrosecondArray,
+};
+use arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, TimeUnit};
+use fluss::client::{FlussAdmin, FlussConnection};
+use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
+use fluss::rpc::message::OffsetSpec;
+use serde_json::{Value, json};
+
+/// The columns of the standard test table: one of every type the issue names.
+pub fn all_types_schema() -> Schema {
+    Schema::builder()
+        .column("id", DataTypes::int())
+        .column("seq", DataTypes::bigint())
+        .column("name", DataTypes::string())
+        .column("price", DataTypes::double())
+        .column("flag", DataTypes::boolean())
+        .column("ts", DataTypes::timestamp_with_precision(6))
+        .column("day", DataTypes::date())
+        .column("amount", DataTypes::decimal(10, 2))
+        .build()
+        .expect("valid schema")
+}
+
+pub fn arrow_schema() -> Arc<ArrowSchema> {
+    Arc::new(ArrowSchema::new(vec![
+        Field::new("id", ArrowType::Int32, true),
+        Field::new("seq", ArrowType::Int64, true),
+        Field::new("name", ArrowType::Utf8, true),
+        Field::new("price", ArrowType::Float64, true),
+        Field::new("flag", ArrowType::Boolean, true),
+        Field::new("ts", ArrowType::Timestamp(TimeUnit::Microsecond, None), true),
+        Field::new("day", ArrowType::Date32, true),
+        Field::new("amount", ArrowType::Decimal128(10, 2), true),
+    ]))
+}
+
+/// A lake-enabled log table with `buckets` buckets; `bucket_key` is optional.
+pub fn lake_log_table(buckets: i32, bucket_key: Option<&str>, freshness: &str) -> TableDescriptor {
+    TableDescriptor::builder()
+        .schema(all_types_schema())
+        .distributed_by(Some(buckets), bucket_key.map(|k| vec![k.to_string()]).unwrap_or_default())
+        .property("table.datalake.enabled", "true")
+        .property("table.datalake.freshness", freshness)
+        .build()
+        .expect("valid descriptor")
+}
+
+pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &TableDescriptor) {
+    if !admin.database_exists(path.database()).await.unwrap() {
+        admin.create_database(path.database(), None, true).await.unwrap();
+    }
+    admin.create_table(path, descriptor, false).await.unwrap();
+    // Wait until every bucket has a leader that serves offsets.
+    let buckets: Vec<i32> = (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while admin.list_offsets(path, &buckets, OffsetSpec::Latest).await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "table {path} never became ready");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Rows `first..first+count` of the standard table, deterministic in the row number;
+/// every tenth row has nulls in the nullable columns.
+pub fn batch(first: i64, count: usize) -> RecordBatch {
+    let ids: Vec<i64> = (first..first + count as i64).collect();
+    let null = |i: i64| i % 10 == 7;
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::from_iter(ids.iter().map(|&i| Some(i as i32)))),
+        Arc::new(Int64Array::from_iter(ids.iter().map(|&i| Some(i * 1_000_003)))),
+        Arc::new(StringArray::from_iter(
+            ids.iter().map(|&i| (!null(i)).then(|| format!("name-{i}-{}", "x".repeat((i % 13) as usize)))),
+        )),
+        Arc::new(Float64Array::from_iter(ids.iter().map(|&i| (!null(i)).then_some(i as f64 * 1.25 - 100.5)))),
+        Arc::new(BooleanArray::from_iter(ids.iter().map(|&i| (!null(i)).then_some(i % 3 == 0)))),
+        Arc::new(TimestampMicrosecondArray::from_iter(
+            ids.iter().map(|&i| (!null(i)).then_some(1_700_000_000_000_000 + i * 1_000_001)),
+        )),
+        Arc::new(Date32Array::from_iter(ids.iter().map(|&i| (!null(i)).then_some(19_000 + (i % 2000) as i32)))),
+        Arc::new(
+            Decimal128Array::from_iter(ids.iter().map(|&i| (!null(i)).then_some((i as i128) * 137 - 50_000)))
+                .with_precision_and_scale(10, 2)
+                .unwrap(),
+        ),
+    ];
+    RecordBatch::try_new(arrow_schema(), cols).unwrap()
+}
+
+/// Appends rows `first..first+count` in batches of `batch_rows`.
+pub async fn write_rows(conn: &FlussConnection, path: &TablePath, first: i64, count: usize, batch_rows: usize) {
+    let table = conn.get_table(path).await.unwrap();
+    let writer = table.new_append().unwrap().create_writer().unwrap();
+    let mut done = 0;
+    while done < count {
+        let n = batch_rows.min(count - done);
+        writer.append_arrow_batch(batch(first + done as i64, n)).unwrap();
+        done += n;
+    }
+    writer.flush().await.unwrap();
+}
+
+/// Canonical JSON of every row of `batch`, as the readers print them: decimals as strings
+/// with exactly `scale` digits, dates as days since the epoch, timestamps as epoch micros.
+pub fn canonical_rows(batch: &RecordBatch) -> Vec<Value> {
+    let schema = batch.schema();
+    (0..batch.num_rows())
+        .map(|row| {
+            let mut obj = serde_json::Map::new();
+            for (i, field) in schema.fields().iter().enumerate() {
+                obj.insert(field.name().clone(), cell(batch.column(i).as_ref(), row));
+            }
+            Value::Object(obj)
+        })
+        .collect()
+}
+
+fn cell(col: &dyn Array, row: usize) -> Value {
+    if col.is_null(row) {
+        return Value::Null;
+    }
+    let any = col.as_any();
+    if let Some(a) = any.downcast_ref::<Int32Array>() {
+        return json!(a.value(row));
+    }
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        return json!(a.value(row));
+    }
+    if let Some(a) = any.downcast_ref::<StringArray>() {
+        return json!(a.value(row));
+    }
+    if let Some(a) = any.downcast_ref::<Float64Array>() {
+        return json!(a.value(row));
+    }
+    if let Some(a) = any.downcast_ref::<BooleanArray>() {
+        return json!(a.value(row));
+    }
+    if let Some(a) = any.downcast_ref::<TimestampMicrosecondArray>() {
+        return json!(a.value(row));
+    }
+    if let Some(a) = any.downcast_ref::<Date32Array>() {
+        return json!(a.value(row));
+    }
+    if let Some(a) = any.downcast_ref::<Decimal128Array>() {
+        return json!(a.value_as_string(row));
+    }
+    panic!("unsupported test column type {:?}", col.data_type());
+}
+
+/// Sorts rows by their `id`, for order-insensitive comparison.
+pub fn sorted_by_id(mut rows: Vec<Value>) -> Vec<Value> {
+    rows.sort_by_key(|r| r["id"].as_i64().unwrap());
+    rows
+}
+
+/// Polls Fluss until its latest lake snapshot covers `expected` (bucket → end offset).
+pub async fn wait_for_lake_offsets(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    expected: &HashMap<i32, i64>,
+    timeout: Duration,
+) -> Result<(i64, HashMap<i32, i64>), String> {
+    let deadline = std::time::Instant::now() + timeout;
+    let mut last = String::from("no lake snapshot yet");
+    while std::time::Instant::now() < deadline {
+        match admin.get_latest_lake_snapshot(path).await {
+            Ok(s) => {
+                let got: HashMap<i32, i64> =
+                    s.table_buckets_offset.iter().map(|(tb, o)| (tb.bucket_id(), *o)).collect();
+                if expected.iter().all(|(b, o)| got.get(b) == Some(o)) {
+                    return Ok((s.snapshot_id, got));
+                }
+                last = format!("snapshot {} has offsets {got:?}", s.snapshot_id);
+            }
+            Err(e) => last = format!("{e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(format!("lake never reached offsets {expected:?}: {last}"))
+}
+
+/// The high watermark of every bucket.
+pub async fn log_end_offsets(admin: &FlussAdmin, path: &TablePath, buckets: i32) -> HashMap<i32, i64> {
+    admin
+        .list_offsets(path, &(0..buckets).collect::<Vec<_>>(), OffsetSpec::Latest)
+        .await
+        .unwrap()
+}

@@ -1,0 +1,130 @@
+//! The host binary under test, run as a child process exactly as users run it.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use crate::repo_root;
+
+/// The release binary built by the test script (`FLUSS_LAKE_HOST_BIN` overrides it).
+pub fn host_bin() -> PathBuf {
+    let bin = std::env::var("FLUSS_LAKE_HOST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target/release/fluss-lake-host"));
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build --release -p fluss-lake-host`",
+        bin.display()
+    );
+    bin
+}
+
+/// A built plugin (`scripts/build-plugins.sh` copies them to `target/plugins/<format>.wasm`).
+pub fn plugin(format: &str) -> PathBuf {
+    let p = repo_root().join(format!("target/plugins/{format}.wasm"));
+    assert!(p.exists(), "{} is missing: run scripts/build-plugins.sh", p.display());
+    p
+}
+
+/// A running host; killed when dropped.
+pub struct HostProcess {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl HostProcess {
+    pub fn spawn(args: &[String], log_name: &str) -> Self {
+        let log = repo_root().join(format!("target/test-logs/{log_name}.log"));
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(host_bin())
+            .args(args)
+            .env("RUST_LOG", "info,fluss_lake_host=debug")
+            .stdout(Stdio::from(file.try_clone().unwrap()))
+            .stderr(Stdio::from(file))
+            .spawn()
+            .expect("cannot start the host");
+        Self { child: Some(child), log }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Whether the host exited on its own.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// SIGTERM, then wait up to `grace`; returns the exit status.
+    pub fn terminate(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        send_sigterm(child.id());
+        let deadline = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        child.wait().ok()
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn send_sigterm(pid: u32) {
+    let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+}
+
+/// Runs the host to completion (for startup errors) with a timeout.
+pub fn run_to_exit(args: &[String], timeout: Duration) -> Output {
+    let mut child = Command::new(host_bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start the host");
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "host did not exit within {timeout:?}:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Standard arguments for a host against the test cluster with the given plugins.
+pub fn args(bootstrap: &str, plugins: &[PathBuf], extra: &[&str]) -> Vec<String> {
+    let mut a = vec!["--fluss.bootstrap.servers".to_string(), bootstrap.to_string()];
+    for p in plugins {
+        a.push("--plugin".into());
+        a.push(p.display().to_string());
+    }
+    a.push("--plugin-cache-dir".into());
+    a.push(repo_root().join("target/plugin-cache").display().to_string());
+    a.extend([
+        "--tiering.poll.table.interval".to_string(),
+        "1s".into(),
+        "--tiering.heartbeat.interval".into(),
+        "1s".into(),
+    ]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}

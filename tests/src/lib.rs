@@ -1,0 +1,26 @@
+//! Shared harness for the end-to-end tests: the real Fluss cluster, the host process, test
+//! data and the independent lake readers.
+
+pub mod cluster;
+pub mod data;
+pub mod host;
+pub mod paimon;
+
+use std::path::PathBuf;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the repository")
+        .to_path_buf()
+}
+
+/// A name unique to this run, so tests can share one cluster across runs.
+pub fn unique_name(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}_{}_{}", std::process::id(), nanos % 1_000_000_000)
+}
