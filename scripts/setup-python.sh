@@ -15,7 +15,7 @@ STAMP="$VENV/.requirements.sha256"
 
 want="$(sha256sum "$REQS" | cut -d' ' -f1)"
 if [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] \
-    && "$VENV/bin/python" -c 'import pypaimon, pyarrow' 2>/dev/null; then
+    && "$VENV/bin/python" -c 'import pypaimon, pyarrow, wasmtime' 2>/dev/null; then
     echo "python venv up to date: $VENV"
     exit 0
 fi

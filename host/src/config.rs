@@ -114,12 +114,9 @@ pub struct HostConfig {
 impl HostConfig {
     /// Parses a command line (program name first).
     pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> std::result::Result<Self, clap::Error> {
-        let split = split_prefixed(args.into_iter().collect());
-        let cli = match split {
-            Ok((rest, _)) => Cli::try_parse_from(rest)?,
-            Err(msg) => return Err(clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg + "\n")),
-        };
-        let (_, prefixed) = split.expect("checked above");
+        let (rest, prefixed) = split_prefixed(args.into_iter().collect())
+            .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg + "\n"))?;
+        let cli = Cli::try_parse_from(rest)?;
         let mut config = HostConfig {
             bootstrap_servers: cli.bootstrap_servers,
             plugins: cli.plugins,
