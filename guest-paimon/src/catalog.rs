@@ -1,0 +1,68 @@
+//! Table-level operations: where a table lives, creating it like Fluss's `PaimonLakeCatalog`
+//! would, and checking that the plugin can tier it (Fluss `TieringTableValidator`).
+
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::wit::TableInfo;
+use fluss_lake_guest_sdk::{Error, ErrorKind, Result, clock, config};
+
+use crate::schema::{check_compatible, load_latest_schema, schema_for_fluss_table, schema_path};
+use crate::table::check_supported;
+
+/// Plugin config key: whether tables created by [`create_table_if_missing`] get the Fluss
+/// system columns (`__bucket`, `__offset`, `__timestamp`) as Fluss 0.9's Paimon catalog adds
+/// them (default true); later Fluss versions create tables without them.
+pub const SYSTEM_COLUMNS_CONFIG: &str = "create-system-columns";
+
+/// `<db>.db/<table>`, the Paimon filesystem catalog layout.
+pub fn table_location(table: &TableInfo) -> Result<String> {
+    let (db, t) = (&table.path.database, &table.path.table);
+    for part in [db, t] {
+        if part.is_empty() || part.contains('/') || part == "." || part == ".." {
+            return Err(Error::invalid_input(format!("invalid table path {db}.{t}")));
+        }
+    }
+    Ok(format!("{db}.db/{t}"))
+}
+
+/// Checks that the Paimon table exists and that this plugin can write the Fluss table into it.
+pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
+    if !table.primary_keys.is_empty() {
+        return Err(Error::unsupported(
+            "the paimon plugin does not support primary-key tables yet (only log tables)",
+        ));
+    }
+    let schema = load_latest_schema(storage)?.ok_or_else(|| {
+        Error::not_found(format!(
+            "Paimon table {}.{} does not exist (no schema/schema-N)",
+            table.path.database, table.path.table
+        ))
+    })?;
+    check_supported(&schema, Some(table))?;
+    check_compatible(&schema, table)?;
+    Ok(())
+}
+
+/// Creates `schema/schema-0` for the table unless a schema exists; `true` when created.
+/// An existing incompatible schema fails with `invalid-input`.
+pub fn create_table_if_missing(
+    storage: &dyn Storage,
+    table: &TableInfo,
+    config: &[(String, String)],
+) -> Result<bool> {
+    if let Some(existing) = load_latest_schema(storage)? {
+        check_compatible(&existing, table)?;
+        return Ok(false);
+    }
+    let with_system = config::get_bool(config, SYSTEM_COLUMNS_CONFIG, true)?;
+    let schema = schema_for_fluss_table(table, with_system, clock::now_millis())?;
+    match storage.put_if_absent(&schema_path(0), &schema.to_json()?) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            let existing =
+                load_latest_schema(storage)?.ok_or_else(|| Error::internal("schema-0 vanished"))?;
+            check_compatible(&existing, table)?;
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}

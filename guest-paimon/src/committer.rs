@@ -1,0 +1,627 @@
+//! Committing a round (Fluss `PaimonLakeCommitter`, Paimon `FileStoreCommitImpl`): the
+//! round's files are written to a delta manifest and manifest list, the previous snapshot's
+//! manifests (merged when there are too many, as `ManifestFileMerger` does) to a base
+//! manifest list, and a new `snapshot-<id>` is published with `put-if-absent`. When another
+//! writer takes the id first, the base is rebuilt from the newer snapshot and the commit
+//! retried a bounded number of times.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::wit::{CommitResult, CommittedSnapshot, ReadableSnapshot, TieringStats};
+use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, ResultExt, clock, config};
+
+use crate::manifest::{
+    FileKind, ManifestEntry, ManifestFileMeta, ManifestNames, decode_entries, encode_entries,
+    manifest_path, merge_manifests, read_manifest, read_manifest_list, write_manifest_list,
+    write_manifests,
+};
+use crate::schema::{TableSchema, load_latest_schema};
+use crate::snapshot::{
+    BATCH_COMMIT_IDENTIFIER, SNAPSHOT_VERSION, Snapshot, earliest_snapshot_id, latest_snapshot_id,
+    publish, read_snapshot, update_hints,
+};
+use crate::table::{Partition, bucket_dir};
+
+/// How many times a commit is retried after losing the race for a snapshot id.
+pub const MAX_COMMIT_ATTEMPTS: usize = 10;
+/// Paimon `manifest.target-file-size` default.
+const DEFAULT_MANIFEST_TARGET_SIZE: u64 = 8 << 20;
+/// Paimon `manifest.merge-min-count` default.
+const DEFAULT_MANIFEST_MERGE_MIN_COUNT: usize = 30;
+
+/// Merges write results into one committable: the concatenation of their entries.
+pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let mut entries = Vec::new();
+    for r in write_results {
+        entries.extend(decode_committable(r).context("decoding a write result")?);
+    }
+    encode_entries(&entries)
+}
+
+/// Decodes a committable (or write result); empty bytes are an empty committable.
+pub fn decode_committable(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
+    if bytes.is_empty() {
+        Ok(Vec::new())
+    } else {
+        decode_entries(bytes)
+    }
+}
+
+/// Net bytes of data files a manifest adds, cached by manifest name (manifests are immutable)
+/// so that cumulative table sizes only read manifests a process has not seen yet.
+static MANIFEST_BYTES: Mutex<Option<HashMap<String, i64>>> = Mutex::new(None);
+
+fn net_bytes(entries: &[ManifestEntry]) -> i64 {
+    entries
+        .iter()
+        .map(|e| {
+            if e.kind == FileKind::Add {
+                e.file.file_size
+            } else {
+                -e.file.file_size
+            }
+        })
+        .sum()
+}
+
+fn total_file_size(storage: &dyn Storage, manifests: &[ManifestFileMeta]) -> Result<i64> {
+    let mut cache = MANIFEST_BYTES.lock().unwrap_or_else(|p| p.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    let mut total = 0;
+    let mut keep = HashMap::new();
+    for m in manifests {
+        let bytes = match cache.get(&m.file_name) {
+            Some(b) => *b,
+            None => net_bytes(&read_manifest(storage, &m.file_name)?),
+        };
+        total += bytes;
+        keep.insert(m.file_name.clone(), bytes);
+    }
+    // Keep only what the newest snapshot references, so the cache stays bounded.
+    if keep.len() < 100_000 {
+        cache.retain(|k, _| !keep.contains_key(k));
+        cache.extend(keep);
+        if cache.len() > 200_000 {
+            cache.clear();
+        }
+    }
+    Ok(total)
+}
+
+/// Commits rounds of one table.
+pub struct PaimonCommitter<S: Storage> {
+    storage: S,
+    config: Vec<(String, String)>,
+    names: ManifestNames,
+}
+
+struct Prepared {
+    schema: TableSchema,
+    entries: Vec<ManifestEntry>,
+    delta_metas: Vec<ManifestFileMeta>,
+    delta_list: (String, i64),
+}
+
+impl<S: Storage> PaimonCommitter<S> {
+    /// A committer over the table's storage; `config` is the plugin configuration.
+    pub fn new(storage: S, config: Vec<(String, String)>) -> Self {
+        PaimonCommitter {
+            storage,
+            config,
+            names: ManifestNames::default(),
+        }
+    }
+
+    fn schema(&self) -> Result<TableSchema> {
+        load_latest_schema(&self.storage)?
+            .ok_or_else(|| Error::not_found("the Paimon table has no schema"))
+    }
+
+    fn manifest_settings(&self, schema: &TableSchema) -> Result<(u64, usize)> {
+        let target = match schema.option("manifest.target-file-size") {
+            Some(v) => config::parse_size(v)?,
+            None => DEFAULT_MANIFEST_TARGET_SIZE,
+        };
+        let min_count = match config::get(&self.config, "manifest.merge-min-count")
+            .or_else(|| schema.option("manifest.merge-min-count"))
+        {
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| Error::invalid_input(format!("manifest.merge-min-count={v:?}")))?,
+            None => DEFAULT_MANIFEST_MERGE_MIN_COUNT,
+        };
+        Ok((target.max(1), usize::max(min_count, 1)))
+    }
+
+    fn prepare(&mut self, committable: &[u8]) -> Result<Prepared> {
+        let schema = self.schema()?;
+        let entries = decode_committable(committable)?;
+        let partition_types = schema.partition_types()?;
+        let (target, _) = self.manifest_settings(&schema)?;
+        let delta_metas = write_manifests(
+            &self.storage,
+            &mut self.names,
+            &entries,
+            schema.id,
+            &partition_types,
+            target,
+        )?;
+        let delta_list = write_manifest_list(&self.storage, &mut self.names, &delta_metas)?;
+        Ok(Prepared {
+            schema,
+            entries,
+            delta_metas,
+            delta_list,
+        })
+    }
+
+    /// One attempt against the current latest snapshot; `Conflict` when the id was taken.
+    fn try_commit(
+        &mut self,
+        p: &Prepared,
+        properties: &BTreeMap<String, String>,
+    ) -> Result<(Snapshot, Vec<ManifestFileMeta>)> {
+        let latest = match latest_snapshot_id(&self.storage)? {
+            None => None,
+            Some(id) => Some(read_snapshot(&self.storage, id)?.ok_or_else(|| {
+                Error::conflict(format!("snapshot {id} disappeared while committing"))
+            })?),
+        };
+        let mut base = Vec::new();
+        if let Some(prev) = &latest {
+            base.extend(read_manifest_list(&self.storage, &prev.base_manifest_list)?);
+            base.extend(read_manifest_list(
+                &self.storage,
+                &prev.delta_manifest_list,
+            )?);
+        }
+        let (target, min_count) = self.manifest_settings(&p.schema)?;
+        let partition_types = p.schema.partition_types()?;
+        let (merged, written) = merge_manifests(
+            &self.storage,
+            &mut self.names,
+            base,
+            p.schema.id,
+            &partition_types,
+            target,
+            min_count,
+        )?;
+        let cleanup = |storage: &S, extra: Option<&str>| {
+            for name in written.iter().map(String::as_str).chain(extra) {
+                let _ = storage.delete(&manifest_path(name));
+            }
+        };
+        let base_list = match write_manifest_list(&self.storage, &mut self.names, &merged) {
+            Ok(l) => l,
+            Err(e) => {
+                cleanup(&self.storage, None);
+                return Err(e);
+            }
+        };
+        let added: i64 = p
+            .entries
+            .iter()
+            .filter(|e| e.kind == FileKind::Add)
+            .map(|e| e.file.row_count)
+            .sum();
+        let deleted: i64 = p
+            .entries
+            .iter()
+            .filter(|e| e.kind == FileKind::Delete)
+            .map(|e| e.file.row_count)
+            .sum();
+        let delta_records = added - deleted;
+        let previous_total = match &latest {
+            None => 0,
+            Some(prev) => match prev.total_record_count {
+                Some(t) => t,
+                None => {
+                    let mut total = 0;
+                    for m in &merged {
+                        for e in read_manifest(&self.storage, &m.file_name)? {
+                            total += if e.kind == FileKind::Add {
+                                e.file.row_count
+                            } else {
+                                -e.file.row_count
+                            };
+                        }
+                    }
+                    total
+                }
+            },
+        };
+        let snapshot = Snapshot {
+            version: Some(SNAPSHOT_VERSION),
+            id: latest.as_ref().map_or(1, |s| s.id + 1),
+            schema_id: p.schema.id,
+            base_manifest_list: base_list.0.clone(),
+            base_manifest_list_size: Some(base_list.1),
+            delta_manifest_list: p.delta_list.0.clone(),
+            delta_manifest_list_size: Some(p.delta_list.1),
+            changelog_manifest_list: None,
+            changelog_manifest_list_size: None,
+            index_manifest: latest.as_ref().and_then(|s| s.index_manifest.clone()),
+            commit_user: FLUSS_COMMIT_USER.to_string(),
+            commit_identifier: BATCH_COMMIT_IDENTIFIER,
+            commit_kind: "APPEND".to_string(),
+            time_millis: clock::now_millis(),
+            log_offsets: Some(
+                latest
+                    .as_ref()
+                    .and_then(|s| s.log_offsets.clone())
+                    .unwrap_or_default(),
+            ),
+            total_record_count: Some(previous_total + delta_records),
+            delta_record_count: Some(delta_records),
+            changelog_record_count: Some(0),
+            watermark: latest.as_ref().and_then(|s| s.watermark),
+            statistics: None,
+            properties: if properties.is_empty() {
+                None
+            } else {
+                Some(properties.clone())
+            },
+            next_row_id: Some(latest.as_ref().and_then(|s| s.next_row_id).unwrap_or(0)),
+        };
+        match publish(&self.storage, &snapshot) {
+            Ok(()) => {
+                let mut all = merged;
+                all.extend(p.delta_metas.iter().cloned());
+                Ok((snapshot, all))
+            }
+            Err(e) => {
+                cleanup(&self.storage, Some(&base_list.0));
+                Err(e)
+            }
+        }
+    }
+
+    /// Publishes the committable as a new snapshot carrying `properties` (even when empty:
+    /// Fluss offsets must persist).
+    pub fn commit(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+    ) -> Result<CommitResult> {
+        let prepared = self.prepare(committable)?;
+        let properties: BTreeMap<String, String> = properties.iter().cloned().collect();
+        let mut last_conflict = None;
+        for attempt in 0..MAX_COMMIT_ATTEMPTS {
+            match self.try_commit(&prepared, &properties) {
+                Ok((snapshot, manifests)) => {
+                    update_hints(&self.storage, snapshot.id);
+                    fluss_lake_guest_sdk::info!(
+                        "committed Paimon snapshot {} ({} files, {} rows) after {} attempt(s)",
+                        snapshot.id,
+                        prepared.entries.len(),
+                        snapshot.delta_record_count.unwrap_or(0),
+                        attempt + 1
+                    );
+                    let file_size = match total_file_size(&self.storage, &manifests) {
+                        Ok(s) => Some(s),
+                        Err(e) => {
+                            fluss_lake_guest_sdk::warn!("cannot compute the table size: {e}");
+                            None
+                        }
+                    };
+                    return Ok(CommitResult {
+                        snapshot_id: snapshot.id,
+                        readable: ReadableSnapshot::Committed,
+                        earliest_snapshot_to_keep: None,
+                        stats: TieringStats {
+                            file_size,
+                            record_count: snapshot.total_record_count,
+                        },
+                    });
+                }
+                Err(e) if e.kind() == ErrorKind::Conflict => {
+                    fluss_lake_guest_sdk::warn!(
+                        "commit attempt {} lost a race: {e}; retrying",
+                        attempt + 1
+                    );
+                    last_conflict = Some(e);
+                }
+                Err(e) => {
+                    self.discard(&prepared);
+                    return Err(e);
+                }
+            }
+        }
+        self.discard(&prepared);
+        Err(last_conflict
+            .unwrap_or_else(|| Error::conflict("commit failed"))
+            .context(format!("giving up after {MAX_COMMIT_ATTEMPTS} attempts")))
+    }
+
+    fn discard(&self, p: &Prepared) {
+        for m in &p.delta_metas {
+            let _ = self.storage.delete(&manifest_path(&m.file_name));
+        }
+        let _ = self.storage.delete(&manifest_path(&p.delta_list.0));
+    }
+
+    /// Best-effort deletion of the data files of a committable that will not be committed.
+    pub fn abort(&self, committable: &[u8]) -> Result<()> {
+        let entries = decode_committable(committable)?;
+        let schema = self.schema()?;
+        let mut failed = 0;
+        let mut seen = HashSet::new();
+        for e in entries.iter().filter(|e| e.kind == FileKind::Add) {
+            let partition = Partition::from_row(&schema, &e.partition)?;
+            let path = format!("{}/{}", bucket_dir(&partition, e.bucket), e.file.file_name);
+            if seen.insert(path.clone())
+                && let Err(err) = self.storage.delete(&path)
+            {
+                fluss_lake_guest_sdk::warn!("abort: cannot delete {path}: {err}");
+                failed += 1;
+            }
+        }
+        if failed > 0 {
+            return Err(Error::io(format!(
+                "abort could not delete {failed} data file(s)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The newest snapshot committed by Fluss (`__fluss_lake_tiering`) if it is newer than
+    /// `latest_fluss_snapshot_id` (Fluss `getMissingLakeSnapshot`).
+    pub fn get_missing_lake_snapshot(
+        &self,
+        latest_fluss_snapshot_id: Option<i64>,
+    ) -> Result<Option<CommittedSnapshot>> {
+        let Some(latest) = latest_snapshot_id(&self.storage)? else {
+            return Ok(None);
+        };
+        let earliest = earliest_snapshot_id(&self.storage)?.unwrap_or(1);
+        let floor = latest_fluss_snapshot_id.map_or(earliest, |f| earliest.max(f + 1));
+        let mut id = latest;
+        while id >= floor {
+            let Some(s) = read_snapshot(&self.storage, id)? else {
+                break;
+            };
+            if s.commit_user == FLUSS_COMMIT_USER {
+                let properties = s.properties.ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "Paimon snapshot {id} committed by Fluss has no properties"
+                    ))
+                })?;
+                return Ok(Some(CommittedSnapshot {
+                    snapshot_id: id,
+                    properties: properties.into_iter().collect(),
+                }));
+            }
+            id -= 1;
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use fluss_lake_guest_sdk::ipc::make_row_batch;
+    use fluss_lake_guest_sdk::storage::{MemoryStorage, ObjectMeta};
+    use fluss_lake_guest_sdk::testing::{log_table, writer_context};
+    use fluss_lake_guest_sdk::wit::TableInfo;
+
+    use super::*;
+    use crate::catalog::create_table_if_missing;
+    use crate::manifest::read_manifest;
+    use crate::writer::PaimonWriter;
+
+    fn table() -> TableInfo {
+        log_table(
+            "db",
+            "t",
+            &[("id", "INT", false), ("name", "STRING", true)],
+            &["id"],
+            2,
+            &[],
+        )
+    }
+
+    fn write_round(
+        storage: &MemoryStorage,
+        table: &TableInfo,
+        bucket: i32,
+        ids: &[i32],
+        first_offset: i64,
+    ) -> Vec<u8> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, false),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int32Array::from(ids.to_vec())),
+                Arc::new(StringArray::from(
+                    ids.iter()
+                        .map(|i| Some(format!("n{i}")))
+                        .collect::<Vec<_>>(),
+                )),
+            ],
+        )
+        .unwrap();
+        let mut w = PaimonWriter::open(&writer_context(table, bucket, None, &[]), storage).unwrap();
+        w.write(make_row_batch(&batch, first_offset, 1000).unwrap())
+            .unwrap();
+        w.complete().unwrap().payload
+    }
+
+    fn props(round: i32) -> Vec<(String, String)> {
+        vec![(
+            "fluss-offsets".to_string(),
+            format!("/offsets/{round}.offsets"),
+        )]
+    }
+
+    #[test]
+    fn empty_committable_still_commits_a_snapshot() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let mut c = PaimonCommitter::new(&storage, vec![]);
+        let r1 = write_round(&storage, &t, 0, &[1, 2, 3], 0);
+        let res = c
+            .commit(&to_committable(&[r1]).unwrap(), &props(1))
+            .unwrap();
+        assert_eq!(res.snapshot_id, 1);
+        assert_eq!(res.stats.record_count, Some(3));
+        let size = res.stats.file_size.unwrap();
+        assert!(size > 0);
+
+        let res = c.commit(&to_committable(&[]).unwrap(), &props(2)).unwrap();
+        assert_eq!(res.snapshot_id, 2);
+        assert_eq!(
+            res.stats,
+            TieringStats {
+                file_size: Some(size),
+                record_count: Some(3)
+            }
+        );
+        let s = read_snapshot(&storage, 2).unwrap().unwrap();
+        assert_eq!(s.delta_record_count, Some(0));
+        assert_eq!(s.total_record_count, Some(3));
+        assert_eq!(s.properties.unwrap()["fluss-offsets"], "/offsets/2.offsets");
+        assert!(
+            read_manifest_list(&storage, &s.delta_manifest_list)
+                .unwrap()
+                .is_empty()
+        );
+
+        let missing = c.get_missing_lake_snapshot(None).unwrap().unwrap();
+        assert_eq!(missing.snapshot_id, 2);
+        assert_eq!(c.get_missing_lake_snapshot(Some(2)).unwrap(), None);
+        assert_eq!(
+            c.get_missing_lake_snapshot(Some(1))
+                .unwrap()
+                .unwrap()
+                .snapshot_id,
+            2
+        );
+    }
+
+    /// Storage that lets a competing committer publish snapshot `race_at` just before ours.
+    struct Racing<'a> {
+        inner: &'a MemoryStorage,
+        race_at: i64,
+        raced: Cell<bool>,
+        competitor: Box<dyn Fn() + 'a>,
+    }
+
+    impl Storage for Racing<'_> {
+        fn get(&self, p: &str) -> Result<Vec<u8>> {
+            self.inner.get(p)
+        }
+        fn put(&self, p: &str, d: &[u8]) -> Result<()> {
+            self.inner.put(p, d)
+        }
+        fn put_if_absent(&self, p: &str, d: &[u8]) -> Result<()> {
+            if p == crate::snapshot::snapshot_path(self.race_at) && !self.raced.replace(true) {
+                (self.competitor)();
+            }
+            self.inner.put_if_absent(p, d)
+        }
+        fn list(&self, p: &str) -> Result<Vec<ObjectMeta>> {
+            self.inner.list(p)
+        }
+        fn delete(&self, p: &str) -> Result<()> {
+            self.inner.delete(p)
+        }
+        fn head(&self, p: &str) -> Result<Option<ObjectMeta>> {
+            self.inner.head(p)
+        }
+    }
+
+    #[test]
+    fn retries_when_another_commit_wins_the_snapshot_id() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let ours = write_round(&storage, &t, 0, &[1, 2], 0);
+        let theirs = write_round(&storage, &t, 1, &[3, 4, 5], 0);
+        let racing = Racing {
+            inner: &storage,
+            race_at: 1,
+            raced: Cell::new(false),
+            competitor: Box::new(|| {
+                let mut other = PaimonCommitter::new(&storage, vec![]);
+                other.commit(&theirs, &props(0)).unwrap();
+            }),
+        };
+        let mut c = PaimonCommitter::new(&racing, vec![]);
+        let res = c.commit(&ours, &props(1)).unwrap();
+        assert_eq!(res.snapshot_id, 2);
+        assert_eq!(res.stats.record_count, Some(5));
+        let s2 = read_snapshot(&storage, 2).unwrap().unwrap();
+        assert_eq!(s2.delta_record_count, Some(2));
+        let base = read_manifest_list(&storage, &s2.base_manifest_list).unwrap();
+        let base_files: usize = base
+            .iter()
+            .map(|m| read_manifest(&storage, &m.file_name).unwrap().len())
+            .sum();
+        assert_eq!(
+            base_files, 1,
+            "the competitor's file is in the base of the retried commit"
+        );
+        // The losing attempt's base manifest list was cleaned up: only lists referenced remain.
+        let lists = storage
+            .list("manifest")
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.path.contains("manifest-list"))
+            .count();
+        assert_eq!(lists, 4);
+    }
+
+    #[test]
+    fn abort_deletes_the_data_files() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let r = write_round(&storage, &t, 1, &[1, 2], 0);
+        let committable = to_committable(&[r]).unwrap();
+        let entries = decode_committable(&committable).unwrap();
+        let path = format!("bucket-1/{}", entries[0].file.file_name);
+        assert!(storage.head(&path).unwrap().is_some());
+        PaimonCommitter::new(&storage, vec![])
+            .abort(&committable)
+            .unwrap();
+        assert!(storage.head(&path).unwrap().is_none());
+    }
+
+    #[test]
+    fn manifests_stay_bounded_over_many_rounds() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let mut c = PaimonCommitter::new(&storage, vec![]);
+        for round in 0..70 {
+            let r = write_round(&storage, &t, round % 2, &[round], round as i64);
+            c.commit(&to_committable(&[r]).unwrap(), &props(round))
+                .unwrap();
+        }
+        let s = read_snapshot(&storage, 70).unwrap().unwrap();
+        let base = read_manifest_list(&storage, &s.base_manifest_list).unwrap();
+        assert!(
+            base.len() < DEFAULT_MANIFEST_MERGE_MIN_COUNT,
+            "{} base manifests",
+            base.len()
+        );
+        let files: usize = base
+            .iter()
+            .map(|m| read_manifest(&storage, &m.file_name).unwrap().len())
+            .sum();
+        assert_eq!(files, 69);
+        assert_eq!(s.total_record_count, Some(70));
+    }
+}

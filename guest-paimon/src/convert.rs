@@ -1,0 +1,230 @@
+//! Converting the Arrow columns Fluss sends (fluss-rs `to_arrow_type`) into the Arrow types
+//! whose Parquet encoding is what Paimon writes (see [`crate::types::PaimonType::arrow_file_type`]).
+//! Buffers are shared, not copied, whenever the type already matches.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, BinaryArray, PrimitiveArray, new_null_array};
+use arrow_schema::{DataType, TimeUnit};
+use fluss_lake_guest_sdk::{Error, Result};
+
+fn unit_factor(u: TimeUnit) -> i64 {
+    match u {
+        TimeUnit::Second => 1,
+        TimeUnit::Millisecond => 1_000,
+        TimeUnit::Microsecond => 1_000_000,
+        TimeUnit::Nanosecond => 1_000_000_000,
+    }
+}
+
+/// The raw i64 values of any timestamp / time array (converted to i64).
+fn i64_values(a: &dyn Array) -> Option<Vec<i64>> {
+    Some(match a.data_type() {
+        DataType::Timestamp(TimeUnit::Second, _) => {
+            a.as_primitive::<TimestampSecondType>().values().to_vec()
+        }
+        DataType::Timestamp(TimeUnit::Millisecond, _) => a
+            .as_primitive::<TimestampMillisecondType>()
+            .values()
+            .to_vec(),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => a
+            .as_primitive::<TimestampMicrosecondType>()
+            .values()
+            .to_vec(),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => a
+            .as_primitive::<TimestampNanosecondType>()
+            .values()
+            .to_vec(),
+        DataType::Time32(TimeUnit::Second) => a
+            .as_primitive::<Time32SecondType>()
+            .values()
+            .iter()
+            .map(|v| *v as i64)
+            .collect(),
+        DataType::Time32(_) => a
+            .as_primitive::<Time32MillisecondType>()
+            .values()
+            .iter()
+            .map(|v| *v as i64)
+            .collect(),
+        DataType::Time64(TimeUnit::Microsecond) => {
+            a.as_primitive::<Time64MicrosecondType>().values().to_vec()
+        }
+        DataType::Time64(_) => a.as_primitive::<Time64NanosecondType>().values().to_vec(),
+        _ => return None,
+    })
+}
+
+fn rescale(values: Vec<i64>, from: TimeUnit, to: TimeUnit) -> Vec<i64> {
+    let (f, t) = (unit_factor(from), unit_factor(to));
+    if f == t {
+        values
+    } else if t > f {
+        let m = t / f;
+        values.into_iter().map(|v| v.saturating_mul(m)).collect()
+    } else {
+        let d = f / t;
+        values.into_iter().map(|v| v.div_euclid(d)).collect()
+    }
+}
+
+fn unit_of(t: &DataType) -> Option<TimeUnit> {
+    match t {
+        DataType::Timestamp(u, _) | DataType::Time32(u) | DataType::Time64(u) => Some(*u),
+        _ => None,
+    }
+}
+
+/// Converts `array` to `target` (a Paimon file type). `nullable = false` rejects nulls.
+pub fn to_file_array(
+    array: &ArrayRef,
+    target: &DataType,
+    nullable: bool,
+    column: &str,
+) -> Result<ArrayRef> {
+    if !nullable && array.null_count() > 0 {
+        return Err(Error::invalid_input(format!(
+            "column {column} is NOT NULL in Paimon but the batch has nulls"
+        )));
+    }
+    let source = array.data_type();
+    let mismatch = || {
+        Error::invalid_input(format!(
+            "column {column}: cannot write Arrow {source} as Paimon file type {target}"
+        ))
+    };
+    if source == target {
+        return Ok(array.clone());
+    }
+    let nulls = array.nulls().cloned();
+    Ok(match (source, target) {
+        (DataType::Null, _) => new_null_array(target, array.len()),
+        (DataType::Timestamp(..), DataType::Timestamp(to, tz)) => {
+            let from = unit_of(source).ok_or_else(mismatch)?;
+            let v = rescale(i64_values(array.as_ref()).ok_or_else(mismatch)?, from, *to);
+            match to {
+                TimeUnit::Second => Arc::new(
+                    PrimitiveArray::<TimestampSecondType>::new(v.into(), nulls)
+                        .with_timezone_opt(tz.clone()),
+                ),
+                TimeUnit::Millisecond => Arc::new(
+                    PrimitiveArray::<TimestampMillisecondType>::new(v.into(), nulls)
+                        .with_timezone_opt(tz.clone()),
+                ),
+                TimeUnit::Microsecond => Arc::new(
+                    PrimitiveArray::<TimestampMicrosecondType>::new(v.into(), nulls)
+                        .with_timezone_opt(tz.clone()),
+                ),
+                TimeUnit::Nanosecond => Arc::new(
+                    PrimitiveArray::<TimestampNanosecondType>::new(v.into(), nulls)
+                        .with_timezone_opt(tz.clone()),
+                ),
+            }
+        }
+        (DataType::Time32(_) | DataType::Time64(_), DataType::Time32(TimeUnit::Millisecond)) => {
+            let from = unit_of(source).ok_or_else(mismatch)?;
+            let v = rescale(
+                i64_values(array.as_ref()).ok_or_else(mismatch)?,
+                from,
+                TimeUnit::Millisecond,
+            );
+            let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
+            Arc::new(PrimitiveArray::<Time32MillisecondType>::new(
+                v.into(),
+                nulls,
+            ))
+        }
+        (DataType::FixedSizeBinary(_), DataType::Binary) => {
+            Arc::new(array.as_fixed_size_binary().iter().collect::<BinaryArray>())
+        }
+        (DataType::LargeBinary, DataType::Binary) => {
+            Arc::new(array.as_binary::<i64>().iter().collect::<BinaryArray>())
+        }
+        (DataType::LargeUtf8, DataType::Utf8) => Arc::new(
+            array
+                .as_string::<i64>()
+                .iter()
+                .collect::<arrow_array::StringArray>(),
+        ),
+        (DataType::Decimal128(_, s1), DataType::Decimal128(p2, s2)) if s1 == s2 => Arc::new(
+            array
+                .as_primitive::<Decimal128Type>()
+                .clone()
+                .with_precision_and_scale(*p2, *s2)
+                .map_err(|_| mismatch())?,
+        ),
+        _ => return Err(mismatch()),
+    })
+}
+
+/// A column of `len` copies of `v` (the `__bucket` system column).
+pub fn constant_i32(v: i32, len: usize) -> ArrayRef {
+    Arc::new(PrimitiveArray::<Int32Type>::from(vec![v; len]))
+}
+
+/// An Int64 column (the `__offset` system column).
+pub fn i64_column(values: &[i64]) -> ArrayRef {
+    Arc::new(PrimitiveArray::<Int64Type>::from(values.to_vec()))
+}
+
+/// Epoch-millis values as a timestamp column of `target` type (the `__timestamp` column).
+pub fn millis_column(values: &[i64], target: &DataType) -> Result<ArrayRef> {
+    let millis: ArrayRef = Arc::new(PrimitiveArray::<TimestampMillisecondType>::from(
+        values.to_vec(),
+    ));
+    to_file_array(&millis, target, true, "__timestamp")
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{
+        FixedSizeBinaryArray, Time32SecondArray, TimestampMicrosecondArray, TimestampSecondArray,
+    };
+
+    use super::*;
+
+    #[test]
+    fn converts_fluss_arrow_types() {
+        let ts: ArrayRef = Arc::new(TimestampSecondArray::from(vec![Some(1), None]));
+        let out = to_file_array(
+            &ts,
+            &DataType::Timestamp(TimeUnit::Millisecond, None),
+            true,
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            out.as_primitive::<TimestampMillisecondType>().value(0),
+            1000
+        );
+        assert!(out.is_null(1));
+
+        let us: ArrayRef =
+            Arc::new(TimestampMicrosecondArray::from(vec![1_500]).with_timezone("UTC"));
+        let target = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+        assert_eq!(
+            to_file_array(&us, &target, true, "t").unwrap().data_type(),
+            &target
+        );
+
+        let t: ArrayRef = Arc::new(Time32SecondArray::from(vec![3]));
+        let out = to_file_array(&t, &DataType::Time32(TimeUnit::Millisecond), true, "t").unwrap();
+        assert_eq!(out.as_primitive::<Time32MillisecondType>().value(0), 3000);
+
+        let fsb: ArrayRef = Arc::new(
+            FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+                vec![Some(vec![1u8, 2]), None].into_iter(),
+                2,
+            )
+            .unwrap(),
+        );
+        let out = to_file_array(&fsb, &DataType::Binary, true, "b").unwrap();
+        assert_eq!(out.as_binary::<i32>().value(0), &[1, 2]);
+
+        let ints: ArrayRef = Arc::new(PrimitiveArray::<Int32Type>::from(vec![Some(1), None]));
+        assert!(to_file_array(&ints, &DataType::Int32, false, "i").is_err());
+        assert!(to_file_array(&ints, &DataType::Int64, true, "i").is_err());
+    }
+}

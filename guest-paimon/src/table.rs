@@ -1,0 +1,212 @@
+//! What this plugin supports of a Paimon table, and where its files live: bucket mode,
+//! partition directories (`k=v/`, `partition.legacy-name = false`) and data file paths.
+
+use fluss_lake_guest_sdk::wit::TableInfo;
+use fluss_lake_guest_sdk::{Error, Result};
+
+use crate::binary_row::{BinaryRowReader, BinaryRowWriter, Value};
+use crate::schema::TableSchema;
+use crate::types::{PaimonType, escape_path_name, format_partition_value, parse_partition_value};
+
+/// Paimon's default `partition.default-name`.
+pub const DEFAULT_PARTITION_NAME: &str = "__DEFAULT_PARTITION__";
+/// Fluss's separator of partition values in a partition name.
+pub const FLUSS_PARTITION_SEPARATOR: char = '$';
+
+/// How rows map to Paimon buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BucketMode {
+    /// `bucket = -1` append table: everything in `bucket-0`, `_TOTAL_BUCKETS = -1`.
+    Unaware,
+    /// `bucket = N`: Fluss bucket b is Paimon bucket b.
+    Fixed(i32),
+}
+
+impl BucketMode {
+    /// The bucket mode of an append table.
+    pub fn of(schema: &TableSchema) -> Result<BucketMode> {
+        match schema.bucket_option()? {
+            -1 => Ok(BucketMode::Unaware),
+            n if n > 0 => Ok(BucketMode::Fixed(n)),
+            n => Err(Error::unsupported(format!(
+                "Paimon bucket mode bucket={n} is not supported"
+            ))),
+        }
+    }
+
+    /// `(paimon bucket, _TOTAL_BUCKETS)` for rows of Fluss bucket `fluss_bucket`.
+    pub fn place(&self, fluss_bucket: i32) -> Result<(i32, i32)> {
+        match *self {
+            BucketMode::Unaware => Ok((0, -1)),
+            BucketMode::Fixed(n) if (0..n).contains(&fluss_bucket) => Ok((fluss_bucket, n)),
+            BucketMode::Fixed(n) => Err(Error::invalid_input(format!(
+                "Fluss bucket {fluss_bucket} does not exist in a Paimon table with {n} buckets"
+            ))),
+        }
+    }
+}
+
+fn truthy(schema: &TableSchema, key: &str) -> bool {
+    schema
+        .option(key)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Rejects tables using Paimon features this plugin does not write correctly, with kind
+/// `unsupported`, and tables it could write but Fluss would not tier (`invalid-input`).
+pub fn check_supported(schema: &TableSchema, table: Option<&TableInfo>) -> Result<()> {
+    let unsupported = |what: &str| {
+        Err(Error::unsupported(format!(
+            "the paimon plugin does not support {what} yet"
+        )))
+    };
+    if !schema.primary_keys.is_empty() || table.is_some_and(|t| !t.primary_keys.is_empty()) {
+        return unsupported("primary-key tables (only log tables)");
+    }
+    if truthy(schema, "deletion-vectors.enabled") {
+        return unsupported("tables with deletion-vectors.enabled");
+    }
+    if truthy(schema, "row-tracking.enabled") || truthy(schema, "data-evolution.enabled") {
+        return unsupported("row tracking / data evolution");
+    }
+    if let Some(f) = schema.option("file.format")
+        && !f.eq_ignore_ascii_case("parquet")
+    {
+        return unsupported(&format!("file.format={f} (only parquet)"));
+    }
+    if let Some(f) = schema.option("manifest.format")
+        && !f.eq_ignore_ascii_case("avro")
+    {
+        return unsupported(&format!("manifest.format={f} (only avro)"));
+    }
+    for key in ["data-file.external-paths", "data-file.path-directory"] {
+        if schema.option(key).is_some() {
+            return unsupported(&format!("option {key}"));
+        }
+    }
+    let mode = BucketMode::of(schema)?;
+    if let (BucketMode::Fixed(n), Some(t)) = (mode, table)
+        && n != t.num_buckets
+    {
+        return Err(Error::invalid_input(format!(
+            "the Paimon table has {n} buckets but the Fluss table {}",
+            t.num_buckets
+        )));
+    }
+    for ty in schema.partition_types()? {
+        // Probe that the partition type can be parsed from Fluss partition names.
+        if let Err(e) = parse_partition_value("0", &ty)
+            && e.kind() == fluss_lake_guest_sdk::ErrorKind::Unsupported
+        {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// A resolved partition: its serialized `BinaryRow` and its directory (`k1=v1/k2=v2/`, empty
+/// for non-partitioned tables).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partition {
+    /// Serialized `BinaryRow` of the partition values.
+    pub row: Vec<u8>,
+    /// Directory prefix, ending with `/` unless empty.
+    pub dir: String,
+}
+
+fn default_name(schema: &TableSchema) -> &str {
+    schema
+        .option("partition.default-name")
+        .unwrap_or(DEFAULT_PARTITION_NAME)
+}
+
+fn dir_of(schema: &TableSchema, values: &[Option<Value>], types: &[PaimonType]) -> Result<String> {
+    let mut dir = String::new();
+    for ((key, v), ty) in schema.partition_keys.iter().zip(values).zip(types) {
+        let text = match v {
+            None => default_name(schema).to_string(),
+            Some(v) => {
+                let t = format_partition_value(v, ty)?;
+                if t.trim().is_empty() {
+                    default_name(schema).to_string()
+                } else {
+                    t
+                }
+            }
+        };
+        dir.push_str(&format!(
+            "{}={}/",
+            escape_path_name(key),
+            escape_path_name(&text)
+        ));
+    }
+    Ok(dir)
+}
+
+impl Partition {
+    /// The partition of a Fluss partition name (`v1$v2`), or the empty partition.
+    pub fn from_fluss_name(schema: &TableSchema, name: Option<&str>) -> Result<Partition> {
+        let types = schema.partition_types()?;
+        if types.is_empty() {
+            return Ok(Partition {
+                row: BinaryRowWriter::new(0).finish_serialized(),
+                dir: String::new(),
+            });
+        }
+        let name =
+            name.ok_or_else(|| Error::invalid_input("a partitioned table needs a partition name"))?;
+        let parts: Vec<&str> = name.split(FLUSS_PARTITION_SEPARATOR).collect();
+        if parts.len() != types.len() {
+            return Err(Error::invalid_input(format!(
+                "partition name {name:?} has {} values but the table has {} partition keys",
+                parts.len(),
+                types.len()
+            )));
+        }
+        let values = parts
+            .iter()
+            .zip(&types)
+            .map(|(p, t)| {
+                if *p == default_name(schema) {
+                    Ok(None)
+                } else {
+                    parse_partition_value(p, t).map(Some)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::from_values(schema, &values, &types)
+    }
+
+    fn from_values(
+        schema: &TableSchema,
+        values: &[Option<Value>],
+        types: &[PaimonType],
+    ) -> Result<Partition> {
+        let mut w = BinaryRowWriter::new(types.len());
+        for (i, (v, t)) in values.iter().zip(types).enumerate() {
+            w.set(i, &t.with_nullable(true), v.as_ref())?;
+        }
+        Ok(Partition {
+            row: w.finish_serialized(),
+            dir: dir_of(schema, values, types)?,
+        })
+    }
+
+    /// The partition of a serialized `BinaryRow` read from a manifest.
+    pub fn from_row(schema: &TableSchema, row: &[u8]) -> Result<Partition> {
+        let types = schema.partition_types()?;
+        let reader = BinaryRowReader::new(row)?;
+        let values = (0..types.len())
+            .map(|i| reader.get(i, &types[i]))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Partition {
+            row: row.to_vec(),
+            dir: dir_of(schema, &values, &types)?,
+        })
+    }
+}
+
+/// Directory of a bucket's data files, relative to the table.
+pub fn bucket_dir(partition: &Partition, bucket: i32) -> String {
+    format!("{}bucket-{bucket}", partition.dir)
+}

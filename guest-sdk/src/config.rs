@@ -1,0 +1,104 @@
+//! Plugin configuration helpers: the WIT passes configuration and table properties as
+//! `list<tuple<string, string>>`; these look values up and parse the usual value syntaxes.
+
+use crate::error::{Error, Result};
+
+/// Key/value pairs as they cross the WIT boundary.
+pub type Pairs = [(String, String)];
+
+/// The value of `key` (last occurrence wins, like a map built from the list).
+pub fn get<'a>(pairs: &'a Pairs, key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The value of the first key present among `keys`.
+pub fn get_any<'a>(pairs: &'a Pairs, keys: &[&str]) -> Option<&'a str> {
+    keys.iter().find_map(|k| get(pairs, k))
+}
+
+/// Parses a boolean option (`true`/`false`, case-insensitive).
+pub fn get_bool(pairs: &Pairs, key: &str, default: bool) -> Result<bool> {
+    match get(pairs, key) {
+        None => Ok(default),
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(Error::invalid_input(format!(
+                "option {key}: {v:?} is not a boolean"
+            ))),
+        },
+    }
+}
+
+/// Parses an integer option.
+pub fn get_i64(pairs: &Pairs, key: &str, default: i64) -> Result<i64> {
+    match get(pairs, key) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| Error::invalid_input(format!("option {key}: {v:?} is not an integer"))),
+    }
+}
+
+/// Parses a size option (see [`parse_size`]).
+pub fn get_size(pairs: &Pairs, key: &str, default: u64) -> Result<u64> {
+    match get(pairs, key) {
+        None => Ok(default),
+        Some(v) => parse_size(v).map_err(|e| e.context(format!("option {key}"))),
+    }
+}
+
+/// Parses a memory size the way Flink/Paimon/Fluss `MemorySize` does: a number followed by an
+/// optional unit (`b`, `k`/`kb`/`kibibytes`, `m`/`mb`, `g`/`gb`, `t`/`tb`; binary multiples,
+/// case-insensitive, optional whitespace): `128mb`, `64 MB`, `1g`, `4096`.
+pub fn parse_size(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || Error::invalid_input(format!("{text:?} is not a memory size"));
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" | "bytes" => 1,
+        "k" | "kb" | "kibibytes" => 1 << 10,
+        "m" | "mb" | "mebibytes" => 1 << 20,
+        "g" | "gb" | "gibibytes" => 1 << 30,
+        "t" | "tb" | "tebibytes" => 1 << 40,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult).ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("128mb").unwrap(), 128 << 20);
+        assert_eq!(parse_size("128 MB").unwrap(), 128 << 20);
+        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("8 kb").unwrap(), 8192);
+        assert!(parse_size("mb").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+    }
+
+    #[test]
+    fn lookup() {
+        let p = vec![
+            ("a".to_string(), "1".to_string()),
+            ("a".to_string(), "2".to_string()),
+        ];
+        assert_eq!(get(&p, "a"), Some("2"));
+        assert_eq!(get(&p, "b"), None);
+        assert_eq!(get_any(&p, &["b", "a"]), Some("2"));
+        assert_eq!(get_i64(&p, "a", 0).unwrap(), 2);
+        assert!(get_bool(&p, "a", false).is_err());
+        assert!(get_bool(&p, "x", true).unwrap());
+    }
+}

@@ -1,0 +1,61 @@
+//! Guest SDK for fluss:lake WebAssembly lake-format plugins.
+//!
+//! Everything a format plugin needs besides its own format logic lives here, once:
+//!
+//! * [`bindings`] — the wit-bindgen bindings of the `lake-plugin` world; a format crate
+//!   implements the generated `Guest*` traits and calls [`export!`].
+//! * [`storage`] — the [`Storage`](storage::Storage) trait format code is written against,
+//!   with the host implementation and in-memory / local-directory ones for native runs.
+//! * [`error`] — the one error type, convertible to and from the WIT `lake-error`.
+//! * [`ipc`] — decoding of `row-batch`es into Arrow `RecordBatch`es.
+//! * [`parquet`], [`stats`], [`avro`] — data and metadata file writing.
+//! * [`config`], [`datatype`], [`log`], [`clock`] — small helpers.
+
+pub mod arrow_util;
+pub mod avro;
+pub mod bindings;
+pub mod clock;
+pub mod config;
+pub mod datatype;
+pub mod error;
+pub mod ipc;
+pub mod log;
+pub mod parquet;
+pub mod stats;
+pub mod storage;
+pub mod testing;
+
+pub use bindings::export;
+pub use error::{Error, ErrorKind, Result, ResultExt, SdkError};
+
+/// Re-exports of the crates format plugins use through the SDK, so that every plugin builds
+/// against the same versions.
+pub mod deps {
+    pub use apache_avro;
+    pub use arrow_array;
+    pub use arrow_buffer;
+    pub use arrow_ipc;
+    pub use arrow_schema;
+    pub use arrow_select;
+    pub use parquet;
+    pub use uuid;
+}
+
+/// The WIT record and enum types (plain Rust data, usable natively too).
+pub mod wit {
+    pub use crate::bindings::exports::fluss::lake::plugin::PluginInfo;
+    pub use crate::bindings::fluss::lake::types::{
+        ChangeType as WitChangeType, Column, CommitResult, CommittedSnapshot, CommitterContext,
+        ErrorKind as WitErrorKind, LakeError, ObjectMeta as WitObjectMeta, ReadableSnapshot,
+        RowBatch, TableInfo, TablePath, TieringStats, WriteResult, WriterContext,
+    };
+}
+
+/// The version of the WIT contract these bindings were generated from.
+pub const CONTRACT_VERSION: &str = "0.1.0";
+
+/// The commit user Fluss's tiering service commits lake snapshots with.
+pub const FLUSS_COMMIT_USER: &str = "__fluss_lake_tiering";
+
+/// The snapshot property holding the path of the Fluss offsets file.
+pub const FLUSS_OFFSETS_PROPERTY: &str = "fluss-offsets";

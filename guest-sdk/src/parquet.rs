@@ -1,0 +1,238 @@
+//! Writing Parquet data files through [`Storage`].
+//!
+//! The host storage takes whole objects only, so each file is encoded in memory and `put`
+//! once finished. To keep memory bounded the writer *rolls*: once the encoded size reaches the
+//! target file size the file is closed and uploaded and a new one starts. Column statistics
+//! are collected on the way (see [`crate::stats`]) so formats can describe files in their
+//! metadata without reading them back.
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::basic::Compression;
+use parquet::file::properties::{WriterProperties, WriterVersion};
+
+use crate::error::{Error, Result, ResultExt};
+use crate::stats::ColumnStats;
+use crate::storage::Storage;
+
+/// Settings of a [`RollingParquetWriter`].
+#[derive(Debug, Clone)]
+pub struct ParquetOptions {
+    /// Roll to a new file once the encoded size reaches this many bytes.
+    pub target_file_size: u64,
+    /// Compression codec (pure-Rust codecs only in guests: snappy by default).
+    pub compression: Compression,
+    /// Maximum rows per row group.
+    pub max_row_group_rows: usize,
+    /// Whether to embed the Arrow schema (`ARROW:schema`) in the footer. Java writers do not.
+    pub embed_arrow_schema: bool,
+}
+
+impl Default for ParquetOptions {
+    fn default() -> Self {
+        ParquetOptions {
+            target_file_size: 128 << 20,
+            compression: Compression::SNAPPY,
+            max_row_group_rows: 1024 * 1024,
+            embed_arrow_schema: false,
+        }
+    }
+}
+
+/// What was written to one finished data file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataFileInfo {
+    /// Storage path the file was `put` to.
+    pub path: String,
+    /// Encoded size in bytes.
+    pub size: u64,
+    /// Rows in the file.
+    pub row_count: u64,
+    /// Statistics per column, in schema order.
+    pub column_stats: Vec<ColumnStats>,
+}
+
+struct OpenFile {
+    path: String,
+    writer: ArrowWriter<Vec<u8>>,
+    rows: u64,
+    stats: Vec<ColumnStats>,
+}
+
+/// Writes record batches into Parquet files of roughly `target_file_size` bytes.
+pub struct RollingParquetWriter<S: Storage> {
+    storage: S,
+    schema: SchemaRef,
+    options: ParquetOptions,
+    properties: WriterProperties,
+    next_path: Box<dyn FnMut() -> String>,
+    open: Option<OpenFile>,
+}
+
+impl<S: Storage> RollingParquetWriter<S> {
+    /// A writer of files with `schema` (carry field ids with
+    /// [`crate::arrow_util::field_with_id`]); `next_path` names each new file.
+    pub fn new(
+        storage: S,
+        schema: SchemaRef,
+        options: ParquetOptions,
+        next_path: impl FnMut() -> String + 'static,
+    ) -> Self {
+        let properties = WriterProperties::builder()
+            .set_compression(options.compression)
+            .set_writer_version(WriterVersion::PARQUET_1_0)
+            .set_max_row_group_row_count(Some(options.max_row_group_rows.max(1)))
+            .set_created_by("fluss-lake guest sdk".to_string())
+            .build();
+        RollingParquetWriter {
+            storage,
+            schema,
+            options,
+            properties,
+            next_path: Box::new(next_path),
+            open: None,
+        }
+    }
+
+    /// The schema of written files.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows buffered in the file currently open.
+    pub fn open_rows(&self) -> u64 {
+        self.open.as_ref().map_or(0, |f| f.rows)
+    }
+
+    /// Appends a batch (its schema must equal the writer's). Returns the file that was
+    /// finished and uploaded if the batch made the current file reach the target size.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<Option<DataFileInfo>> {
+        if batch.num_rows() == 0 {
+            return Ok(None);
+        }
+        if batch.schema().fields() != self.schema.fields() {
+            return Err(Error::internal(format!(
+                "batch schema {:?} differs from file schema {:?}",
+                batch.schema(),
+                self.schema
+            )));
+        }
+        if self.open.is_none() {
+            let path = (self.next_path)();
+            let options = ArrowWriterOptions::new()
+                .with_properties(self.properties.clone())
+                .with_skip_arrow_metadata(!self.options.embed_arrow_schema);
+            let writer =
+                ArrowWriter::try_new_with_options(Vec::new(), self.schema.clone(), options)?;
+            let stats = vec![ColumnStats::default(); self.schema.fields().len()];
+            self.open = Some(OpenFile {
+                path,
+                writer,
+                rows: 0,
+                stats,
+            });
+        }
+        let file = self.open.as_mut().expect("file is open");
+        file.writer
+            .write(batch)
+            .with_context(|| format!("encoding {}", file.path))?;
+        file.rows += batch.num_rows() as u64;
+        for (s, col) in file.stats.iter_mut().zip(batch.columns()) {
+            s.merge(&ColumnStats::of_array(col.as_ref()));
+        }
+        let size = file.writer.bytes_written() as u64 + file.writer.in_progress_size() as u64;
+        if size >= self.options.target_file_size {
+            self.finish_file()
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Finishes and uploads the open file, if any rows were written to it.
+    pub fn finish_file(&mut self) -> Result<Option<DataFileInfo>> {
+        let Some(file) = self.open.take() else {
+            return Ok(None);
+        };
+        let bytes = file
+            .writer
+            .into_inner()
+            .with_context(|| format!("finishing {}", file.path))?;
+        self.storage
+            .put(&file.path, &bytes)
+            .with_context(|| format!("uploading {}", file.path))?;
+        Ok(Some(DataFileInfo {
+            path: file.path,
+            size: bytes.len() as u64,
+            row_count: file.rows,
+            column_stats: file.stats,
+        }))
+    }
+
+    /// The storage files go to.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, StringArray};
+    use arrow_schema::{DataType, Schema};
+
+    use super::*;
+    use crate::arrow_util::field_with_id;
+    use crate::stats::Datum;
+    use crate::storage::MemoryStorage;
+
+    #[test]
+    fn rolls_and_uploads() {
+        let schema = Arc::new(Schema::new(vec![
+            field_with_id("id", DataType::Int64, false, 0),
+            field_with_id("s", DataType::Utf8, true, 1),
+        ]));
+        let storage = MemoryStorage::new();
+        let mut n = 0;
+        let options = ParquetOptions {
+            target_file_size: 1,
+            ..Default::default()
+        };
+        let mut w = RollingParquetWriter::new(&storage, schema.clone(), options, move || {
+            n += 1;
+            format!("f-{n}.parquet")
+        });
+        let mut files = Vec::new();
+        for i in 0..3i64 {
+            let b = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(vec![i * 10, i * 10 + 1])),
+                    Arc::new(StringArray::from(vec![Some("x"), None])),
+                ],
+            )
+            .unwrap();
+            files.extend(w.write(&b).unwrap());
+        }
+        files.extend(w.finish_file().unwrap());
+        assert_eq!(files.len(), 3);
+        assert_eq!(files[2].path, "f-3.parquet");
+        assert_eq!(files[2].row_count, 2);
+        assert_eq!(files[2].column_stats[0].min, Some(Datum::Int64(20)));
+        assert_eq!(files[2].column_stats[1].null_count, 1);
+        let bytes = storage.get("f-1.parquet").unwrap();
+        assert_eq!(bytes.len() as u64, files[0].size);
+        assert_eq!(&bytes[..4], b"PAR1");
+        let tmp = std::env::temp_dir().join(format!("sdk-pq-{}.parquet", uuid::Uuid::new_v4()));
+        std::fs::write(&tmp, &bytes).unwrap();
+        let reader =
+            parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&tmp).unwrap())
+                .unwrap();
+        std::fs::remove_file(&tmp).unwrap();
+        use parquet::file::reader::FileReader;
+        let schema = reader.metadata().file_metadata().schema_descr();
+        assert_eq!(schema.column(1).self_type().get_basic_info().id(), 1);
+    }
+}

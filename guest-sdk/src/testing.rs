@@ -1,0 +1,80 @@
+//! Builders of WIT context records for native tests and benchmarks of format plugins, so
+//! every format's tests describe tables the same way the host does.
+
+use crate::wit::{Column, CommitterContext, TableInfo, TablePath, WriterContext};
+
+/// A column: `(name, Fluss type, nullable)`.
+pub type ColumnSpec<'a> = (&'a str, &'a str, bool);
+
+/// A log table (no primary key) with the given columns, bucket keys, bucket count and
+/// partition keys, as the host would describe it.
+pub fn log_table(
+    database: &str,
+    table: &str,
+    columns: &[ColumnSpec<'_>],
+    bucket_keys: &[&str],
+    num_buckets: i32,
+    partition_keys: &[&str],
+) -> TableInfo {
+    TableInfo {
+        table_id: 1,
+        path: TablePath {
+            database: database.to_string(),
+            table: table.to_string(),
+        },
+        schema_id: 0,
+        columns: columns
+            .iter()
+            .map(|(n, t, nullable)| Column {
+                name: n.to_string(),
+                data_type: t.to_string(),
+                nullable: *nullable,
+                comment: None,
+            })
+            .collect(),
+        primary_keys: Vec::new(),
+        bucket_keys: bucket_keys.iter().map(|s| s.to_string()).collect(),
+        num_buckets,
+        partition_keys: partition_keys.iter().map(|s| s.to_string()).collect(),
+        properties: vec![
+            ("table.datalake.enabled".to_string(), "true".to_string()),
+            ("table.datalake.format".to_string(), "paimon".to_string()),
+            ("table.replication.factor".to_string(), "1".to_string()),
+        ],
+        custom_properties: Vec::new(),
+    }
+}
+
+/// The context of a writer for one bucket (and partition).
+pub fn writer_context(
+    table: &TableInfo,
+    bucket: i32,
+    partition_name: Option<&str>,
+    config: &[(&str, &str)],
+) -> WriterContext {
+    WriterContext {
+        table: table.clone(),
+        bucket,
+        partition_id: partition_name.map(|_| 1),
+        partition_name: partition_name.map(str::to_string),
+        split_index: bucket,
+        round_timestamp: crate::clock::now_millis(),
+        config: pairs(config),
+    }
+}
+
+/// The context of a committer.
+pub fn committer_context(table: &TableInfo, config: &[(&str, &str)]) -> CommitterContext {
+    CommitterContext {
+        table: table.clone(),
+        config: pairs(config),
+        tiering_config: Vec::new(),
+    }
+}
+
+/// `&[(&str, &str)]` → owned pairs.
+pub fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+    p.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Reads a Paimon table with pypaimon (an independent, non-Rust Paimon implementation) and
+prints it in a canonical JSON form, so tests can compare what our plugin wrote with what a
+real Paimon reader sees.
+
+  paimon_read.py rows     <warehouse> <db> <table> [--snapshot N]
+  paimon_read.py snapshot <warehouse> <db> <table> [--snapshot N]
+  paimon_read.py lookup   <warehouse> <db> <table> <column> <json-value> [--snapshot N]
+  paimon_read.py plan     <warehouse> <db> <table> [--snapshot N] [--filter COLUMN OP JSON]
+  paimon_read.py batch    (reads commands from stdin, one JSON array of arguments per line)
+
+Canonical values: integers as ints, FLOAT/DOUBLE as floats, strings, booleans, DECIMAL as a
+string with exactly `scale` digits after the point, DATE as days since epoch, TIME as millis
+of day, TIMESTAMP and TIMESTAMP_LTZ as epoch microseconds, bytes as lowercase hex, null as
+null. `rows` and `lookup` print one JSON object per row (sorted keys), rows sorted. `lookup`
+pushes the equality filter into pypaimon (partition, bucket and stats pruning) and then also
+applies it row by row. `plan` prints {"splits": n, "files": n, "rows": n} of the scan plan.
+`batch` runs many commands in one process (pypaimon is slow to import): for each input line
+it prints one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`.
+
+Only pypaimon's public API is used.
+"""
+
+import argparse
+import datetime
+import decimal
+import json
+import re
+import sys
+
+from pypaimon import CatalogFactory
+
+EPOCH_DATE = datetime.date(1970, 1, 1)
+EPOCH_TS = datetime.datetime(1970, 1, 1)
+EPOCH_TS_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def type_name(field):
+    return str(field.type).upper()
+
+
+def scale_of(field):
+    m = re.search(r"DECIMAL\(\s*\d+\s*,\s*(\d+)\s*\)", type_name(field))
+    return int(m.group(1)) if m else 0
+
+
+def canonical(value, field):
+    """Canonical JSON value of one cell."""
+    if value is None:
+        return None
+    t = type_name(field)
+    if isinstance(value, bool):
+        return value
+    if t.startswith("DECIMAL"):
+        q = decimal.Decimal(1).scaleb(-scale_of(field))
+        return str(decimal.Decimal(value).quantize(q))
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            delta = value - EPOCH_TS_UTC
+        else:
+            delta = value - EPOCH_TS
+        return delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
+    if isinstance(value, datetime.date):
+        return (value - EPOCH_DATE).days
+    if isinstance(value, datetime.time):
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return value
+
+
+def python_literal(canonical_value, field):
+    """The Python value pypaimon predicates expect for a canonical JSON value."""
+    if canonical_value is None:
+        return None
+    t = type_name(field)
+    if t.startswith("DECIMAL"):
+        return decimal.Decimal(str(canonical_value))
+    if t.startswith("DATE"):
+        return EPOCH_DATE + datetime.timedelta(days=int(canonical_value))
+    if t.startswith("TIMESTAMP"):
+        ts = EPOCH_TS + datetime.timedelta(microseconds=int(canonical_value))
+        if "LOCAL TIME ZONE" in t or "LTZ" in t:
+            return ts.replace(tzinfo=datetime.timezone.utc)
+        return ts
+    if t.startswith("TIME"):
+        ms = int(canonical_value)
+        return (datetime.datetime.min + datetime.timedelta(milliseconds=ms)).time()
+    if t.startswith(("BYTES", "BINARY", "VARBINARY")):
+        return bytes.fromhex(canonical_value)
+    if t.startswith(("FLOAT", "DOUBLE")):
+        return float(canonical_value)
+    return canonical_value
+
+
+def open_table(args):
+    catalog = CatalogFactory.create({"warehouse": args.warehouse})
+    table = catalog.get_table(f"{args.db}.{args.table}")
+    if args.snapshot is not None:
+        table = table.copy({"scan.snapshot-id": str(args.snapshot)})
+    return table
+
+
+def table_fields(table):
+    return {f.name: f for f in table.fields}
+
+
+def read_rows(table, predicate_fn=None):
+    rb = table.new_read_builder()
+    if predicate_fn is not None:
+        rb = rb.with_filter(predicate_fn(rb.new_predicate_builder()))
+    splits = rb.new_scan().plan().splits()
+    arrow = rb.new_read().to_arrow(splits)
+    fields = table_fields(table)
+    rows = []
+    if arrow is None:
+        return rows, splits
+    for record in arrow.to_pylist():
+        rows.append({k: canonical(v, fields[k]) for k, v in record.items()})
+    return rows, splits
+
+
+def print_rows(rows):
+    lines = sorted(json.dumps(r, sort_keys=True) for r in rows)
+    for line in lines:
+        print(line)
+
+
+def cmd_rows(args):
+    rows, _ = read_rows(open_table(args))
+    print_rows(rows)
+
+
+def cmd_lookup(args):
+    table = open_table(args)
+    field = table_fields(table)[args.column]
+    wanted = json.loads(args.value)
+    literal = python_literal(wanted, field)
+    rows, _ = read_rows(table, lambda pb: pb.equal(args.column, literal))
+    print_rows([r for r in rows if r.get(args.column) == wanted])
+
+
+def cmd_plan(args):
+    table = open_table(args)
+    predicate_fn = None
+    if args.filter:
+        column, op, value = args.filter
+        field = table_fields(table)[column]
+        literal = python_literal(json.loads(value), field)
+        methods = {"=": "equal", ">=": "greater_or_equal", ">": "greater_than",
+                   "<=": "less_or_equal", "<": "less_than"}
+        predicate_fn = lambda pb: getattr(pb, methods[op])(column, literal)  # noqa: E731
+    rb = table.new_read_builder()
+    if predicate_fn is not None:
+        rb = rb.with_filter(predicate_fn(rb.new_predicate_builder()))
+    splits = rb.new_scan().plan().splits()
+    files = sum(len(s.files) for s in splits)
+    rows = sum(f.row_count for s in splits for f in s.files)
+    print(json.dumps({"splits": len(splits), "files": files, "rows": rows}, sort_keys=True))
+
+
+def cmd_snapshot(args):
+    catalog = CatalogFactory.create({"warehouse": args.warehouse})
+    table = catalog.get_table(f"{args.db}.{args.table}")
+    manager = table.snapshot_manager()
+    if args.snapshot is None:
+        snap = manager.get_latest_snapshot()
+    else:
+        snap = manager.get_snapshot_by_id(args.snapshot)
+    if snap is None:
+        print("null")
+        return
+    print(json.dumps({
+        "id": snap.id,
+        "commit_user": snap.commit_user,
+        "commit_identifier": snap.commit_identifier,
+        "commit_kind": snap.commit_kind,
+        "properties": snap.properties or {},
+        "total_record_count": snap.total_record_count,
+        "delta_record_count": snap.delta_record_count,
+    }, sort_keys=True))
+
+
+def run_batch():
+    import contextlib
+    import io
+    import traceback
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        buf = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(buf):
+                main(json.loads(line), allow_batch=False)
+            out = [json.loads(x) for x in buf.getvalue().splitlines() if x.strip()]
+            result = {"out": out}
+        except SystemExit as e:  # argparse errors
+            result = {"error": f"bad arguments {line.strip()}: exit {e.code}"}
+        except Exception:  # noqa: BLE001 - reported to the caller
+            result = {"error": traceback.format_exc()}
+        sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
+        sys.stdout.flush()
+
+
+def main(argv, allow_batch=True):
+    if allow_batch and argv[:1] == ["batch"]:
+        run_batch()
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p):
+        p.add_argument("warehouse")
+        p.add_argument("db")
+        p.add_argument("table")
+        p.add_argument("--snapshot", type=int)
+
+    common(sub.add_parser("rows"))
+    common(sub.add_parser("snapshot"))
+    lookup = sub.add_parser("lookup")
+    common(lookup)
+    lookup.add_argument("column")
+    lookup.add_argument("value", help="the value in canonical JSON form")
+    plan = sub.add_parser("plan")
+    common(plan)
+    plan.add_argument("--filter", nargs=3, metavar=("COLUMN", "OP", "JSON"))
+    args = parser.parse_args(argv)
+    {"rows": cmd_rows, "snapshot": cmd_snapshot, "lookup": cmd_lookup, "plan": cmd_plan}[args.command](args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
