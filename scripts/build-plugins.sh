@@ -18,7 +18,7 @@ fi
 packages=()
 formats=()
 libs=()
-for manifest in guest-*/Cargo.toml; do
+for manifest in guest-*/Cargo.toml tests/plugins/*/Cargo.toml; do
     format="$(sed -n '/^\[package.metadata.fluss-lake\]/,/^\[/s/^format *= *"\(.*\)"/\1/p' "$manifest")"
     [[ -n "$format" ]] || continue
     package="$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$manifest" | head -1)"

@@ -60,15 +60,27 @@ pub struct Cli {
 
     /// Consecutive failed heartbeats after which every round in flight is abandoned (the host
     /// keeps running and reconnecting).
-    #[arg(long = "tiering.heartbeat.max.failures", value_name = "N", default_value_t = 10)]
+    #[arg(
+        long = "tiering.heartbeat.max.failures",
+        value_name = "N",
+        default_value_t = 10
+    )]
     pub heartbeat_max_failures: u32,
 
     /// Tables tiered at the same time.
-    #[arg(long = "lake.tiering.max-concurrent-tables", value_name = "N", default_value_t = 2)]
+    #[arg(
+        long = "lake.tiering.max-concurrent-tables",
+        value_name = "N",
+        default_value_t = 2
+    )]
     pub max_concurrent_tables: usize,
 
     /// Bucket splits of one table read and written at the same time.
-    #[arg(long = "lake.tiering.max-concurrent-splits", value_name = "N", default_value_t = 4)]
+    #[arg(
+        long = "lake.tiering.max-concurrent-splits",
+        value_name = "N",
+        default_value_t = 4
+    )]
     pub max_concurrent_splits: usize,
 
     /// Directory for compiled plugins (default: $XDG_CACHE_HOME or ~/.cache, /fluss-lake-host).
@@ -113,7 +125,9 @@ pub struct HostConfig {
 
 impl HostConfig {
     /// Parses a command line (program name first).
-    pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> std::result::Result<Self, clap::Error> {
+    pub fn from_args<I: IntoIterator<Item = String>>(
+        args: I,
+    ) -> std::result::Result<Self, clap::Error> {
         let (rest, prefixed) = split_prefixed(args.into_iter().collect())
             .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg + "\n"))?;
         let cli = Cli::try_parse_from(rest)?;
@@ -140,7 +154,9 @@ impl HostConfig {
         };
         for (key, value) in prefixed {
             if let Some(rest) = key.strip_prefix("datalake.") {
-                let (format, k) = rest.split_once('.').expect("split_prefixed checked the shape");
+                let (format, k) = rest
+                    .split_once('.')
+                    .expect("split_prefixed checked the shape");
                 config
                     .lake_options
                     .entry(format.to_ascii_lowercase())
@@ -172,13 +188,19 @@ impl HostConfig {
             let int = || v.parse::<i64>().map_err(|_| bad("not an integer"));
             match k.as_str() {
                 "client.connect-timeout" => {
-                    c.connect_timeout_ms = parse_duration(v).map_err(|e| bad(&e))?.as_millis() as u64
+                    c.connect_timeout_ms =
+                        parse_duration(v).map_err(|e| bad(&e))?.as_millis() as u64
                 }
-                "client.scanner.log.fetch.max-bytes" => c.scanner_log_fetch_max_bytes = parse_size(v).map_err(|e| bad(&e))? as i32,
+                "client.scanner.log.fetch.max-bytes" => {
+                    c.scanner_log_fetch_max_bytes = parse_size(v).map_err(|e| bad(&e))? as i32
+                }
                 "client.scanner.log.fetch.max-bytes-for-bucket" => {
-                    c.scanner_log_fetch_max_bytes_for_bucket = parse_size(v).map_err(|e| bad(&e))? as i32
+                    c.scanner_log_fetch_max_bytes_for_bucket =
+                        parse_size(v).map_err(|e| bad(&e))? as i32
                 }
-                "client.scanner.log.max-poll-records" => c.scanner_log_max_poll_records = int()? as usize,
+                "client.scanner.log.max-poll-records" => {
+                    c.scanner_log_max_poll_records = int()? as usize
+                }
                 "client.security.protocol" => c.security_protocol = v.clone(),
                 "client.security.sasl.mechanism" => c.security_sasl_mechanism = v.clone(),
                 "client.security.sasl.username" => c.security_sasl_username = v.clone(),
@@ -195,9 +217,11 @@ impl HostConfig {
     }
 }
 
+type KeyValue = (String, String);
+
 /// Splits `--datalake.<fmt>.<key>`, `--lake.tiering.<key>` and `--fluss.<key>` pairs off the
 /// command line; maps `--fluss.tiering.*` (Flink's spelling) onto `--tiering.*`.
-fn split_prefixed(args: Vec<String>) -> std::result::Result<(Vec<String>, Vec<(String, String)>), String> {
+fn split_prefixed(args: Vec<String>) -> std::result::Result<(Vec<String>, Vec<KeyValue>), String> {
     const CLAP_KEYS: &[&str] = &[
         "fluss.bootstrap.servers",
         "datalake.format",
@@ -266,7 +290,9 @@ pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 /// Sizes: `512mb`, `2gb`, `64kb`, or a bare number of bytes.
 pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
     let lower = s.trim().to_ascii_lowercase();
-    let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
     let (num, unit) = lower.split_at(split);
     let n: usize = num.parse().map_err(|_| format!("invalid size '{s}'"))?;
     let mult = match unit.trim() {
@@ -307,23 +333,42 @@ mod tests {
         let paimon = c.lake_options_for("paimon");
         assert_eq!(paimon.get("warehouse").unwrap(), "/wh");
         assert_eq!(paimon.get("metastore").unwrap(), "filesystem");
-        assert_eq!(c.tiering_options.get("lake.tiering.auto-expire-snapshot").unwrap(), "true");
+        assert_eq!(
+            c.tiering_options
+                .get("lake.tiering.auto-expire-snapshot")
+                .unwrap(),
+            "true"
+        );
         assert_eq!(c.fluss_client_config().unwrap().connect_timeout_ms, 5000);
     }
 
     #[test]
     fn defaults_and_errors() {
-        let c = HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p.wasm")).unwrap();
+        let c = HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p.wasm"))
+            .unwrap();
         assert_eq!(c.poll_table_interval, Duration::from_secs(30));
         assert_eq!(c.heartbeat_interval, Duration::from_secs(10));
         assert!(HostConfig::from_args(args("host --plugin p.wasm")).is_err());
         assert!(HostConfig::from_args(args("host --fluss.bootstrap.servers h:1")).is_err());
-        assert!(HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p --datalake.paimon")).is_err());
-        let c = HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p --fluss.bogus 1")).unwrap();
-        assert_eq!(c.fluss_client_config().unwrap_err().kind(), ErrorKind::Config);
         assert!(
-            HostConfig::from_args(args("host --fluss.bootstrap.servers h:1 --plugin p --tiering.heartbeat.interval 3min"))
-                .is_err()
+            HostConfig::from_args(args(
+                "host --fluss.bootstrap.servers h:1 --plugin p --datalake.paimon"
+            ))
+            .is_err()
+        );
+        let c = HostConfig::from_args(args(
+            "host --fluss.bootstrap.servers h:1 --plugin p --fluss.bogus 1",
+        ))
+        .unwrap();
+        assert_eq!(
+            c.fluss_client_config().unwrap_err().kind(),
+            ErrorKind::Config
+        );
+        assert!(
+            HostConfig::from_args(args(
+                "host --fluss.bootstrap.servers h:1 --plugin p --tiering.heartbeat.interval 3min"
+            ))
+            .is_err()
         );
     }
 

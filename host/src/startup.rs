@@ -51,14 +51,25 @@ impl CoordinatorLocator for AdminLocator {
             .iter()
             .find(|n| *n.server_type() == fluss::ServerType::CoordinatorServer)
             .map(|n| format!("{}:{}", n.host(), n.port()))
-            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the Fluss cluster reports no coordinator"))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    "the Fluss cluster reports no coordinator",
+                )
+            })
     }
 }
 
-pub async fn connect(config: HostConfig, plugins: Arc<PluginRegistry>) -> Result<Arc<TieringContext>> {
+pub async fn connect(
+    config: HostConfig,
+    plugins: Arc<PluginRegistry>,
+) -> Result<Arc<TieringContext>> {
     let servers = config.bootstrap_servers.clone();
     let unreachable = |e: Option<fluss::error::Error>| {
-        let err = Error::new(ErrorKind::Unavailable, format!("cannot reach the Fluss cluster at {servers}"));
+        let err = Error::new(
+            ErrorKind::Unavailable,
+            format!("cannot reach the Fluss cluster at {servers}"),
+        );
         match e {
             Some(e) => err.with_source(e),
             None => err,
@@ -71,7 +82,9 @@ pub async fn connect(config: HostConfig, plugins: Arc<PluginRegistry>) -> Result
         .map_err(|e| unreachable(Some(e)))?;
     let conn = Arc::new(conn);
     let admin = conn.get_admin().map_err(|e| unreachable(Some(e)))?;
-    let locator = Arc::new(AdminLocator { admin: admin.clone() });
+    let locator = Arc::new(AdminLocator {
+        admin: admin.clone(),
+    });
     tokio::time::timeout(CONNECT_TIMEOUT, locator.locate())
         .await
         .map_err(|_| unreachable(None))??;

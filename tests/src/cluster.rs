@@ -49,7 +49,8 @@ pub fn ensure() -> ClusterInfo {
                 .map(PathBuf::from)
                 .unwrap_or_else(|_| root.join("target/fluss-cluster"));
             ClusterInfo {
-                bootstrap: std::env::var("FLUSS_BOOTSTRAP").unwrap_or_else(|_| "127.0.0.1:9123".into()),
+                bootstrap: std::env::var("FLUSS_BOOTSTRAP")
+                    .unwrap_or_else(|_| "127.0.0.1:9123".into()),
                 paimon_warehouse: work.join("paimon-warehouse"),
                 remote_data_dir: work.join("remote-data"),
             }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, RecordBatch,
-    StringArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
+    Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, TimeUnit};
 use fluss::client::{FlussAdmin, FlussConnection};
@@ -38,7 +38,11 @@ pub fn arrow_schema() -> Arc<ArrowSchema> {
         Field::new("name", ArrowType::Utf8, true),
         Field::new("price", ArrowType::Float64, true),
         Field::new("flag", ArrowType::Boolean, true),
-        Field::new("ts", ArrowType::Timestamp(TimeUnit::Microsecond, None), true),
+        Field::new(
+            "ts",
+            ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            true,
+        ),
         Field::new("day", ArrowType::Date32, true),
         Field::new("amount", ArrowType::Decimal128(10, 2), true),
     ]))
@@ -48,7 +52,10 @@ pub fn arrow_schema() -> Arc<ArrowSchema> {
 pub fn lake_log_table(buckets: i32, bucket_key: Option<&str>, freshness: &str) -> TableDescriptor {
     TableDescriptor::builder()
         .schema(all_types_schema())
-        .distributed_by(Some(buckets), bucket_key.map(|k| vec![k.to_string()]).unwrap_or_default())
+        .distributed_by(
+            Some(buckets),
+            bucket_key.map(|k| vec![k.to_string()]).unwrap_or_default(),
+        )
         .property("table.datalake.enabled", "true")
         .property("table.datalake.freshness", freshness)
         .build()
@@ -57,14 +64,25 @@ pub fn lake_log_table(buckets: i32, bucket_key: Option<&str>, freshness: &str) -
 
 pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &TableDescriptor) {
     if !admin.database_exists(path.database()).await.unwrap() {
-        admin.create_database(path.database(), None, true).await.unwrap();
+        admin
+            .create_database(path.database(), None, true)
+            .await
+            .unwrap();
     }
     admin.create_table(path, descriptor, false).await.unwrap();
     // Wait until every bucket has a leader that serves offsets.
-    let buckets: Vec<i32> = (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
+    let buckets: Vec<i32> =
+        (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while admin.list_offsets(path, &buckets, OffsetSpec::Latest).await.is_err() {
-        assert!(std::time::Instant::now() < deadline, "table {path} never became ready");
+    while admin
+        .list_offsets(path, &buckets, OffsetSpec::Latest)
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "table {path} never became ready"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -76,33 +94,54 @@ pub fn batch(first: i64, count: usize) -> RecordBatch {
     let null = |i: i64| i % 10 == 7;
     let cols: Vec<ArrayRef> = vec![
         Arc::new(Int32Array::from_iter(ids.iter().map(|&i| Some(i as i32)))),
-        Arc::new(Int64Array::from_iter(ids.iter().map(|&i| Some(i * 1_000_003)))),
-        Arc::new(StringArray::from_iter(
-            ids.iter().map(|&i| (!null(i)).then(|| format!("name-{i}-{}", "x".repeat((i % 13) as usize)))),
+        Arc::new(Int64Array::from_iter(
+            ids.iter().map(|&i| Some(i * 1_000_003)),
         )),
-        Arc::new(Float64Array::from_iter(ids.iter().map(|&i| (!null(i)).then_some(i as f64 * 1.25 - 100.5)))),
-        Arc::new(BooleanArray::from_iter(ids.iter().map(|&i| (!null(i)).then_some(i % 3 == 0)))),
-        Arc::new(TimestampMicrosecondArray::from_iter(
-            ids.iter().map(|&i| (!null(i)).then_some(1_700_000_000_000_000 + i * 1_000_001)),
+        Arc::new(StringArray::from_iter(ids.iter().map(|&i| {
+            (!null(i)).then(|| format!("name-{i}-{}", "x".repeat((i % 13) as usize)))
+        }))),
+        Arc::new(Float64Array::from_iter(
+            ids.iter()
+                .map(|&i| (!null(i)).then_some(i as f64 * 1.25 - 100.5)),
         )),
-        Arc::new(Date32Array::from_iter(ids.iter().map(|&i| (!null(i)).then_some(19_000 + (i % 2000) as i32)))),
+        Arc::new(BooleanArray::from_iter(
+            ids.iter().map(|&i| (!null(i)).then_some(i % 3 == 0)),
+        )),
+        Arc::new(TimestampMicrosecondArray::from_iter(ids.iter().map(|&i| {
+            (!null(i)).then_some(1_700_000_000_000_000 + i * 1_000_001)
+        }))),
+        Arc::new(Date32Array::from_iter(
+            ids.iter()
+                .map(|&i| (!null(i)).then_some(19_000 + (i % 2000) as i32)),
+        )),
         Arc::new(
-            Decimal128Array::from_iter(ids.iter().map(|&i| (!null(i)).then_some((i as i128) * 137 - 50_000)))
-                .with_precision_and_scale(10, 2)
-                .unwrap(),
+            Decimal128Array::from_iter(
+                ids.iter()
+                    .map(|&i| (!null(i)).then_some((i as i128) * 137 - 50_000)),
+            )
+            .with_precision_and_scale(10, 2)
+            .unwrap(),
         ),
     ];
     RecordBatch::try_new(arrow_schema(), cols).unwrap()
 }
 
 /// Appends rows `first..first+count` in batches of `batch_rows`.
-pub async fn write_rows(conn: &FlussConnection, path: &TablePath, first: i64, count: usize, batch_rows: usize) {
+pub async fn write_rows(
+    conn: &FlussConnection,
+    path: &TablePath,
+    first: i64,
+    count: usize,
+    batch_rows: usize,
+) {
     let table = conn.get_table(path).await.unwrap();
     let writer = table.new_append().unwrap().create_writer().unwrap();
     let mut done = 0;
     while done < count {
         let n = batch_rows.min(count - done);
-        writer.append_arrow_batch(batch(first + done as i64, n)).unwrap();
+        writer
+            .append_arrow_batch(batch(first + done as i64, n))
+            .unwrap();
         done += n;
     }
     writer.flush().await.unwrap();
@@ -173,8 +212,11 @@ pub async fn wait_for_lake_offsets(
     while std::time::Instant::now() < deadline {
         match admin.get_latest_lake_snapshot(path).await {
             Ok(s) => {
-                let got: HashMap<i32, i64> =
-                    s.table_buckets_offset.iter().map(|(tb, o)| (tb.bucket_id(), *o)).collect();
+                let got: HashMap<i32, i64> = s
+                    .table_buckets_offset
+                    .iter()
+                    .map(|(tb, o)| (tb.bucket_id(), *o))
+                    .collect();
                 if expected.iter().all(|(b, o)| got.get(b) == Some(o)) {
                     return Ok((s.snapshot_id, got));
                 }
@@ -188,7 +230,11 @@ pub async fn wait_for_lake_offsets(
 }
 
 /// The high watermark of every bucket.
-pub async fn log_end_offsets(admin: &FlussAdmin, path: &TablePath, buckets: i32) -> HashMap<i32, i64> {
+pub async fn log_end_offsets(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    buckets: i32,
+) -> HashMap<i32, i64> {
     admin
         .list_offsets(path, &(0..buckets).collect::<Vec<_>>(), OffsetSpec::Latest)
         .await

@@ -22,7 +22,11 @@ pub fn host_bin() -> PathBuf {
 /// A built plugin (`scripts/build-plugins.sh` copies them to `target/plugins/<format>.wasm`).
 pub fn plugin(format: &str) -> PathBuf {
     let p = repo_root().join(format!("target/plugins/{format}.wasm"));
-    assert!(p.exists(), "{} is missing: run scripts/build-plugins.sh", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/build-plugins.sh",
+        p.display()
+    );
     p
 }
 
@@ -44,7 +48,10 @@ impl HostProcess {
             .stderr(Stdio::from(file))
             .spawn()
             .expect("cannot start the host");
-        Self { child: Some(child), log }
+        Self {
+            child: Some(child),
+            log,
+        }
     }
 
     pub fn log(&self) -> String {
@@ -53,7 +60,9 @@ impl HostProcess {
 
     /// Whether the host exited on its own.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// SIGTERM, then wait up to `grace`; returns the exit status.
@@ -82,7 +91,10 @@ impl Drop for HostProcess {
 }
 
 fn send_sigterm(pid: u32) {
-    let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status();
 }
 
 /// Runs the host to completion (for startup errors) with a timeout.
@@ -112,13 +124,21 @@ pub fn run_to_exit(args: &[String], timeout: Duration) -> Output {
 
 /// Standard arguments for a host against the test cluster with the given plugins.
 pub fn args(bootstrap: &str, plugins: &[PathBuf], extra: &[&str]) -> Vec<String> {
-    let mut a = vec!["--fluss.bootstrap.servers".to_string(), bootstrap.to_string()];
+    let mut a = vec![
+        "--fluss.bootstrap.servers".to_string(),
+        bootstrap.to_string(),
+    ];
     for p in plugins {
         a.push("--plugin".into());
         a.push(p.display().to_string());
     }
     a.push("--plugin-cache-dir".into());
-    a.push(repo_root().join("target/plugin-cache").display().to_string());
+    a.push(
+        repo_root()
+            .join("target/plugin-cache")
+            .display()
+            .to_string(),
+    );
     a.extend([
         "--tiering.poll.table.interval".to_string(),
         "1s".into(),

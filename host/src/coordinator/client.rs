@@ -54,7 +54,10 @@ impl CoordinatorClient {
         }
     }
 
-    pub async fn heartbeat(&self, req: &LakeTieringHeartbeatRequest) -> Result<LakeTieringHeartbeatResponse> {
+    pub async fn heartbeat(
+        &self,
+        req: &LakeTieringHeartbeatRequest,
+    ) -> Result<LakeTieringHeartbeatResponse> {
         self.call(api::LAKE_TIERING_HEARTBEAT, req).await
     }
 
@@ -73,13 +76,18 @@ impl CoordinatorClient {
     }
 
     /// Sends one request and waits for its response, connecting first if needed.
-    async fn call<Req: Message, Resp: Message + Default>(&self, api_key: i16, req: &Req) -> Result<Resp> {
+    async fn call<Req: Message, Resp: Message + Default>(
+        &self,
+        api_key: i16,
+        req: &Req,
+    ) -> Result<Resp> {
         let mut guard = self.connection.lock().await;
         if guard.is_none() {
             *guard = Some(self.connect().await?);
         }
         let stream = guard.as_mut().expect("connected above");
-        let result = tokio::time::timeout(self.request_timeout, self.exchange(stream, api_key, req)).await;
+        let result =
+            tokio::time::timeout(self.request_timeout, self.exchange(stream, api_key, req)).await;
         let body = match result {
             Ok(Ok(body)) => body,
             Ok(Err(e)) => {
@@ -90,13 +98,20 @@ impl CoordinatorClient {
                 *guard = None;
                 return Err(Error::new(
                     ErrorKind::Unavailable,
-                    format!("coordinator did not answer API {api_key} within {:?}", self.request_timeout),
+                    format!(
+                        "coordinator did not answer API {api_key} within {:?}",
+                        self.request_timeout
+                    ),
                 ));
             }
         };
         match body {
             Ok(bytes) => Resp::decode(bytes).map_err(|e| {
-                Error::new(ErrorKind::Protocol, format!("undecodable response to API {api_key}")).with_source(e)
+                Error::new(
+                    ErrorKind::Protocol,
+                    format!("undecodable response to API {api_key}"),
+                )
+                .with_source(e)
             }),
             Err(err) => Err(Error::new(
                 ErrorKind::Coordinator,
@@ -138,8 +153,19 @@ impl CoordinatorClient {
         let addr = self.locator.locate().await?;
         let mut stream = tokio::time::timeout(self.request_timeout, TcpStream::connect(&addr))
             .await
-            .map_err(|_| Error::new(ErrorKind::Unavailable, format!("connecting to coordinator {addr} timed out")))?
-            .map_err(|e| Error::new(ErrorKind::Unavailable, format!("cannot connect to coordinator {addr}")).with_source(e))?;
+            .map_err(|_| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("connecting to coordinator {addr} timed out"),
+                )
+            })?
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("cannot connect to coordinator {addr}"),
+                )
+                .with_source(e)
+            })?;
         stream.set_nodelay(true).ok();
         let req = ApiVersionsRequest {
             client_software_name: "fluss-lake-host".into(),
@@ -147,19 +173,33 @@ impl CoordinatorClient {
         };
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         stream
-            .write_all(&codec::encode_request(api::API_VERSIONS, 0, request_id, &req))
+            .write_all(&codec::encode_request(
+                api::API_VERSIONS,
+                0,
+                request_id,
+                &req,
+            ))
             .await
             .map_err(io_error)?;
         let response = tokio::time::timeout(self.request_timeout, read_frame(&mut stream))
             .await
-            .map_err(|_| Error::new(ErrorKind::Unavailable, format!("coordinator {addr} did not answer ApiVersions")))??;
+            .map_err(|_| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("coordinator {addr} did not answer ApiVersions"),
+                )
+            })??;
         let response = codec::decode_response(response)?;
         let body = response.body.map_err(|e| {
-            Error::new(ErrorKind::Coordinator, format!("ApiVersions refused by {addr}: {:?}", e.error_message))
-                .with_code(e.error_code)
+            Error::new(
+                ErrorKind::Coordinator,
+                format!("ApiVersions refused by {addr}: {:?}", e.error_message),
+            )
+            .with_code(e.error_code)
         })?;
-        let versions = ApiVersionsResponse::decode(body)
-            .map_err(|e| Error::new(ErrorKind::Protocol, "undecodable ApiVersions response").with_source(e))?;
+        let versions = ApiVersionsResponse::decode(body).map_err(|e| {
+            Error::new(ErrorKind::Protocol, "undecodable ApiVersions response").with_source(e)
+        })?;
         check_handshake(&addr, &versions)?;
         tracing::debug!(%addr, "connected to coordinator");
         Ok(stream)
@@ -188,7 +228,9 @@ pub fn check_handshake(addr: &str, versions: &ApiVersionsResponse) -> Result<()>
         if !supported {
             return Err(Error::new(
                 ErrorKind::Protocol,
-                format!("coordinator {addr} does not serve API {key} version 0; is it Fluss >= 0.9?"),
+                format!(
+                    "coordinator {addr} does not serve API {key} version 0; is it Fluss >= 0.9?"
+                ),
             ));
         }
     }
@@ -202,7 +244,12 @@ async fn read_frame(stream: &mut TcpStream) -> Result<Bytes> {
     let len = usize::try_from(len)
         .ok()
         .filter(|l| *l <= MAX_RESPONSE_LEN)
-        .ok_or_else(|| Error::new(ErrorKind::Protocol, format!("invalid response length {len}")))?;
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Protocol,
+                format!("invalid response length {len}"),
+            )
+        })?;
     let mut buf = vec![0u8; len];
     stream.read_exact(&mut buf).await.map_err(io_error)?;
     Ok(Bytes::from(buf))

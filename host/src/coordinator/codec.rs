@@ -21,7 +21,12 @@ pub const MAX_RESPONSE_LEN: usize = 64 * 1024 * 1024;
 const RESPONSE_SUCCESS: u8 = 0;
 
 /// Encodes a whole request frame, length prefix included.
-pub fn encode_request(api_key: i16, api_version: i16, request_id: i32, body: &impl Message) -> Vec<u8> {
+pub fn encode_request(
+    api_key: i16,
+    api_version: i16,
+    request_id: i32,
+    body: &impl Message,
+) -> Vec<u8> {
     let payload_len = REQUEST_HEADER_LEN + body.encoded_len();
     let mut buf = Vec::with_capacity(4 + payload_len);
     buf.put_i32(payload_len as i32);
@@ -45,7 +50,10 @@ pub fn decode_response(mut payload: Bytes) -> Result<ResponseFrame> {
     if payload.len() < RESPONSE_HEADER_LEN {
         return Err(Error::new(
             ErrorKind::Protocol,
-            format!("response of {} bytes is shorter than its header", payload.len()),
+            format!(
+                "response of {} bytes is shorter than its header",
+                payload.len()
+            ),
         ));
     }
     let kind = payload.get_u8();
@@ -64,7 +72,10 @@ pub fn decode_response(mut payload: Bytes) -> Result<ResponseFrame> {
 /// fake coordinator.
 pub fn decode_request(mut payload: Bytes) -> Result<(i16, i16, i32, Bytes)> {
     if payload.len() < REQUEST_HEADER_LEN {
-        return Err(Error::new(ErrorKind::Protocol, "request shorter than its header"));
+        return Err(Error::new(
+            ErrorKind::Protocol,
+            "request shorter than its header",
+        ));
     }
     let api_key = payload.get_i16();
     let version = payload.get_i16();
@@ -74,7 +85,10 @@ pub fn decode_request(mut payload: Bytes) -> Result<(i16, i16, i32, Bytes)> {
 
 /// Encodes a whole response frame, length prefix included; used by tests and the fake
 /// coordinator.
-pub fn encode_response(request_id: i32, body: std::result::Result<&dyn EncodeBody, &ErrorResponse>) -> Vec<u8> {
+pub fn encode_response(
+    request_id: i32,
+    body: std::result::Result<&dyn EncodeBody, &ErrorResponse>,
+) -> Vec<u8> {
     let mut payload = Vec::new();
     match body {
         Ok(b) => {

@@ -28,16 +28,32 @@ pub async fn latest_tiered_offsets(admin: &FlussAdmin, path: &TablePath) -> Resu
                 .map(|(tb, offset)| ((tb.partition_id(), tb.bucket_id()), offset))
                 .collect(),
         }),
-        Err(e) if e.api_error() == Some(fluss::rpc::FlussError::LakeSnapshotNotExist) => Ok(TieredOffsets::default()),
-        Err(e) => Err(Error::new(ErrorKind::Fluss, format!("cannot read the lake snapshot of {path}")).with_source(e)),
+        Err(e) if e.api_error() == Some(fluss::rpc::FlussError::LakeSnapshotNotExist) => {
+            Ok(TieredOffsets::default())
+        }
+        Err(e) => Err(Error::new(
+            ErrorKind::Fluss,
+            format!("cannot read the lake snapshot of {path}"),
+        )
+        .with_source(e)),
     }
 }
 
 /// The high watermark (Fluss's "latest" offset) of every bucket of a non-partitioned table.
-pub async fn high_watermarks(admin: &FlussAdmin, path: &TablePath, num_buckets: i32) -> Result<HashMap<i32, i64>> {
+pub async fn high_watermarks(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    num_buckets: i32,
+) -> Result<HashMap<i32, i64>> {
     let buckets: Vec<i32> = (0..num_buckets).collect();
     admin
         .list_offsets(path, &buckets, OffsetSpec::Latest)
         .await
-        .map_err(|e| Error::new(ErrorKind::Fluss, format!("cannot list the offsets of {path}")).with_source(e))
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Fluss,
+                format!("cannot list the offsets of {path}"),
+            )
+            .with_source(e)
+        })
 }

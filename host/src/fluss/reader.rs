@@ -68,21 +68,35 @@ pub async fn read_bucket(
         return Ok(progress);
     }
     let fluss_err = |what: &str, e: fluss::error::Error| {
-        Error::new(ErrorKind::Fluss, format!("{what} {path} bucket {}", range.bucket)).with_source(e)
+        Error::new(
+            ErrorKind::Fluss,
+            format!("{what} {path} bucket {}", range.bucket),
+        )
+        .with_source(e)
     };
-    let table = conn.get_table(&path).await.map_err(|e| fluss_err("cannot open", e))?;
+    let table = conn
+        .get_table(&path)
+        .await
+        .map_err(|e| fluss_err("cannot open", e))?;
     let scanner = table
         .new_scan()
         .create_log_scanner()
         .map_err(|e| fluss_err("cannot scan", e))?;
     match range.partition_id {
-        Some(pid) => scanner.subscribe_partition(pid, range.bucket, range.start).await,
+        Some(pid) => {
+            scanner
+                .subscribe_partition(pid, range.bucket, range.start)
+                .await
+        }
         None => scanner.subscribe(range.bucket, range.start).await,
     }
     .map_err(|e| fluss_err("cannot subscribe to", e))?;
 
     loop {
-        let records = scanner.poll(poll_timeout).await.map_err(|e| fluss_err("cannot read", e))?;
+        let records = scanner
+            .poll(poll_timeout)
+            .await
+            .map_err(|e| fluss_err("cannot read", e))?;
         let mut done = false;
         for (_bucket, recs) in records.into_records_by_buckets() {
             let mut i = 0;
@@ -116,7 +130,10 @@ pub async fn read_bucket(
 /// source batch and below `stop`.
 fn same_batch_run(recs: &[ScanRecord], stop: i64) -> usize {
     let first = &recs[0];
-    let source = first.row().get_record_batch().map(|b| b as *const RecordBatch);
+    let source = first
+        .row()
+        .get_record_batch()
+        .map(|b| b as *const RecordBatch);
     let first_row = first.row().get_row_id();
     let mut n = 1;
     while n < recs.len() {
@@ -134,14 +151,21 @@ fn same_batch_run(recs: &[ScanRecord], stop: i64) -> usize {
 fn to_row_batch(run: &[ScanRecord]) -> Result<ReadBatch> {
     let first = &run[0];
     let source = first.row().get_record_batch().ok_or_else(|| {
-        Error::new(ErrorKind::Internal, "a scanned record carries no Arrow batch")
+        Error::new(
+            ErrorKind::Internal,
+            "a scanned record carries no Arrow batch",
+        )
     })?;
     let slice = source.slice(first.row().get_row_id(), run.len());
-    let all_append = run.iter().all(|r| *r.change_type() == ChangeType::AppendOnly);
+    let all_append = run
+        .iter()
+        .all(|r| *r.change_type() == ChangeType::AppendOnly);
     let change_types = if all_append {
         Vec::new()
     } else {
-        run.iter().map(|r| r.change_type().to_byte_value()).collect()
+        run.iter()
+            .map(|r| r.change_type().to_byte_value())
+            .collect()
     };
     let log_offsets: Vec<i64> = run.iter().map(ScanRecord::offset).collect();
     let timestamps: Vec<i64> = run.iter().map(ScanRecord::timestamp).collect();
@@ -160,7 +184,9 @@ fn to_row_batch(run: &[ScanRecord]) -> Result<ReadBatch> {
 
 /// One Arrow IPC stream: schema, the batch, end-of-stream.
 pub fn encode_ipc(batch: &RecordBatch) -> Result<Vec<u8>> {
-    let ipc_err = |e: arrow::error::ArrowError| Error::new(ErrorKind::Internal, "Arrow IPC encoding").with_source(e);
+    let ipc_err = |e: arrow::error::ArrowError| {
+        Error::new(ErrorKind::Internal, "Arrow IPC encoding").with_source(e)
+    };
     let mut writer = StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(ipc_err)?;
     writer.write(batch).map_err(ipc_err)?;
     writer.finish().map_err(ipc_err)?;

@@ -31,8 +31,12 @@ impl PluginEngine {
     pub fn new(settings: EngineSettings) -> Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);
-        let engine = Engine::new(&config)
-            .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot create the wasm engine: {e:#}")))?;
+        let engine = Engine::new(&config).map_err(|e| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("cannot create the wasm engine: {e:#}"),
+            )
+        })?;
         Ok(Self { engine, settings })
     }
 
@@ -48,7 +52,12 @@ impl PluginEngine {
     /// Returns the component and the SHA-256 of the file.
     pub fn load(&self, origin: &Path, bytes: &[u8]) -> Result<(Component, String)> {
         let digest = hex::encode(Sha256::digest(bytes));
-        let load_err = |what: String| Error::new(ErrorKind::PluginLoad, format!("{}: {what}", origin.display()));
+        let load_err = |what: String| {
+            Error::new(
+                ErrorKind::PluginLoad,
+                format!("{}: {what}", origin.display()),
+            )
+        };
         if !bytes.starts_with(b"\0asm") {
             return Err(load_err("not a WebAssembly file".into()));
         }
@@ -85,10 +94,10 @@ impl PluginEngine {
             .precompile_component(bytes)
             .map_err(|e| load_err(format!("not a valid component: {e:#}")))?;
         tracing::info!(plugin = %origin.display(), elapsed_ms = started.elapsed().as_millis() as u64, "compiled plugin");
-        if let Some(path) = &cached {
-            if let Err(e) = write_atomically(path, &compiled) {
-                tracing::warn!(cache = %path.display(), "cannot cache compiled plugin: {e}");
-            }
+        if let Some(path) = &cached
+            && let Err(e) = write_atomically(path, &compiled)
+        {
+            tracing::warn!(cache = %path.display(), "cannot cache compiled plugin: {e}");
         }
         // SAFETY: `compiled` was just produced by this engine's `precompile_component`.
         let component = unsafe { Component::deserialize(&self.engine, &compiled) }

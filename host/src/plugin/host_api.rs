@@ -92,10 +92,16 @@ impl storage::Host for InstanceState {
     }
 
     async fn put_if_absent(&mut self, path: String, data: Vec<u8>) -> Result<(), types::LakeError> {
-        self.storage()?.put_if_absent(&path, data).await.map_err(to_wit)
+        self.storage()?
+            .put_if_absent(&path, data)
+            .await
+            .map_err(to_wit)
     }
 
-    async fn list_objects(&mut self, prefix: String) -> Result<Vec<types::ObjectMeta>, types::LakeError> {
+    async fn list_objects(
+        &mut self,
+        prefix: String,
+    ) -> Result<Vec<types::ObjectMeta>, types::LakeError> {
         let objects = self.storage()?.list(&prefix).await.map_err(to_wit)?;
         Ok(objects.into_iter().map(meta).collect())
     }

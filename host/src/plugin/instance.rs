@@ -41,7 +41,12 @@ impl PluginInstance {
             .pre()
             .instantiate_async(&mut store)
             .await
-            .map_err(|e| Error::new(ErrorKind::Plugin, format!("cannot instantiate plugin {}: {e:#}", plugin.name())))?;
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Plugin,
+                    format!("cannot instantiate plugin {}: {e:#}", plugin.name()),
+                )
+            })?;
         Ok(Self {
             store,
             bindings,
@@ -64,7 +69,10 @@ impl PluginInstance {
     fn plugin_error(&self, call: &str, e: wit::LakeError) -> Error {
         Error::new(
             ErrorKind::Plugin,
-            format!("plugin {} failed in {call} ({:?}): {}", self.plugin_name, e.kind, e.message),
+            format!(
+                "plugin {} failed in {call} ({:?}): {}",
+                self.plugin_name, e.kind, e.message
+            ),
         )
     }
 
@@ -76,7 +84,11 @@ impl PluginInstance {
             .map_err(|e| self.trap("info", e))
     }
 
-    pub async fn table_location(&mut self, table: &wit::TableInfo, config: &Config) -> Result<String> {
+    pub async fn table_location(
+        &mut self,
+        table: &wit::TableInfo,
+        config: &Config,
+    ) -> Result<String> {
         let r = self
             .bindings
             .fluss_lake_plugin()
@@ -96,7 +108,11 @@ impl PluginInstance {
         r.map_err(|e| self.plugin_error("validate-table", e))
     }
 
-    pub async fn create_table_if_missing(&mut self, table: &wit::TableInfo, config: &Config) -> Result<bool> {
+    pub async fn create_table_if_missing(
+        &mut self,
+        table: &wit::TableInfo,
+        config: &Config,
+    ) -> Result<bool> {
         let r = self
             .bindings
             .fluss_lake_catalog()
@@ -114,7 +130,8 @@ impl PluginInstance {
             .call_open(&mut self.store, context)
             .await
             .map_err(|e| self.trap("writer.open", e))?;
-        r.map(WriterHandle).map_err(|e| self.plugin_error("writer.open", e))
+        r.map(WriterHandle)
+            .map_err(|e| self.plugin_error("writer.open", e))
     }
 
     pub async fn write(&mut self, writer: &WriterHandle, batch: &wit::RowBatch) -> Result<()> {
@@ -145,7 +162,10 @@ impl PluginInstance {
         r.map_err(|e| self.plugin_error("writer.complete", e))
     }
 
-    pub async fn open_committer(&mut self, context: &wit::CommitterContext) -> Result<CommitterHandle> {
+    pub async fn open_committer(
+        &mut self,
+        context: &wit::CommitterContext,
+    ) -> Result<CommitterHandle> {
         let r = self
             .bindings
             .fluss_lake_committer()
@@ -153,10 +173,15 @@ impl PluginInstance {
             .call_open(&mut self.store, context)
             .await
             .map_err(|e| self.trap("committer.open", e))?;
-        r.map(CommitterHandle).map_err(|e| self.plugin_error("committer.open", e))
+        r.map(CommitterHandle)
+            .map_err(|e| self.plugin_error("committer.open", e))
     }
 
-    pub async fn to_committable(&mut self, c: &CommitterHandle, results: &[Vec<u8>]) -> Result<Vec<u8>> {
+    pub async fn to_committable(
+        &mut self,
+        c: &CommitterHandle,
+        results: &[Vec<u8>],
+    ) -> Result<Vec<u8>> {
         let r = self
             .bindings
             .fluss_lake_committer()

@@ -29,7 +29,12 @@ impl Plugin {
     /// Loads, compiles (or fetches from the cache) and links a plugin file, then asks it who
     /// it is. Any failure is a [`ErrorKind::PluginLoad`] error naming the file.
     pub async fn load(engine: Arc<PluginEngine>, path: &Path) -> Result<Self> {
-        let load_err = |what: String| Error::new(ErrorKind::PluginLoad, format!("plugin {}: {what}", path.display()));
+        let load_err = |what: String| {
+            Error::new(
+                ErrorKind::PluginLoad,
+                format!("plugin {}: {what}", path.display()),
+            )
+        };
         let bytes = std::fs::read(path).map_err(|e| load_err(format!("cannot read: {e}")))?;
         let (component, digest) = engine.load(path, &bytes)?;
         let mut linker: Linker<InstanceState> = Linker::new(engine.engine());
@@ -37,11 +42,16 @@ impl Plugin {
             .map_err(|e| load_err(format!("cannot link WASI: {e:#}")))?;
         LakePlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| load_err(format!("cannot link host imports: {e:#}")))?;
-        let pre = linker
-            .instantiate_pre(&component)
-            .map_err(|e| load_err(format!("does not match the fluss:lake@{CONTRACT_VERSION} contract: {e:#}")))?;
-        let pre = LakePluginPre::new(pre)
-            .map_err(|e| load_err(format!("does not export the fluss:lake@{CONTRACT_VERSION} world: {e:#}")))?;
+        let pre = linker.instantiate_pre(&component).map_err(|e| {
+            load_err(format!(
+                "does not match the fluss:lake@{CONTRACT_VERSION} contract: {e:#}"
+            ))
+        })?;
+        let pre = LakePluginPre::new(pre).map_err(|e| {
+            load_err(format!(
+                "does not export the fluss:lake@{CONTRACT_VERSION} world: {e:#}"
+            ))
+        })?;
         let mut plugin = Self {
             engine,
             pre,
@@ -65,7 +75,12 @@ impl Plugin {
                 info.contract_version
             )));
         }
-        if info.format.is_empty() || !info.format.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        if info.format.is_empty()
+            || !info
+                .format
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
             return Err(load_err(format!("invalid format name '{}'", info.format)));
         }
         plugin.format = info.format.to_ascii_lowercase();
@@ -158,7 +173,9 @@ impl PluginRegistry {
                 sha256 = plugin.digest(),
                 "loaded plugin"
             );
-            registry.by_format.insert(plugin.format().to_string(), Arc::new(plugin));
+            registry
+                .by_format
+                .insert(plugin.format().to_string(), Arc::new(plugin));
         }
         Ok(registry)
     }

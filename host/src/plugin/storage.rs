@@ -59,7 +59,9 @@ impl ScopedStorage {
         if dir.contains("://") {
             return Err(Error::new(
                 ErrorKind::Config,
-                format!("warehouse '{warehouse}': only local filesystem warehouses are supported by this host version"),
+                format!(
+                    "warehouse '{warehouse}': only local filesystem warehouses are supported by this host version"
+                ),
             ));
         }
         if !dir.starts_with('/') {
@@ -69,13 +71,20 @@ impl ScopedStorage {
             ));
         }
         std::fs::create_dir_all(dir).map_err(|e| {
-            Error::new(ErrorKind::Storage, format!("cannot create warehouse directory {dir}")).with_source(e)
+            Error::new(
+                ErrorKind::Storage,
+                format!("cannot create warehouse directory {dir}"),
+            )
+            .with_source(e)
         })?;
         let store = object_store::local::LocalFileSystem::new_with_prefix(dir)?;
         let root = validate_relative(location).map_err(|e| {
             Error::new(
                 ErrorKind::Plugin,
-                format!("plugin returned an invalid table location '{location}': {}", e.message),
+                format!(
+                    "plugin returned an invalid table location '{location}': {}",
+                    e.message
+                ),
             )
         })?;
         Ok(Self {
@@ -104,7 +113,12 @@ impl ScopedStorage {
 
     fn relative(&self, full: &Path) -> String {
         full.prefix_match(&self.root)
-            .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
+            .map(|parts| {
+                parts
+                    .map(|p| p.as_ref().to_string())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
             .unwrap_or_else(|| full.to_string())
     }
 
@@ -178,7 +192,12 @@ impl ScopedStorage {
 
 /// Accepts only plain relative paths: `a/b/c`, no `.`/`..`/empty segments, no leading `/`.
 pub fn validate_relative(path: &str) -> Result<Path, StorageError> {
-    let invalid = |why: &str| StorageError::new(StorageErrorKind::InvalidPath, format!("path '{path}' {why}"));
+    let invalid = |why: &str| {
+        StorageError::new(
+            StorageErrorKind::InvalidPath,
+            format!("path '{path}' {why}"),
+        )
+    };
     if path.is_empty() {
         return Err(invalid("is empty"));
     }
@@ -200,10 +219,13 @@ pub fn validate_relative(path: &str) -> Result<Path, StorageError> {
 
 fn map_err(path: &str, e: object_store::Error) -> StorageError {
     match e {
-        object_store::Error::NotFound { .. } => StorageError::new(StorageErrorKind::NotFound, format!("{path} not found")),
-        object_store::Error::AlreadyExists { .. } => {
-            StorageError::new(StorageErrorKind::AlreadyExists, format!("{path} already exists"))
+        object_store::Error::NotFound { .. } => {
+            StorageError::new(StorageErrorKind::NotFound, format!("{path} not found"))
         }
+        object_store::Error::AlreadyExists { .. } => StorageError::new(
+            StorageErrorKind::AlreadyExists,
+            format!("{path} already exists"),
+        ),
         other => StorageError::new(StorageErrorKind::Io, format!("{path}: {other}")),
     }
 }
@@ -214,7 +236,16 @@ mod tests {
 
     #[test]
     fn refuses_paths_that_escape() {
-        for bad in ["", "/etc/passwd", "../x", "a/../../b", "a//b", "./a", "a\\b", "a/."] {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../b",
+            "a//b",
+            "./a",
+            "a\\b",
+            "a/.",
+        ] {
             assert_eq!(
                 validate_relative(bad).unwrap_err().kind,
                 StorageErrorKind::InvalidPath,
@@ -236,11 +267,20 @@ mod tests {
         let e = s.put_if_absent("snap-1", b"2".to_vec()).await.unwrap_err();
         assert_eq!(e.kind, StorageErrorKind::AlreadyExists);
         assert_eq!(s.get("snap-1").await.unwrap(), b"1");
-        let mut listed: Vec<_> = s.list("").await.unwrap().into_iter().map(|o| o.path).collect();
+        let mut listed: Vec<_> = s
+            .list("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.path)
+            .collect();
         listed.sort();
         assert_eq!(listed, vec!["a/b.txt", "snap-1"]);
         assert!(s.list("missing/").await.unwrap().is_empty());
-        assert_eq!(s.get("nope").await.unwrap_err().kind, StorageErrorKind::NotFound);
+        assert_eq!(
+            s.get("nope").await.unwrap_err().kind,
+            StorageErrorKind::NotFound
+        );
         assert!(s.head("nope").await.unwrap().is_none());
         s.delete("a/b.txt").await.unwrap();
         s.delete("a/b.txt").await.unwrap();

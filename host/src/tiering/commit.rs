@@ -47,7 +47,11 @@ fn committer_context(ctx: &TieringContext, resolved: &ResolvedTable) -> wit::Com
 }
 
 /// Deletes the files of write results that will never be committed (best effort).
-pub async fn abort_written(instance: &mut PluginInstance, resolved: &ResolvedTable, written: &[SplitResult]) {
+pub async fn abort_written(
+    instance: &mut PluginInstance,
+    resolved: &ResolvedTable,
+    written: &[SplitResult],
+) {
     if written.is_empty() {
         return;
     }
@@ -56,7 +60,10 @@ pub async fn abort_written(instance: &mut PluginInstance, resolved: &ResolvedTab
         config: resolved.plugin_config.clone(),
         tiering_config: Vec::new(),
     };
-    let payloads: Vec<Vec<u8>> = written.iter().map(|r| r.write_result.payload.clone()).collect();
+    let payloads: Vec<Vec<u8>> = written
+        .iter()
+        .map(|r| r.write_result.payload.clone())
+        .collect();
     let result = async {
         let c = instance.open_committer(&ctx).await?;
         let committable = instance.to_committable(&c, &payloads).await?;
@@ -84,11 +91,25 @@ pub async fn commit_round(
             ..Default::default()
         });
     }
-    let committer = instance.open_committer(&committer_context(ctx, resolved)).await?;
-    let payloads: Vec<Vec<u8>> = results.iter().map(|r| r.write_result.payload.clone()).collect();
+    let committer = instance
+        .open_committer(&committer_context(ctx, resolved))
+        .await?;
+    let payloads: Vec<Vec<u8>> = results
+        .iter()
+        .map(|r| r.write_result.payload.clone())
+        .collect();
     let committable = instance.to_committable(&committer, &payloads).await?;
 
-    let prepared = prepare(ctx, assignment, resolved, instance, &committer, &committable, &completed).await;
+    let prepared = prepare(
+        ctx,
+        assignment,
+        resolved,
+        instance,
+        &committer,
+        &committable,
+        &completed,
+    )
+    .await;
     let offsets_path = match prepared {
         Ok(p) => p,
         Err(e) => {
@@ -111,7 +132,11 @@ pub async fn commit_round(
                 .await
                 .ok()
                 .flatten()
-                .is_some_and(|s| s.properties.iter().any(|(k, v)| k == FLUSS_OFFSETS_PROPERTY && *v == offsets_path));
+                .is_some_and(|s| {
+                    s.properties
+                        .iter()
+                        .any(|(k, v)| k == FLUSS_OFFSETS_PROPERTY && *v == offsets_path)
+                });
             if !published && let Err(abort_err) = instance.abort(&committer, &committable).await {
                 tracing::warn!(table = %assignment.path, "could not delete the round's files: {abort_err}");
             }
@@ -147,11 +172,19 @@ async fn prepare(
     if info.get_table_id() != assignment.table_id {
         return Err(Error::new(
             ErrorKind::Fenced,
-            format!("{} was dropped and recreated during the round", assignment.path),
+            format!(
+                "{} was dropped and recreated during the round",
+                assignment.path
+            ),
         ));
     }
-    let fluss_snapshot = offsets::latest_tiered_offsets(&ctx.admin, &assignment.path).await?.snapshot_id;
-    if let Some(missing) = instance.get_missing_lake_snapshot(committer, fluss_snapshot).await? {
+    let fluss_snapshot = offsets::latest_tiered_offsets(&ctx.admin, &assignment.path)
+        .await?
+        .snapshot_id;
+    if let Some(missing) = instance
+        .get_missing_lake_snapshot(committer, fluss_snapshot)
+        .await?
+    {
         recover_missing_snapshot(ctx, assignment, &missing).await?;
         return Err(Error::new(
             ErrorKind::Fenced,
@@ -179,7 +212,10 @@ async fn prepare(
         }],
         ignore_previous_table_offsets: None,
     };
-    let response = ctx.coordinator.prepare_lake_table_snapshot(&request).await?;
+    let response = ctx
+        .coordinator
+        .prepare_lake_table_snapshot(&request)
+        .await?;
     let [entry] = response.prepare_lake_table_resp.as_slice() else {
         return Err(Error::new(
             ErrorKind::Protocol,
@@ -201,7 +237,10 @@ async fn prepare(
         .with_code(code));
     }
     let path = entry.lake_table_offsets_path.clone().ok_or_else(|| {
-        Error::new(ErrorKind::Protocol, "PrepareLakeTableSnapshot returned no offsets path")
+        Error::new(
+            ErrorKind::Protocol,
+            "PrepareLakeTableSnapshot returned no offsets path",
+        )
     })?;
     let _ = resolved;
     Ok(path)
@@ -237,7 +276,11 @@ pub async fn confirm_ownership(ctx: &TieringContext, assignment: &Assignment) ->
         .and_then(|r| r.error.as_ref())
     {
         return Err(Error::new(
-            if errors::fences_round(err.error_code) { ErrorKind::Fenced } else { ErrorKind::Coordinator },
+            if errors::fences_round(err.error_code) {
+                ErrorKind::Fenced
+            } else {
+                ErrorKind::Coordinator
+            },
             format!(
                 "coordinator no longer accepts the round of {}: {}",
                 assignment.path,
@@ -250,7 +293,11 @@ pub async fn confirm_ownership(ctx: &TieringContext, assignment: &Assignment) ->
 }
 
 /// Registers in Fluss a lake snapshot that an earlier round committed to the lake only.
-async fn recover_missing_snapshot(ctx: &TieringContext, assignment: &Assignment, missing: &wit::CommittedSnapshot) -> Result<()> {
+async fn recover_missing_snapshot(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+    missing: &wit::CommittedSnapshot,
+) -> Result<()> {
     let path = missing
         .properties
         .iter()
@@ -289,7 +336,10 @@ async fn recover_missing_snapshot(ctx: &TieringContext, assignment: &Assignment,
             earliest_snapshot_id_to_keep: Some(-1),
         }],
     };
-    check_commit_response(assignment, &ctx.coordinator.commit_lake_table_snapshot(&request).await?)
+    check_commit_response(
+        assignment,
+        &ctx.coordinator.commit_lake_table_snapshot(&request).await?,
+    )
 }
 
 /// Step 5: the V2 snapshot registration plus the per-bucket offsets for the tablet servers.
@@ -301,8 +351,13 @@ async fn register_in_fluss(
     completed: &[&SplitResult],
 ) -> Result<()> {
     let (readable, earliest) = match lake.readable {
-        wit::ReadableSnapshot::Committed => (Some(offsets_path.to_string()), lake.earliest_snapshot_to_keep),
-        wit::ReadableSnapshot::Unknown => (None, Some(lake.earliest_snapshot_to_keep.unwrap_or(-1))),
+        wit::ReadableSnapshot::Committed => (
+            Some(offsets_path.to_string()),
+            lake.earliest_snapshot_to_keep,
+        ),
+        wit::ReadableSnapshot::Unknown => {
+            (None, Some(lake.earliest_snapshot_to_keep.unwrap_or(-1)))
+        }
     };
     let tables_req = if completed.is_empty() {
         Vec::new()
@@ -332,10 +387,16 @@ async fn register_in_fluss(
             earliest_snapshot_id_to_keep: earliest,
         }],
     };
-    check_commit_response(assignment, &ctx.coordinator.commit_lake_table_snapshot(&request).await?)
+    check_commit_response(
+        assignment,
+        &ctx.coordinator.commit_lake_table_snapshot(&request).await?,
+    )
 }
 
-fn check_commit_response(assignment: &Assignment, response: &CommitLakeTableSnapshotResponse) -> Result<()> {
+fn check_commit_response(
+    assignment: &Assignment,
+    response: &CommitLakeTableSnapshotResponse,
+) -> Result<()> {
     for r in &response.table_resp {
         if let Some(code) = r.error_code.filter(|c| *c != 0) {
             return Err(Error::new(

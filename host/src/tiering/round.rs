@@ -65,7 +65,11 @@ pub struct ResolvedTable {
     pub storage: ScopedStorage,
 }
 
-pub async fn run_round(ctx: Arc<TieringContext>, assignment: Assignment, cancel: CancellationToken) -> Result<RoundOutcome> {
+pub async fn run_round(
+    ctx: Arc<TieringContext>,
+    assignment: Assignment,
+    cancel: CancellationToken,
+) -> Result<RoundOutcome> {
     let (resolved, mut control) = resolve_table(&ctx, &assignment).await?;
     let info = &resolved.info;
     if info.has_primary_key() || info.is_partitioned() {
@@ -74,11 +78,17 @@ pub async fn run_round(ctx: Arc<TieringContext>, assignment: Assignment, cancel:
             format!(
                 "{} is a {} table; this host version tiers non-partitioned log tables only",
                 assignment.path,
-                if info.has_primary_key() { "primary-key" } else { "partitioned" }
+                if info.has_primary_key() {
+                    "primary-key"
+                } else {
+                    "partitioned"
+                }
             ),
         ));
     }
-    control.validate_table(&resolved.wit_info, &resolved.plugin_config).await?;
+    control
+        .validate_table(&resolved.wit_info, &resolved.plugin_config)
+        .await?;
 
     let tiered = offsets::latest_tiered_offsets(&ctx.admin, &assignment.path).await?;
     let hw = offsets::high_watermarks(&ctx.admin, &assignment.path, info.get_num_buckets()).await?;
@@ -101,17 +111,31 @@ pub async fn run_round(ctx: Arc<TieringContext>, assignment: Assignment, cancel:
     };
     if cancel.is_cancelled() {
         commit::abort_written(&mut control, &resolved, &results).await;
-        return Err(Error::new(ErrorKind::Cancelled, "round cancelled before commit"));
+        return Err(Error::new(
+            ErrorKind::Cancelled,
+            "round cancelled before commit",
+        ));
     }
     commit::commit_round(&ctx, &assignment, &resolved, &mut control, results).await
 }
 
 /// Looks the table up, checks it is still the table that was assigned, finds its plugin and
 /// scopes a control instance of it to the table's lake location.
-pub async fn resolve_table(ctx: &TieringContext, assignment: &Assignment) -> Result<(ResolvedTable, PluginInstance)> {
-    let info = ctx.admin.get_table_info(&assignment.path).await.map_err(|e| {
-        Error::new(ErrorKind::Fluss, format!("cannot get table info of {}", assignment.path)).with_source(e)
-    })?;
+pub async fn resolve_table(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+) -> Result<(ResolvedTable, PluginInstance)> {
+    let info = ctx
+        .admin
+        .get_table_info(&assignment.path)
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Fluss,
+                format!("cannot get table info of {}", assignment.path),
+            )
+            .with_source(e)
+        })?;
     if info.get_table_id() != assignment.table_id {
         return Err(Error::new(
             ErrorKind::Fenced,
@@ -125,7 +149,12 @@ pub async fn resolve_table(ctx: &TieringContext, assignment: &Assignment) -> Res
     }
     let format = table::lake_format(&info)
         .or_else(|| ctx.config.required_format.clone())
-        .ok_or_else(|| Error::new(ErrorKind::NoPlugin, format!("{} has no table.datalake.format", assignment.path)))?;
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoPlugin,
+                format!("{} has no table.datalake.format", assignment.path),
+            )
+        })?;
     let plugin = ctx.plugins.get(&format).ok_or_else(|| {
         Error::new(
             ErrorKind::NoPlugin,
@@ -186,11 +215,23 @@ async fn write_splits(
         let permits = permits.clone();
         let cancel = cancel.clone();
         tasks.spawn(async move {
-            let _permit = permits.acquire_owned().await.expect("semaphore never closed");
+            let _permit = permits
+                .acquire_owned()
+                .await
+                .expect("semaphore never closed");
             if cancel.is_cancelled() {
                 return Err(Error::new(ErrorKind::Cancelled, "round cancelled"));
             }
-            write_split(&ctx, path, &resolved, range, index as i32, round_ts, &cancel).await
+            write_split(
+                &ctx,
+                path,
+                &resolved,
+                range,
+                index as i32,
+                round_ts,
+                &cancel,
+            )
+            .await
         });
     }
     let mut done = Vec::new();
@@ -208,7 +249,10 @@ async fn write_splits(
             Err(join_err) => {
                 if failure.is_none() {
                     cancel_all(&mut tasks);
-                    failure = Some(Error::new(ErrorKind::Internal, format!("split task panicked: {join_err}")));
+                    failure = Some(Error::new(
+                        ErrorKind::Internal,
+                        format!("split task panicked: {join_err}"),
+                    ));
                 }
             }
         }
@@ -235,7 +279,11 @@ async fn write_split(
 ) -> Result<SplitResult> {
     let mut instance = PluginInstance::new(
         &resolved.plugin,
-        format!("{} {path} bucket {}", resolved.plugin.format(), range.bucket),
+        format!(
+            "{} {path} bucket {}",
+            resolved.plugin.format(),
+            range.bucket
+        ),
     )
     .await?;
     instance.set_storage(resolved.storage.clone());

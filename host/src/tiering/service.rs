@@ -50,8 +50,14 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 impl TieringService {
     /// Registers with the coordinator (an empty heartbeat, which returns its epoch).
     pub async fn start(ctx: Arc<TieringContext>) -> Result<Self> {
-        let response = ctx.coordinator.heartbeat(&LakeTieringHeartbeatRequest::default()).await?;
-        tracing::info!(coordinator_epoch = response.coordinator_epoch, "registered with the coordinator");
+        let response = ctx
+            .coordinator
+            .heartbeat(&LakeTieringHeartbeatRequest::default())
+            .await?;
+        tracing::info!(
+            coordinator_epoch = response.coordinator_epoch,
+            "registered with the coordinator"
+        );
         let (outcomes_tx, outcomes_rx) = mpsc::unbounded_channel();
         Ok(Self {
             ctx,
@@ -72,7 +78,10 @@ impl TieringService {
         loop {
             let got_table = self.heartbeat_once(true).await;
             let wait = if self.consecutive_failures > 0 {
-                backoff(self.consecutive_failures, self.ctx.config.heartbeat_interval)
+                backoff(
+                    self.consecutive_failures,
+                    self.ctx.config.heartbeat_interval,
+                )
             } else if got_table && self.has_capacity() {
                 Duration::ZERO
             } else {
@@ -107,7 +116,11 @@ impl TieringService {
         let finished: Vec<Finished> = std::mem::take(&mut self.finished);
         let failed: Vec<Assignment> = std::mem::take(&mut self.failed);
         let req = LakeTieringHeartbeatRequest {
-            tiering_tables: self.active.values().map(|r| table_req(&r.assignment, None)).collect(),
+            tiering_tables: self
+                .active
+                .values()
+                .map(|r| table_req(&r.assignment, None))
+                .collect(),
             finished_tables: finished
                 .iter()
                 .map(|f| {
@@ -126,7 +139,10 @@ impl TieringService {
             Ok(r) => r,
             Err(e) => {
                 self.consecutive_failures += 1;
-                tracing::warn!(failures = self.consecutive_failures, "heartbeat failed: {e}");
+                tracing::warn!(
+                    failures = self.consecutive_failures,
+                    "heartbeat failed: {e}"
+                );
                 // Keep the reports for the next attempt.
                 self.finished = finished;
                 self.failed = failed;
@@ -165,11 +181,12 @@ impl TieringService {
                     "coordinator refused the {kind} report: {}",
                     err.error_message.as_deref().unwrap_or("")
                 );
-                if kind == "tiering" && errors::fences_round(err.error_code) {
-                    if let Some(round) = self.active.remove(&r.table_id) {
-                        tracing::warn!(table = %round.assignment.path, "round fenced by the coordinator; cancelling it");
-                        round.cancel.cancel();
-                    }
+                if kind == "tiering"
+                    && errors::fences_round(err.error_code)
+                    && let Some(round) = self.active.remove(&r.table_id)
+                {
+                    tracing::warn!(table = %round.assignment.path, "round fenced by the coordinator; cancelling it");
+                    round.cancel.cancel();
                 }
             }
         }
@@ -191,7 +208,10 @@ impl TieringService {
     fn start_round(&mut self, t: PbLakeTieringTableInfo) {
         let assignment = Assignment {
             table_id: t.table_id,
-            path: fluss::metadata::TablePath::new(t.table_path.database_name, t.table_path.table_name),
+            path: fluss::metadata::TablePath::new(
+                t.table_path.database_name,
+                t.table_path.table_name,
+            ),
             tiering_epoch: t.tiering_epoch,
             coordinator_epoch: self.coordinator_epoch,
         };
@@ -223,7 +243,10 @@ impl TieringService {
         match outcome {
             Ok(outcome) => {
                 if still_ours {
-                    self.finished.push(Finished { assignment, outcome });
+                    self.finished.push(Finished {
+                        assignment,
+                        outcome,
+                    });
                 }
             }
             Err(e) => {

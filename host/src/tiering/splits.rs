@@ -9,17 +9,31 @@ use crate::fluss::offsets::TieredOffsets;
 use crate::fluss::reader::{BucketRange, EARLIEST_OFFSET};
 
 /// The splits of a non-partitioned table, in bucket order.
-pub fn log_table_splits(tiered: &TieredOffsets, high_watermarks: &HashMap<i32, i64>, num_buckets: i32) -> Vec<BucketRange> {
+pub fn log_table_splits(
+    tiered: &TieredOffsets,
+    high_watermarks: &HashMap<i32, i64>,
+    num_buckets: i32,
+) -> Vec<BucketRange> {
     (0..num_buckets)
         .filter_map(|bucket| {
             let latest = *high_watermarks.get(&bucket)?;
-            split_for_bucket(None, bucket, tiered.buckets.get(&(None, bucket)).copied(), latest)
+            split_for_bucket(
+                None,
+                bucket,
+                tiered.buckets.get(&(None, bucket)).copied(),
+                latest,
+            )
         })
         .collect()
 }
 
 /// The split of one bucket, if it has anything to tier.
-pub fn split_for_bucket(partition_id: Option<i64>, bucket: i32, committed: Option<i64>, latest: i64) -> Option<BucketRange> {
+pub fn split_for_bucket(
+    partition_id: Option<i64>,
+    bucket: i32,
+    committed: Option<i64>,
+    latest: i64,
+) -> Option<BucketRange> {
     if latest <= 0 {
         return None;
     }
@@ -54,8 +68,18 @@ mod tests {
         assert_eq!(
             splits,
             vec![
-                BucketRange { partition_id: None, bucket: 0, start: EARLIEST_OFFSET, stop: 10 },
-                BucketRange { partition_id: None, bucket: 2, start: EARLIEST_OFFSET, stop: 5 },
+                BucketRange {
+                    partition_id: None,
+                    bucket: 0,
+                    start: EARLIEST_OFFSET,
+                    stop: 10
+                },
+                BucketRange {
+                    partition_id: None,
+                    bucket: 2,
+                    start: EARLIEST_OFFSET,
+                    stop: 5
+                },
             ]
         );
     }
@@ -64,7 +88,15 @@ mod tests {
     fn tiered_buckets_resume_and_caught_up_buckets_are_skipped() {
         let hw = HashMap::from([(0, 10), (1, 7), (2, 5)]);
         let splits = log_table_splits(&tiered(&[(0, 4), (1, 7), (2, 9)]), &hw, 3);
-        assert_eq!(splits, vec![BucketRange { partition_id: None, bucket: 0, start: 4, stop: 10 }]);
+        assert_eq!(
+            splits,
+            vec![BucketRange {
+                partition_id: None,
+                bucket: 0,
+                start: 4,
+                stop: 10
+            }]
+        );
     }
 
     #[test]

@@ -30,7 +30,11 @@ async fn main() {
     let ends = data::log_end_offsets(&admin, &path, 3).await;
     println!("wrote 50000 rows; log end offsets per bucket: {ends:?}");
 
-    let args = host::args(&c.bootstrap, &[host::plugin("paimon")], &["--datalake.format", "paimon"]);
+    let args = host::args(
+        &c.bootstrap,
+        &[host::plugin("paimon")],
+        &["--datalake.format", "paimon"],
+    );
     println!("running: fluss-lake-host {}", args.join(" "));
     let mut h = host::HostProcess::spawn(&args, &format!("{table}-demo-host"));
     let started = std::time::Instant::now();
@@ -48,7 +52,11 @@ async fn main() {
     }
     let rows = paimon::rows(&c.paimon_warehouse, "fluss", &table, None);
     let meta = paimon::snapshot(&c.paimon_warehouse, "fluss", &table, None);
-    println!("pypaimon reads {} rows from {}/fluss.db/{table}", rows.len(), c.paimon_warehouse.display());
+    println!(
+        "pypaimon reads {} rows from {}/fluss.db/{table}",
+        rows.len(),
+        c.paimon_warehouse.display()
+    );
     println!("latest Paimon snapshot: {meta}");
     for r in rows.iter().take(3) {
         println!("  {r}");

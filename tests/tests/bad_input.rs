@@ -1,0 +1,117 @@
+//! Bad input gets a clear one-line error and loses nothing: unreachable cluster, missing or
+//! corrupt plugin files, a required format without plugin (all refused at startup), and a
+//! table whose format no plugin serves (reported failed at run time, lake untouched).
+
+use std::time::Duration;
+
+use fluss::client::FlussConnection;
+use fluss::config::Config;
+use fluss::metadata::TablePath;
+use fluss_lake_e2e::{cluster, data, host, repo_root, unique_name};
+
+/// Asserts the host exited non-zero with exactly one `error:` line containing `needle`.
+fn assert_startup_error(args: &[String], needle: &str) {
+    let out = host::run_to_exit(args, Duration::from_secs(90));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "host should fail; stderr:\n{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "expected one error line, got:\n{stderr}");
+    assert!(errors[0].contains(needle), "error line '{}' does not mention '{needle}'", errors[0]);
+}
+
+fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let dir = repo_root().join("target/test-scratch");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn unreachable_bootstrap_server_is_refused_at_startup() {
+    let args = host::args("127.0.0.1:1", &[host::plugin("paimon")], &[]);
+    assert_startup_error(&args, "cannot reach the Fluss cluster at 127.0.0.1:1");
+}
+
+#[test]
+fn missing_plugin_file_is_refused_at_startup() {
+    let args = host::args("127.0.0.1:1", &["/nonexistent/plugin.wasm".into()], &[]);
+    assert_startup_error(&args, "/nonexistent/plugin.wasm: cannot read");
+}
+
+#[test]
+fn corrupt_plugin_files_are_refused_at_startup() {
+    let garbage = scratch("garbage.wasm", b"this is not webassembly at all");
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[garbage.clone()], &["--no-plugin-cache"]),
+        "not a WebAssembly file",
+    );
+    let real = std::fs::read(host::plugin("paimon")).unwrap();
+    let truncated = scratch("truncated.wasm", &real[..real.len() / 2]);
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[truncated.clone()], &["--no-plugin-cache"]),
+        "not a valid component",
+    );
+    // A core module (not a component) names the fix.
+    let core = scratch("core.wasm", &[0, b'a', b's', b'm', 1, 0, 0, 0]);
+    assert_startup_error(&host::args("127.0.0.1:1", &[core], &[]), "build it for wasm32-wasip2");
+}
+
+#[test]
+fn required_format_without_plugin_is_refused_at_startup() {
+    let args = host::args("127.0.0.1:1", &[host::plugin("paimon")], &["--datalake.format", "iceberg"]);
+    assert_startup_error(&args, "--datalake.format iceberg: no --plugin serves it");
+}
+
+#[test]
+fn two_plugins_for_one_format_are_refused_at_startup() {
+    let copy = scratch("paimon-copy.wasm", &std::fs::read(host::plugin("paimon")).unwrap());
+    let args = host::args("127.0.0.1:1", &[host::plugin("paimon"), copy], &[]);
+    assert_startup_error(&args, "both claim format 'paimon'");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_of_a_format_without_plugin_is_reported_failed_and_untouched() {
+    let c = cluster::ensure();
+    let conn = FlussConnection::new(Config {
+        bootstrap_servers: c.bootstrap.clone(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let admin = conn.get_admin().unwrap();
+    let table = unique_name("no_plugin");
+    let path = TablePath::new("fluss", &table);
+    data::create_table(&admin, &path, &data::lake_log_table(2, None, "1s")).await;
+    data::write_rows(&conn, &path, 0, 1_000, 500).await;
+
+    // Only the test-null plugin: nothing serves this cluster's paimon tables.
+    let mut h = host::HostProcess::spawn(
+        &host::args(&c.bootstrap, &[host::plugin("test-null")], &[]),
+        &format!("{table}-host"),
+    );
+    let needle = format!("fluss.{table} uses lake format 'paimon' but no loaded plugin serves it (loaded: test-null)");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !h.log().contains(&needle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the host never reported the table failed:\n{}",
+            h.log()
+        );
+        assert!(h.exited().is_none(), "host exited:\n{}", h.log());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Reported failed, the coordinator re-queues it (a new tiering epoch), the host keeps running.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let log = h.log();
+    assert!(log.contains("tiering round failed"), "{log}");
+    assert!(h.exited().is_none(), "host exited:\n{log}");
+    // Nothing in the lake, nothing in Fluss.
+    let table_dir = c.paimon_warehouse.join(format!("fluss.db/{table}"));
+    assert!(table_dir.join("schema/schema-0").exists(), "the coordinator created the Paimon table");
+    assert!(!table_dir.join("snapshot").exists(), "a snapshot was written");
+    assert!(!table_dir.join("bucket-0").exists(), "data files were written");
+    assert!(admin.get_latest_lake_snapshot(&path).await.is_err(), "Fluss registered a lake snapshot");
+    let status = h.terminate(Duration::from_secs(40)).unwrap();
+    assert!(status.success(), "{status:?}");
+}
