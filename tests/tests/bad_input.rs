@@ -16,7 +16,11 @@ fn assert_startup_error(args: &[String], needle: &str) {
     assert!(!out.status.success(), "host should fail; stderr:\n{stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(errors.len(), 1, "expected one error line, got:\n{stderr}");
-    assert!(errors[0].contains(needle), "error line '{}' does not mention '{needle}'", errors[0]);
+    assert!(
+        errors[0].contains(needle),
+        "error line '{}' does not mention '{needle}'",
+        errors[0]
+    );
 }
 
 fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
@@ -54,18 +58,28 @@ fn corrupt_plugin_files_are_refused_at_startup() {
     );
     // A core module (not a component) names the fix.
     let core = scratch("core.wasm", &[0, b'a', b's', b'm', 1, 0, 0, 0]);
-    assert_startup_error(&host::args("127.0.0.1:1", &[core], &[]), "build it for wasm32-wasip2");
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[core], &[]),
+        "build it for wasm32-wasip2",
+    );
 }
 
 #[test]
 fn required_format_without_plugin_is_refused_at_startup() {
-    let args = host::args("127.0.0.1:1", &[host::plugin("paimon")], &["--datalake.format", "iceberg"]);
+    let args = host::args(
+        "127.0.0.1:1",
+        &[host::plugin("paimon")],
+        &["--datalake.format", "iceberg"],
+    );
     assert_startup_error(&args, "--datalake.format iceberg: no --plugin serves it");
 }
 
 #[test]
 fn two_plugins_for_one_format_are_refused_at_startup() {
-    let copy = scratch("paimon-copy.wasm", &std::fs::read(host::plugin("paimon")).unwrap());
+    let copy = scratch(
+        "paimon-copy.wasm",
+        &std::fs::read(host::plugin("paimon")).unwrap(),
+    );
     let args = host::args("127.0.0.1:1", &[host::plugin("paimon"), copy], &[]);
     assert_startup_error(&args, "both claim format 'paimon'");
 }
@@ -90,7 +104,9 @@ async fn table_of_a_format_without_plugin_is_reported_failed_and_untouched() {
         &host::args(&c.bootstrap, &[host::plugin("test-null")], &[]),
         &format!("{table}-host"),
     );
-    let needle = format!("fluss.{table} uses lake format 'paimon' but no loaded plugin serves it (loaded: test-null)");
+    let needle = format!(
+        "fluss.{table} uses lake format 'paimon' but no loaded plugin serves it (loaded: test-null)"
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !h.log().contains(&needle) {
         assert!(
@@ -108,10 +124,22 @@ async fn table_of_a_format_without_plugin_is_reported_failed_and_untouched() {
     assert!(h.exited().is_none(), "host exited:\n{log}");
     // Nothing in the lake, nothing in Fluss.
     let table_dir = c.paimon_warehouse.join(format!("fluss.db/{table}"));
-    assert!(table_dir.join("schema/schema-0").exists(), "the coordinator created the Paimon table");
-    assert!(!table_dir.join("snapshot").exists(), "a snapshot was written");
-    assert!(!table_dir.join("bucket-0").exists(), "data files were written");
-    assert!(admin.get_latest_lake_snapshot(&path).await.is_err(), "Fluss registered a lake snapshot");
+    assert!(
+        table_dir.join("schema/schema-0").exists(),
+        "the coordinator created the Paimon table"
+    );
+    assert!(
+        !table_dir.join("snapshot").exists(),
+        "a snapshot was written"
+    );
+    assert!(
+        !table_dir.join("bucket-0").exists(),
+        "data files were written"
+    );
+    assert!(
+        admin.get_latest_lake_snapshot(&path).await.is_err(),
+        "Fluss registered a lake snapshot"
+    );
     let status = h.terminate(Duration::from_secs(40)).unwrap();
     assert!(status.success(), "{status:?}");
 }
