@@ -47,13 +47,13 @@ fn missing_plugin_file_is_refused_at_startup() {
 fn corrupt_plugin_files_are_refused_at_startup() {
     let garbage = scratch("garbage.wasm", b"this is not webassembly at all");
     assert_startup_error(
-        &host::args("127.0.0.1:1", &[garbage.clone()], &["--no-plugin-cache"]),
+        &host::args("127.0.0.1:1", &[garbage], &["--no-plugin-cache"]),
         "not a WebAssembly file",
     );
     let real = std::fs::read(host::plugin("paimon")).unwrap();
     let truncated = scratch("truncated.wasm", &real[..real.len() / 2]);
     assert_startup_error(
-        &host::args("127.0.0.1:1", &[truncated.clone()], &["--no-plugin-cache"]),
+        &host::args("127.0.0.1:1", &[truncated], &["--no-plugin-cache"]),
         "not a valid component",
     );
     // A core module (not a component) names the fix.
