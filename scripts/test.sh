@@ -23,10 +23,14 @@ cargo fmt --all -- --check
 step "lints (host target)"
 cargo clippy --workspace --all-targets --release -- -D warnings
 step "lints (wasm32-wasip2 guests)"
-cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon --target wasm32-wasip2 --profile guest -- -D warnings
+cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon -p fluss-lake-test-null --target wasm32-wasip2 --profile guest -- -D warnings
 
 step "plugins"
 scripts/build-plugins.sh
+step "plugin smoke test without the Rust host (wasmtime-py + pypaimon)"
+smoke_dir="$(mktemp -d)"
+target/venv/bin/python tests/python/wasm_smoke.py target/plugins/paimon.wasm "$smoke_dir"
+rm -rf "$smoke_dir"
 
 step "host"
 cargo build --release -p fluss-lake-host
