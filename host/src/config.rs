@@ -67,11 +67,11 @@ pub struct Cli {
     )]
     pub heartbeat_max_failures: u32,
 
-    /// Tables tiered at the same time.
+    /// Tables tiered at the same time (default: the number of CPUs, at least 2).
     #[arg(
         long = "lake.tiering.max-concurrent-tables",
         value_name = "N",
-        default_value_t = 2
+        default_value_t = default_concurrency()
     )]
     pub max_concurrent_tables: usize,
 
@@ -95,6 +95,17 @@ pub struct Cli {
     #[arg(long = "plugin-memory-limit", value_name = "SIZE", default_value = "2gb", value_parser = parse_size)]
     pub plugin_memory_limit: usize,
 
+    /// Directory for the host's own state (the rounds in flight, handed back to the
+    /// coordinator at once after a crash). One per host process; it is locked while in use.
+    /// Default: $XDG_STATE_HOME or ~/.local/state, /fluss-lake-host.
+    #[arg(long = "state-dir", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// On SIGTERM/SIGINT, how long rounds in flight may take to finish before they are
+    /// abandoned and reported failed.
+    #[arg(long = "shutdown.grace-period", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub shutdown_grace_period: Duration,
+
     /// Timeout of one coordinator RPC.
     #[arg(long = "rpc.timeout", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub rpc_timeout: Duration,
@@ -115,6 +126,8 @@ pub struct HostConfig {
     pub plugin_cache_dir: Option<PathBuf>,
     pub plugin_memory_limit: usize,
     pub rpc_timeout: Duration,
+    pub state_dir: PathBuf,
+    pub shutdown_grace_period: Duration,
     /// `--fluss.<key>` options other than the bootstrap servers, prefix stripped.
     pub fluss_options: BTreeMap<String, String>,
     /// `--datalake.<format>.<key>` options: format → key (prefix stripped) → value.
@@ -148,6 +161,8 @@ impl HostConfig {
             },
             plugin_memory_limit: cli.plugin_memory_limit,
             rpc_timeout: cli.rpc_timeout,
+            state_dir: cli.state_dir.unwrap_or_else(default_state_dir),
+            shutdown_grace_period: cli.shutdown_grace_period,
             fluss_options: BTreeMap::new(),
             lake_options: BTreeMap::new(),
             tiering_options: BTreeMap::new(),
@@ -267,6 +282,21 @@ fn split_prefixed(args: Vec<String>) -> std::result::Result<(Vec<String>, Vec<Ke
         prefixed.push((key, value));
     }
     Ok((rest, prefixed))
+}
+
+fn default_concurrency() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .max(2)
+}
+
+fn default_state_dir() -> PathBuf {
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("fluss-lake-host")
 }
 
 fn default_cache_dir() -> PathBuf {

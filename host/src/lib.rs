@@ -10,6 +10,7 @@
 pub mod config;
 pub mod coordinator;
 pub mod error;
+pub mod failpoints;
 pub mod fluss;
 pub mod plugin;
 pub mod startup;

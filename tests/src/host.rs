@@ -132,6 +132,16 @@ pub fn args(bootstrap: &str, plugins: &[PathBuf], extra: &[&str]) -> Vec<String>
         a.push("--plugin".into());
         a.push(p.display().to_string());
     }
+    if !extra.contains(&"--state-dir") {
+        a.push("--state-dir".into());
+        a.push(
+            repo_root()
+                .join("target/test-state")
+                .join(crate::unique_name("host"))
+                .display()
+                .to_string(),
+        );
+    }
     a.push("--plugin-cache-dir".into());
     a.push(
         repo_root()

@@ -39,21 +39,59 @@ pub async fn latest_tiered_offsets(admin: &FlussAdmin, path: &TablePath) -> Resu
     }
 }
 
-/// The high watermark (Fluss's "latest" offset) of every bucket of a non-partitioned table.
-pub async fn high_watermarks(
+/// Which end of the log to ask for.
+#[derive(Debug, Clone, Copy)]
+pub enum LogEnd {
+    /// The log start offset.
+    Earliest,
+    /// The high watermark (what Fluss calls "latest").
+    Latest,
+}
+
+/// An offset of every bucket of a table, or of one partition of it.
+pub async fn bucket_offsets(
     admin: &FlussAdmin,
     path: &TablePath,
+    partition_name: Option<&str>,
     num_buckets: i32,
+    end: LogEnd,
 ) -> Result<HashMap<i32, i64>> {
     let buckets: Vec<i32> = (0..num_buckets).collect();
-    admin
-        .list_offsets(path, &buckets, OffsetSpec::Latest)
-        .await
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Fluss,
-                format!("cannot list the offsets of {path}"),
-            )
-            .with_source(e)
-        })
+    let spec = match end {
+        LogEnd::Earliest => OffsetSpec::Earliest,
+        LogEnd::Latest => OffsetSpec::Latest,
+    };
+    match partition_name {
+        None => admin.list_offsets(path, &buckets, spec).await,
+        Some(p) => admin.list_partition_offsets(path, p, &buckets, spec).await,
+    }
+    .map_err(|e| {
+        Error::new(
+            ErrorKind::Fluss,
+            format!(
+                "cannot list the {end:?} offsets of {path}{}",
+                partition_name
+                    .map(|p| format!(" partition {p}"))
+                    .unwrap_or_default()
+            ),
+        )
+        .with_source(e)
+    })
+}
+
+/// The partitions of a table as `(id, name)`.
+pub async fn partitions(admin: &FlussAdmin, path: &TablePath) -> Result<Vec<(i64, String)>> {
+    let infos = admin.list_partition_infos(path).await.map_err(|e| {
+        Error::new(
+            ErrorKind::Fluss,
+            format!("cannot list the partitions of {path}"),
+        )
+        .with_source(e)
+    })?;
+    let mut parts: Vec<(i64, String)> = infos
+        .iter()
+        .map(|p| (p.get_partition_id(), p.get_partition_name()))
+        .collect();
+    parts.sort();
+    Ok(parts)
 }

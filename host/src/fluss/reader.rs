@@ -27,6 +27,8 @@ pub const EARLIEST_OFFSET: i64 = -2;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BucketRange {
     pub partition_id: Option<i64>,
+    /// Fluss partition name (values joined by `$`), for the plugin.
+    pub partition_name: Option<String>,
     pub bucket: i32,
     /// First offset to read, or [`EARLIEST_OFFSET`].
     pub start: i64,
@@ -39,6 +41,9 @@ pub struct ReadBatch {
     pub batch: wit::RowBatch,
     pub rows: usize,
     pub max_timestamp: i64,
+    /// Exclusive offset after the batch's last row: how far the bucket is tiered once the
+    /// batch is written.
+    pub end_offset: i64,
 }
 
 /// How far a bucket was read.
@@ -173,6 +178,7 @@ fn to_row_batch(run: &[ScanRecord]) -> Result<ReadBatch> {
     Ok(ReadBatch {
         rows: run.len(),
         max_timestamp,
+        end_offset: run[run.len() - 1].offset() + 1,
         batch: wit::RowBatch {
             ipc: encode_ipc(&slice)?,
             change_types,

@@ -18,6 +18,7 @@ use super::{COMMIT_USER, FLUSS_OFFSETS_PROPERTY};
 use crate::coordinator::api::errors;
 use crate::coordinator::proto::*;
 use crate::error::{Error, ErrorKind, Result};
+use crate::failpoints;
 use crate::fluss::offsets;
 use crate::fluss::reader::BucketRange;
 use crate::plugin::instance::CommitterHandle;
@@ -120,6 +121,7 @@ pub async fn commit_round(
         }
     };
 
+    failpoints::hit(failpoints::BEFORE_LAKE_COMMIT).await;
     let properties = vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone())];
     let lake = instance.commit(&committer, &committable, &properties).await;
     let lake = match lake {
@@ -144,7 +146,9 @@ pub async fn commit_round(
         }
     };
     instance.close_committer(committer).await.ok();
+    failpoints::hit(failpoints::AFTER_LAKE_COMMIT).await;
     register_in_fluss(ctx, assignment, &lake, &offsets_path, &completed).await?;
+    failpoints::hit(failpoints::AFTER_FLUSS_COMMIT).await;
     tracing::info!(
         table = %assignment.path,
         snapshot = lake.snapshot_id,
@@ -155,6 +159,7 @@ pub async fn commit_round(
         snapshot_id: Some(lake.snapshot_id),
         stats: Some(lake.stats),
         rows,
+        force_finished: false,
     })
 }
 
@@ -197,6 +202,7 @@ async fn prepare(
     }
     confirm_ownership(ctx, assignment).await?;
 
+    failpoints::hit(failpoints::BEFORE_PREPARE).await;
     let request = PrepareLakeTableSnapshotRequest {
         bucket_offsets: vec![PbTableOffsets {
             table_id: assignment.table_id,

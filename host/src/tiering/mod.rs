@@ -6,8 +6,10 @@
 //!   `TieringSplitGenerator`).
 //! - [`round`]: one table's round — validate, read every split through the plugin's writers.
 //! - [`commit`]: the two-phase commit of a round into the lake and into Fluss.
+//! - [`journal`]: the rounds in flight, on disk, so a restarted host hands them back at once.
 
 pub mod commit;
+pub mod journal;
 pub mod round;
 pub mod service;
 pub mod splits;

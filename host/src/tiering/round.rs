@@ -8,7 +8,7 @@
 //! the plugins' own buffers (capped by `--plugin-memory-limit`).
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::metadata::TablePath;
@@ -21,7 +21,9 @@ use super::splits;
 use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fluss::{offsets, reader, table};
+use crate::failpoints;
+use crate::fluss::offsets::{self, LogEnd};
+use crate::fluss::{reader, table};
 use crate::plugin::storage::ScopedStorage;
 use crate::plugin::{Plugin, PluginInstance, PluginRegistry, wit};
 
@@ -54,6 +56,8 @@ pub struct RoundOutcome {
     pub snapshot_id: Option<i64>,
     pub stats: Option<wit::TieringStats>,
     pub rows: u64,
+    /// The round hit the table's freshness and committed only part of its splits.
+    pub force_finished: bool,
 }
 
 /// A round's resolved table: metadata, plugin and storage scope.
@@ -71,37 +75,41 @@ pub async fn run_round(
     cancel: CancellationToken,
 ) -> Result<RoundOutcome> {
     let (resolved, mut control) = resolve_table(&ctx, &assignment).await?;
-    let info = &resolved.info;
-    if info.has_primary_key() || info.is_partitioned() {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "{} is a {} table; this host version tiers non-partitioned log tables only",
-                assignment.path,
-                if info.has_primary_key() {
-                    "primary-key"
-                } else {
-                    "partitioned"
-                }
-            ),
-        ));
-    }
     control
         .validate_table(&resolved.wit_info, &resolved.plugin_config)
         .await?;
 
-    let tiered = offsets::latest_tiered_offsets(&ctx.admin, &assignment.path).await?;
-    let hw = offsets::high_watermarks(&ctx.admin, &assignment.path, info.get_num_buckets()).await?;
-    let ranges = splits::log_table_splits(&tiered, &hw, info.get_num_buckets());
+    let ranges = plan_splits(&ctx, &assignment, &resolved.info).await?;
     if ranges.is_empty() {
         tracing::info!(table = %assignment.path, "nothing new to tier");
         return Ok(RoundOutcome::default());
     }
     tracing::info!(table = %assignment.path, splits = ranges.len(), "tiering round started");
 
+    // Flink bounds a round by the table's freshness: past it, the splits stop where they
+    // are and what was written is committed, so a huge backlog still shows up in the lake.
+    let max_duration = max_round_duration(&resolved.info);
+    let force_finish = CancellationToken::new();
+    let timer = {
+        let force_finish = force_finish.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(max_duration).await;
+            force_finish.cancel();
+        })
+    };
     let round_ts = now_millis();
     let resolved = Arc::new(resolved);
-    let results = write_splits(&ctx, &assignment, &resolved, ranges, round_ts, &cancel).await;
+    let results = write_splits(
+        &ctx,
+        &assignment,
+        &resolved,
+        ranges,
+        round_ts,
+        &cancel,
+        &force_finish,
+    )
+    .await;
+    timer.abort();
     let results = match results {
         Ok(r) => r,
         Err((e, written)) => {
@@ -116,7 +124,59 @@ pub async fn run_round(
             "round cancelled before commit",
         ));
     }
-    commit::commit_round(&ctx, &assignment, &resolved, &mut control, results).await
+    let forced = force_finish.is_cancelled() && results.iter().any(|r| r.end_offset < r.range.stop);
+    if forced {
+        tracing::warn!(table = %assignment.path, ?max_duration, "round reached the table's freshness; committing what was written");
+    }
+    let mut outcome =
+        commit::commit_round(&ctx, &assignment, &resolved, &mut control, results).await?;
+    outcome.force_finished = forced;
+    Ok(outcome)
+}
+
+/// The splits of this round: every bucket of every partition with something to tier.
+async fn plan_splits(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+    info: &fluss::metadata::TableInfo,
+) -> Result<Vec<reader::BucketRange>> {
+    let path = &assignment.path;
+    let tiered = offsets::latest_tiered_offsets(&ctx.admin, path).await?;
+    let partitions: Vec<Option<(i64, String)>> = if info.is_partitioned() {
+        offsets::partitions(&ctx.admin, path)
+            .await?
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        vec![None]
+    };
+    let buckets = info.get_num_buckets();
+    let mut inputs = Vec::with_capacity(partitions.len());
+    for partition in partitions {
+        let name = partition.as_ref().map(|(_, n)| n.as_str());
+        let latest =
+            offsets::bucket_offsets(&ctx.admin, path, name, buckets, LogEnd::Latest).await?;
+        let earliest = if info.has_primary_key() {
+            Some(offsets::bucket_offsets(&ctx.admin, path, name, buckets, LogEnd::Earliest).await?)
+        } else {
+            None
+        };
+        inputs.push(splits::PartitionOffsets {
+            partition,
+            latest,
+            earliest,
+        });
+    }
+    splits::plan(&tiered, &inputs, buckets)
+}
+
+/// The table's `table.datalake.freshness` (Fluss's default: 3 minutes).
+fn max_round_duration(info: &fluss::metadata::TableInfo) -> Duration {
+    info.get_properties()
+        .get(table::DATALAKE_FRESHNESS_PROPERTY)
+        .and_then(|v| crate::config::parse_duration(v).ok())
+        .unwrap_or(Duration::from_secs(180))
 }
 
 /// Looks the table up, checks it is still the table that was assigned, finds its plugin and
@@ -205,6 +265,7 @@ async fn write_splits(
     ranges: Vec<reader::BucketRange>,
     round_ts: i64,
     cancel: &CancellationToken,
+    force_finish: &CancellationToken,
 ) -> std::result::Result<Vec<SplitResult>, (Error, Vec<SplitResult>)> {
     let permits = Arc::new(Semaphore::new(ctx.config.max_concurrent_splits));
     let mut tasks = JoinSet::new();
@@ -214,6 +275,7 @@ async fn write_splits(
         let path = assignment.path.clone();
         let permits = permits.clone();
         let cancel = cancel.clone();
+        let force_finish = force_finish.clone();
         tasks.spawn(async move {
             let _permit = permits
                 .acquire_owned()
@@ -222,16 +284,15 @@ async fn write_splits(
             if cancel.is_cancelled() {
                 return Err(Error::new(ErrorKind::Cancelled, "round cancelled"));
             }
-            write_split(
-                &ctx,
+            let split = SplitTask {
+                ctx: &ctx,
                 path,
-                &resolved,
+                resolved: &resolved,
                 range,
-                index as i32,
+                split_index: index as i32,
                 round_ts,
-                &cancel,
-            )
-            .await
+            };
+            split.run(&cancel, &force_finish).await
         });
     }
     let mut done = Vec::new();
@@ -267,82 +328,143 @@ fn cancel_all(tasks: &mut JoinSet<Result<SplitResult>>) {
     tasks.abort_all();
 }
 
-/// Reads one bucket range and writes it through a fresh plugin instance.
-async fn write_split(
-    ctx: &TieringContext,
+/// One bucket range of a round.
+struct SplitTask<'a> {
+    ctx: &'a TieringContext,
     path: TablePath,
-    resolved: &ResolvedTable,
+    resolved: &'a ResolvedTable,
     range: reader::BucketRange,
     split_index: i32,
     round_ts: i64,
-    cancel: &CancellationToken,
-) -> Result<SplitResult> {
-    let mut instance = PluginInstance::new(
-        &resolved.plugin,
-        format!(
-            "{} {path} bucket {}",
-            resolved.plugin.format(),
-            range.bucket
-        ),
-    )
-    .await?;
-    instance.set_storage(resolved.storage.clone());
-    let writer_ctx = wit::WriterContext {
-        table: resolved.wit_info.clone(),
-        bucket: range.bucket,
-        partition_id: range.partition_id,
-        partition_name: None,
-        split_index,
-        round_timestamp: round_ts,
-        config: resolved.plugin_config.clone(),
-    };
-    let writer = instance.open_writer(&writer_ctx).await?;
+}
 
-    let (tx, mut rx) = mpsc::channel(CHANNEL_DEPTH);
-    let reader = tokio::spawn(reader::read_bucket(
-        ctx.conn.clone(),
-        path.clone(),
-        range.clone(),
-        ctx.config.poll_timeout,
-        tx,
-    ));
-    let abort_reader = reader.abort_handle();
-    let write_all = async {
-        while let Some(batch) = rx.recv().await {
-            instance.write(&writer, &batch.batch).await?;
-        }
-        Ok::<_, Error>(())
-    };
-    tokio::select! {
-        r = write_all => {
-            if let Err(e) = r {
-                abort_reader.abort();
-                return Err(e);
+impl SplitTask<'_> {
+    /// Reads the range and writes it through a fresh plugin instance. When `force_finish`
+    /// fires, stops after the batch being written and completes the writer: the split then
+    /// ends at the last offset actually written.
+    async fn run(
+        self,
+        cancel: &CancellationToken,
+        force_finish: &CancellationToken,
+    ) -> Result<SplitResult> {
+        let SplitTask {
+            ctx,
+            path,
+            resolved,
+            range,
+            split_index,
+            round_ts,
+        } = self;
+        let mut instance = PluginInstance::new(
+            &resolved.plugin,
+            format!(
+                "{} {path} bucket {}",
+                resolved.plugin.format(),
+                range.bucket
+            ),
+        )
+        .await?;
+        instance.set_storage(resolved.storage.clone());
+        let writer_ctx = wit::WriterContext {
+            table: resolved.wit_info.clone(),
+            bucket: range.bucket,
+            partition_id: range.partition_id,
+            partition_name: range.partition_name.clone(),
+            split_index,
+            round_timestamp: round_ts,
+            config: resolved.plugin_config.clone(),
+        };
+        let writer = instance.open_writer(&writer_ctx).await?;
+
+        let (tx, mut rx) = mpsc::channel(CHANNEL_DEPTH);
+        let reader = tokio::spawn(reader::read_bucket(
+            ctx.conn.clone(),
+            path.clone(),
+            range.clone(),
+            ctx.config.poll_timeout,
+            tx,
+        ));
+        // Aborts the reader whichever way this function returns.
+        let _reader_guard = AbortOnDrop(reader.abort_handle());
+        let mut written = WrittenProgress::default();
+        let mut forced = false;
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    return Err(Error::new(
+                        ErrorKind::Cancelled,
+                        format!("{path} bucket {}: round cancelled", range.bucket),
+                    ));
+                }
+                _ = force_finish.cancelled() => {
+                    forced = true;
+                    break;
+                }
+                batch = rx.recv() => {
+                    let Some(batch) = batch else { break };
+                    instance.write(&writer, &batch.batch).await?;
+                    if written.rows == 0 {
+                        failpoints::hit(failpoints::AFTER_FIRST_WRITE).await;
+                    }
+                    written.rows += batch.rows as u64;
+                    written.end_offset = batch.end_offset;
+                    written.max_timestamp = written.max_timestamp.max(batch.max_timestamp);
+                }
             }
         }
-        _ = cancel.cancelled() => {
-            abort_reader.abort();
-            return Err(Error::new(ErrorKind::Cancelled, format!("{path} bucket {}: round cancelled", range.bucket)));
+        let end_offset = if forced {
+            written.end_offset
+        } else {
+            reader
+                .await
+                .map_err(|e| Error::new(ErrorKind::Internal, format!("reader task failed: {e}")))??
+                .end_offset
+        };
+        let write_result = instance.complete(writer).await?;
+        tracing::debug!(
+            table = %path,
+            bucket = range.bucket,
+            rows = written.rows,
+            end_offset,
+            forced,
+            file_bytes = write_result.file_bytes,
+            "split written"
+        );
+        Ok(SplitResult {
+            range,
+            end_offset,
+            max_timestamp: written.max_timestamp,
+            rows: written.rows,
+            write_result,
+        })
+    }
+}
+
+/// What reached the plugin so far.
+struct WrittenProgress {
+    rows: u64,
+    /// Exclusive end offset of the last written batch, -1 before the first.
+    end_offset: i64,
+    max_timestamp: i64,
+}
+
+impl Default for WrittenProgress {
+    fn default() -> Self {
+        Self {
+            rows: 0,
+            end_offset: -1,
+            max_timestamp: -1,
         }
     }
-    let progress = reader
-        .await
-        .map_err(|e| Error::new(ErrorKind::Internal, format!("reader task failed: {e}")))??;
-    let write_result = instance.complete(writer).await?;
-    tracing::debug!(
-        table = %path,
-        bucket = range.bucket,
-        rows = progress.rows,
-        files_bytes = write_result.file_bytes,
-        "split written"
-    );
-    Ok(SplitResult {
-        range,
-        end_offset: progress.end_offset,
-        max_timestamp: progress.max_timestamp,
-        rows: progress.rows,
-        write_result,
-    })
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 pub fn now_millis() -> i64 {

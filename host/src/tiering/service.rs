@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::journal::{Journal, JournalEntry};
 use super::round::{self, Assignment, RoundOutcome, TieringContext};
 use crate::coordinator::api::errors;
 use crate::coordinator::proto::*;
@@ -42,18 +43,39 @@ pub struct TieringService {
     /// When the coordinator last had no table for us.
     last_empty_poll: Option<Instant>,
     consecutive_failures: u32,
+    journal: Journal,
 }
 
-/// How long shutdown waits for rounds in flight to stop.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long shutdown waits for cancelled rounds to clean up.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
 impl TieringService {
-    /// Registers with the coordinator (an empty heartbeat, which returns its epoch).
+    /// Registers with the coordinator (a heartbeat, which returns its epoch).
+    ///
+    /// Rounds a previous process of this host left in its journal (it crashed) are reported
+    /// failed in the same heartbeat, so the coordinator re-queues their tables now rather
+    /// than after its 120 s timeout.
     pub async fn start(ctx: Arc<TieringContext>) -> Result<Self> {
-        let response = ctx
-            .coordinator
-            .heartbeat(&LakeTieringHeartbeatRequest::default())
-            .await?;
+        let (journal, leftover) = Journal::open(&ctx.config.state_dir)?;
+        let request = LakeTieringHeartbeatRequest {
+            failed_tables: leftover
+                .iter()
+                .map(|e| PbHeartbeatReqForTable {
+                    table_id: e.table_id,
+                    coordinator_epoch: e.coordinator_epoch,
+                    tiering_epoch: e.tiering_epoch,
+                    lake_tiering_stats: None,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let response = ctx.coordinator.heartbeat(&request).await?;
+        if !leftover.is_empty() {
+            tracing::warn!(
+                tables = ?leftover.iter().map(|e| e.table_id).collect::<Vec<_>>(),
+                "handed back the rounds a previous run of this host left unfinished"
+            );
+        }
         tracing::info!(
             coordinator_epoch = response.coordinator_epoch,
             "registered with the coordinator"
@@ -69,6 +91,7 @@ impl TieringService {
             outcomes_rx,
             last_empty_poll: None,
             consecutive_failures: 0,
+            journal,
         })
     }
 
@@ -133,7 +156,11 @@ impl TieringService {
                 .collect(),
             failed_tables: failed.iter().map(|a| table_req(a, None)).collect(),
             request_table: request_table.then_some(true),
-            force_finished_tables: Vec::new(),
+            force_finished_tables: finished
+                .iter()
+                .filter(|f| f.outcome.force_finished)
+                .map(|f| f.assignment.table_id)
+                .collect(),
         };
         let response = match self.ctx.coordinator.heartbeat(&req).await {
             Ok(r) => r,
@@ -157,6 +184,12 @@ impl TieringService {
             }
         };
         self.consecutive_failures = 0;
+        let reported: Vec<Assignment> = finished
+            .iter()
+            .map(|f| f.assignment.clone())
+            .chain(failed.iter().cloned())
+            .collect();
+        self.forget_reported(&reported);
         if response.coordinator_epoch != self.coordinator_epoch {
             tracing::warn!(
                 old = self.coordinator_epoch,
@@ -216,6 +249,11 @@ impl TieringService {
             coordinator_epoch: self.coordinator_epoch,
         };
         tracing::info!(table = %assignment.path, table_id = t.table_id, tiering_epoch = t.tiering_epoch, "table assigned");
+        self.journal.add(JournalEntry {
+            table_id: assignment.table_id,
+            coordinator_epoch: assignment.coordinator_epoch,
+            tiering_epoch: assignment.tiering_epoch,
+        });
         let cancel = CancellationToken::new();
         self.active.insert(
             t.table_id,
@@ -250,10 +288,15 @@ impl TieringService {
                 }
             }
             Err(e) => {
-                tracing::error!(table = %assignment.path, "tiering round failed: {e}");
-                // A fenced round is not ours to report; anything else is reported failed so the
-                // coordinator re-queues the table at once instead of after its 120 s timeout.
-                if still_ours && e.kind() != ErrorKind::Fenced {
+                if e.kind() == ErrorKind::Cancelled {
+                    tracing::warn!(table = %assignment.path, "tiering round stopped: {e}");
+                } else {
+                    tracing::error!(table = %assignment.path, "tiering round failed: {e}");
+                }
+                // Reported failed so that the coordinator re-queues the table at once instead
+                // of after its 120 s timeout; if the round was fenced the coordinator simply
+                // refuses the report.
+                if still_ours {
                     self.failed.push(assignment);
                 }
             }
@@ -267,14 +310,38 @@ impl TieringService {
         }
     }
 
-    /// Stops asking for tables, cancels rounds in flight, waits for them within a grace
-    /// period and reports the unfinished ones failed in one last heartbeat.
+    /// Journal entries go once the coordinator has heard the round's end.
+    fn forget_reported(&mut self, reported: &[Assignment]) {
+        for a in reported {
+            if !self.active.contains_key(&a.table_id) {
+                self.journal.remove(a.table_id);
+            }
+        }
+    }
+
+    /// Stops asking for tables and lets rounds in flight finish (heartbeats keep them alive)
+    /// within the grace period; then cancels the rest and reports them failed in one last
+    /// heartbeat.
     async fn shutdown(mut self) {
-        tracing::info!(rounds = self.active.len(), "shutting down");
+        tracing::info!(rounds = self.active.len(), grace = ?self.ctx.config.shutdown_grace_period, "shutting down");
+        let deadline = Instant::now() + self.ctx.config.shutdown_grace_period;
+        while !self.active.is_empty() && Instant::now() < deadline {
+            let wait = self
+                .ctx
+                .config
+                .heartbeat_interval
+                .min(deadline.saturating_duration_since(Instant::now()));
+            if let Ok(Some((assignment, outcome))) =
+                tokio::time::timeout(wait, self.outcomes_rx.recv()).await
+            {
+                self.on_outcome(assignment, outcome);
+            }
+            self.heartbeat_once(false).await;
+        }
         for round in self.active.values() {
             round.cancel.cancel();
         }
-        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        let deadline = Instant::now() + CANCEL_GRACE;
         while !self.active.is_empty() {
             let remaining = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(remaining, self.outcomes_rx.recv()).await {

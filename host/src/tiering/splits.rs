@@ -1,30 +1,71 @@
-//! Split generation, exactly as Flink's `TieringSplitGenerator` for log tables: for each
-//! bucket, tier from the offset the lake already holds (or from the earliest offset when
-//! the bucket was never tiered) up to the high watermark sampled now; a caught-up or empty
-//! bucket gets no split.
+//! Split generation, as Flink's `TieringSplitGenerator`: for each bucket (of each partition),
+//! tier from the offset the lake already holds — or from the beginning when the bucket was
+//! never tiered — up to the high watermark sampled now; a caught-up or empty bucket gets no
+//! split.
+//!
+//! One difference for primary-key tables: a never-tiered bucket is read from its changelog
+//! at offset 0 instead of from a KV snapshot, which replays the same state. That needs the
+//! log to still hold the bucket's whole history; when it does not, the bucket is refused with
+//! a clear error (reading KV snapshots is not implemented).
 
 use std::collections::HashMap;
 
+use crate::error::{Error, ErrorKind, Result};
 use crate::fluss::offsets::TieredOffsets;
 use crate::fluss::reader::{BucketRange, EARLIEST_OFFSET};
 
-/// The splits of a non-partitioned table, in bucket order.
-pub fn log_table_splits(
+/// What split generation knows about one partition (or the whole non-partitioned table).
+#[derive(Debug, Clone, Default)]
+pub struct PartitionOffsets {
+    /// `(id, name)`, none for a non-partitioned table.
+    pub partition: Option<(i64, String)>,
+    /// High watermark per bucket.
+    pub latest: HashMap<i32, i64>,
+    /// Log start offset per bucket; only needed (and fetched) for primary-key tables.
+    pub earliest: Option<HashMap<i32, i64>>,
+}
+
+/// All splits of a round, in (partition, bucket) order.
+pub fn plan(
     tiered: &TieredOffsets,
-    high_watermarks: &HashMap<i32, i64>,
+    partitions: &[PartitionOffsets],
     num_buckets: i32,
-) -> Vec<BucketRange> {
-    (0..num_buckets)
-        .filter_map(|bucket| {
-            let latest = *high_watermarks.get(&bucket)?;
-            split_for_bucket(
-                None,
-                bucket,
-                tiered.buckets.get(&(None, bucket)).copied(),
-                latest,
-            )
-        })
-        .collect()
+) -> Result<Vec<BucketRange>> {
+    let mut splits = Vec::new();
+    for p in partitions {
+        let pid = p.partition.as_ref().map(|(id, _)| *id);
+        for bucket in 0..num_buckets {
+            let Some(&latest) = p.latest.get(&bucket) else {
+                continue;
+            };
+            let committed = tiered.buckets.get(&(pid, bucket)).copied();
+            let Some(mut range) = split_for_bucket(pid, bucket, committed, latest) else {
+                continue;
+            };
+            range.partition_name = p.partition.as_ref().map(|(_, name)| name.clone());
+            if committed.is_none()
+                && let Some(earliest) = &p.earliest
+            {
+                let start = earliest.get(&bucket).copied().unwrap_or(0);
+                if start > 0 {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "bucket {bucket}{} was never tiered and its changelog now starts at offset {start}: \
+                             its state is only complete in a KV snapshot, and reading KV snapshots is not implemented",
+                            p.partition
+                                .as_ref()
+                                .map(|(_, n)| format!(" of partition {n}"))
+                                .unwrap_or_default()
+                        ),
+                    ));
+                }
+                range.start = 0;
+            }
+            splits.push(range);
+        }
+    }
+    Ok(splits)
 }
 
 /// The split of one bucket, if it has anything to tier.
@@ -44,6 +85,7 @@ pub fn split_for_bucket(
     };
     Some(BucketRange {
         partition_id,
+        partition_name: None,
         bucket,
         start,
         stop: latest,
@@ -54,64 +96,112 @@ pub fn split_for_bucket(
 mod tests {
     use super::*;
 
-    fn tiered(entries: &[(i32, i64)]) -> TieredOffsets {
+    fn tiered(entries: &[(Option<i64>, i32, i64)]) -> TieredOffsets {
         TieredOffsets {
             snapshot_id: Some(1),
-            buckets: entries.iter().map(|(b, o)| ((None, *b), *o)).collect(),
+            buckets: entries.iter().map(|(p, b, o)| ((*p, *b), *o)).collect(),
+        }
+    }
+
+    fn table(latest: &[(i32, i64)]) -> Vec<PartitionOffsets> {
+        vec![PartitionOffsets {
+            latest: latest.iter().copied().collect(),
+            ..Default::default()
+        }]
+    }
+
+    fn range(bucket: i32, start: i64, stop: i64) -> BucketRange {
+        BucketRange {
+            partition_id: None,
+            partition_name: None,
+            bucket,
+            start,
+            stop,
         }
     }
 
     #[test]
     fn never_tiered_buckets_start_at_earliest() {
-        let hw = HashMap::from([(0, 10), (1, 0), (2, 5)]);
-        let splits = log_table_splits(&TieredOffsets::default(), &hw, 3);
+        let splits = plan(
+            &TieredOffsets::default(),
+            &table(&[(0, 10), (1, 0), (2, 5)]),
+            3,
+        )
+        .unwrap();
         assert_eq!(
             splits,
-            vec![
-                BucketRange {
-                    partition_id: None,
-                    bucket: 0,
-                    start: EARLIEST_OFFSET,
-                    stop: 10
-                },
-                BucketRange {
-                    partition_id: None,
-                    bucket: 2,
-                    start: EARLIEST_OFFSET,
-                    stop: 5
-                },
-            ]
+            vec![range(0, EARLIEST_OFFSET, 10), range(2, EARLIEST_OFFSET, 5)]
         );
     }
 
     #[test]
     fn tiered_buckets_resume_and_caught_up_buckets_are_skipped() {
-        let hw = HashMap::from([(0, 10), (1, 7), (2, 5)]);
-        let splits = log_table_splits(&tiered(&[(0, 4), (1, 7), (2, 9)]), &hw, 3);
-        assert_eq!(
-            splits,
-            vec![BucketRange {
-                partition_id: None,
-                bucket: 0,
-                start: 4,
-                stop: 10
-            }]
-        );
+        let t = tiered(&[(None, 0, 4), (None, 1, 7), (None, 2, 9)]);
+        let splits = plan(&t, &table(&[(0, 10), (1, 7), (2, 5)]), 3).unwrap();
+        assert_eq!(splits, vec![range(0, 4, 10)]);
     }
 
     #[test]
     fn partially_tiered_table_mixes_both() {
-        // bucket 1 was never tiered (absent from the snapshot), bucket 0 was.
-        let hw = HashMap::from([(0, 3), (1, 3)]);
-        let splits = log_table_splits(&tiered(&[(0, 1)]), &hw, 2);
-        assert_eq!(splits[0].start, 1);
-        assert_eq!(splits[1].start, EARLIEST_OFFSET);
+        let splits = plan(&tiered(&[(None, 0, 1)]), &table(&[(0, 3), (1, 3)]), 2).unwrap();
+        assert_eq!(splits, vec![range(0, 1, 3), range(1, EARLIEST_OFFSET, 3)]);
     }
 
     #[test]
     fn buckets_missing_from_list_offsets_get_no_split() {
-        let splits = log_table_splits(&TieredOffsets::default(), &HashMap::from([(1, 9)]), 3);
-        assert_eq!(splits.len(), 1);
-        assert_eq!(splits[0].bucket, 1);
+        let splits = plan(&TieredOffsets::default(), &table(&[(1, 9)]), 3).unwrap();
+        assert_eq!(splits, vec![range(1, EARLIEST_OFFSET, 9)]);
+    }
+
+    #[test]
+    fn partitions_are_split_per_bucket_with_their_own_offsets() {
+        let parts = vec![
+            PartitionOffsets {
+                partition: Some((11, "2024$eu".into())),
+                latest: HashMap::from([(0, 5), (1, 2)]),
+                earliest: None,
+            },
+            PartitionOffsets {
+                partition: Some((12, "2024$us".into())),
+                latest: HashMap::from([(0, 4), (1, 0)]),
+                earliest: None,
+            },
+        ];
+        // partition 11 bucket 0 is caught up; partition 12 was never tiered.
+        let splits = plan(&tiered(&[(Some(11), 0, 5), (Some(11), 1, 1)]), &parts, 2).unwrap();
+        let got: Vec<_> = splits
+            .iter()
+            .map(|r| {
+                (
+                    r.partition_id,
+                    r.partition_name.clone().unwrap(),
+                    r.bucket,
+                    r.start,
+                    r.stop,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(11), "2024$eu".to_string(), 1, 1, 2),
+                (Some(12), "2024$us".to_string(), 0, EARLIEST_OFFSET, 4),
+            ]
+        );
+    }
+
+    #[test]
+    fn primary_key_buckets_replay_the_whole_changelog_or_are_refused() {
+        let mut parts = table(&[(0, 8), (1, 6)]);
+        parts[0].earliest = Some(HashMap::from([(0, 0), (1, 0)]));
+        let splits = plan(&tiered(&[(None, 1, 2)]), &parts, 2).unwrap();
+        assert_eq!(splits, vec![range(0, 0, 8), range(1, 2, 6)]);
+
+        parts[0].earliest = Some(HashMap::from([(0, 3), (1, 0)]));
+        let err = plan(&TieredOffsets::default(), &parts, 2).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert!(err.message().contains("KV snapshot"), "{err}");
+        // Once tiered, a bucket resumes from the lake whatever the log start is.
+        assert!(plan(&tiered(&[(None, 0, 5), (None, 1, 6)]), &parts, 2).is_ok());
     }
 }

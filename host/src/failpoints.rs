@@ -1,0 +1,89 @@
+//! Named points where tests can make the host crash or stall, to prove exactly-once
+//! delivery under crashes at the worst moments (e.g. between the lake and Fluss commits).
+//!
+//! Test-only: armed by the environment variable `FLUSS_LAKE_HOST_FAILPOINTS`, a `;`-separated
+//! list of `point=action`, where action is `crash` (abort the process, like SIGKILL: no
+//! cleanup, no last heartbeat) or `sleep:<millis>`. Unset in production, every point is a
+//! no-op costing one lookup in an empty map.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub const ENV: &str = "FLUSS_LAKE_HOST_FAILPOINTS";
+
+/// After the first batch of a split reached the plugin.
+pub const AFTER_FIRST_WRITE: &str = "after-first-write";
+/// Before `PrepareLakeTableSnapshot`.
+pub const BEFORE_PREPARE: &str = "before-prepare";
+/// After `PrepareLakeTableSnapshot`, before the lake commit.
+pub const BEFORE_LAKE_COMMIT: &str = "before-lake-commit";
+/// After the lake commit, before the Fluss commit: the window recovery exists for.
+pub const AFTER_LAKE_COMMIT: &str = "after-lake-commit";
+/// After the Fluss commit, before the finished heartbeat.
+pub const AFTER_FLUSS_COMMIT: &str = "after-fluss-commit";
+
+pub const ALL: &[&str] = &[
+    AFTER_FIRST_WRITE,
+    BEFORE_PREPARE,
+    BEFORE_LAKE_COMMIT,
+    AFTER_LAKE_COMMIT,
+    AFTER_FLUSS_COMMIT,
+];
+
+#[derive(Debug, Clone, PartialEq)]
+enum Action {
+    Crash,
+    Sleep(Duration),
+}
+
+fn armed() -> &'static HashMap<String, Action> {
+    static ARMED: OnceLock<HashMap<String, Action>> = OnceLock::new();
+    ARMED.get_or_init(|| parse(&std::env::var(ENV).unwrap_or_default()))
+}
+
+fn parse(spec: &str) -> HashMap<String, Action> {
+    spec.split(';')
+        .filter_map(|entry| {
+            let (point, action) = entry.trim().split_once('=')?;
+            let action = match action.trim() {
+                "crash" => Action::Crash,
+                other => Action::Sleep(Duration::from_millis(
+                    other.strip_prefix("sleep:")?.parse().ok()?,
+                )),
+            };
+            Some((point.trim().to_string(), action))
+        })
+        .collect()
+}
+
+/// Passes the named point: crashes or stalls if a test armed it.
+pub async fn hit(point: &str) {
+    match armed().get(point) {
+        None => {}
+        Some(Action::Crash) => {
+            tracing::error!("failpoint {point}: crashing on purpose");
+            std::process::abort();
+        }
+        Some(Action::Sleep(d)) => {
+            tracing::warn!("failpoint {point}: stalling {d:?}");
+            tokio::time::sleep(*d).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_points() {
+        let p = parse("after-lake-commit=crash; before-prepare=sleep:250;bogus;x=sleep:y");
+        assert_eq!(p.get("after-lake-commit"), Some(&Action::Crash));
+        assert_eq!(
+            p.get("before-prepare"),
+            Some(&Action::Sleep(Duration::from_millis(250)))
+        );
+        assert_eq!(p.len(), 2);
+    }
+}
