@@ -18,6 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 #[command(
     name = "fluss-lake-host",
     version,
+    args_override_self = true,
     about = "Tiers Apache Fluss tables into lakehouse formats implemented as WebAssembly plugins.",
     long_about = "Tiers Apache Fluss tables into lakehouse formats implemented as WebAssembly plugins.\n\n\
         Replaces the FlussLakeTiering Flink job: asks the Fluss coordinator for tables that are due, \

@@ -18,7 +18,12 @@ use serde_json::{Value, json};
 
 /// The columns of the standard test table: one of every type the issue names.
 pub fn all_types_schema() -> Schema {
-    Schema::builder()
+    all_types_schema_with(&[])
+}
+
+/// The standard columns followed by extra STRING columns (partition keys).
+pub fn all_types_schema_with(extra_string_columns: &[&str]) -> Schema {
+    let mut b = Schema::builder()
         .column("id", DataTypes::int())
         .column("seq", DataTypes::bigint())
         .column("name", DataTypes::string())
@@ -26,9 +31,11 @@ pub fn all_types_schema() -> Schema {
         .column("flag", DataTypes::boolean())
         .column("ts", DataTypes::timestamp_with_precision(6))
         .column("day", DataTypes::date())
-        .column("amount", DataTypes::decimal(10, 2))
-        .build()
-        .expect("valid schema")
+        .column("amount", DataTypes::decimal(10, 2));
+    for c in extra_string_columns {
+        b = b.column(*c, DataTypes::string());
+    }
+    b.build().expect("valid schema")
 }
 
 pub fn arrow_schema() -> Arc<ArrowSchema> {
@@ -50,16 +57,29 @@ pub fn arrow_schema() -> Arc<ArrowSchema> {
 
 /// A lake-enabled log table with `buckets` buckets; `bucket_key` is optional.
 pub fn lake_log_table(buckets: i32, bucket_key: Option<&str>, freshness: &str) -> TableDescriptor {
-    TableDescriptor::builder()
-        .schema(all_types_schema())
+    lake_partitioned_log_table(buckets, bucket_key, freshness, &[])
+}
+
+/// A lake-enabled log table partitioned by the given STRING columns (appended to the
+/// standard columns); no partition columns gives a non-partitioned table.
+pub fn lake_partitioned_log_table(
+    buckets: i32,
+    bucket_key: Option<&str>,
+    freshness: &str,
+    partition_keys: &[&str],
+) -> TableDescriptor {
+    let mut builder = TableDescriptor::builder()
+        .schema(all_types_schema_with(partition_keys))
         .distributed_by(
             Some(buckets),
             bucket_key.map(|k| vec![k.to_string()]).unwrap_or_default(),
         )
         .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", freshness)
-        .build()
-        .expect("valid descriptor")
+        .property("table.datalake.freshness", freshness);
+    if !partition_keys.is_empty() {
+        builder = builder.partitioned_by(partition_keys.to_vec());
+    }
+    builder.build().expect("valid descriptor")
 }
 
 pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &TableDescriptor) {
@@ -70,7 +90,11 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
             .unwrap();
     }
     admin.create_table(path, descriptor, false).await.unwrap();
-    // Wait until every bucket has a leader that serves offsets.
+    // Wait until every bucket has a leader that serves offsets (partitions: see
+    // `create_partition`).
+    if descriptor.is_partitioned() {
+        return;
+    }
     let buckets: Vec<i32> =
         (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -239,4 +263,141 @@ pub async fn log_end_offsets(
         .list_offsets(path, &(0..buckets).collect::<Vec<_>>(), OffsetSpec::Latest)
         .await
         .unwrap()
+}
+
+/// Rows of the standard table plus constant partition columns `(name, value)`.
+pub fn partitioned_batch(first: i64, count: usize, partition: &[(&str, &str)]) -> RecordBatch {
+    let base = batch(first, count);
+    let mut fields: Vec<Field> = base
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let mut cols: Vec<ArrayRef> = base.columns().to_vec();
+    for (name, value) in partition {
+        fields.push(Field::new(*name, ArrowType::Utf8, true));
+        cols.push(Arc::new(StringArray::from(vec![*value; count])));
+    }
+    RecordBatch::try_new(Arc::new(ArrowSchema::new(fields)), cols).unwrap()
+}
+
+/// Appends rows `first..first+count` of one partition in batches of `batch_rows`.
+pub async fn write_partition_rows(
+    conn: &FlussConnection,
+    path: &TablePath,
+    partition: &[(&str, &str)],
+    first: i64,
+    count: usize,
+    batch_rows: usize,
+) {
+    let table = conn.get_table(path).await.unwrap();
+    let writer = table.new_append().unwrap().create_writer().unwrap();
+    let mut done = 0;
+    while done < count {
+        let n = batch_rows.min(count - done);
+        writer
+            .append_arrow_batch(partitioned_batch(first + done as i64, n, partition))
+            .unwrap();
+        done += n;
+    }
+    writer.flush().await.unwrap();
+}
+
+/// Creates a partition and waits until its buckets serve offsets; returns its name.
+pub async fn create_partition(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    partition: &[(&str, &str)],
+) -> String {
+    let spec = fluss::metadata::PartitionSpec::new(
+        partition
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<HashMap<_, _>>(),
+    );
+    admin.create_partition(path, &spec, false).await.unwrap();
+    let name = partition
+        .iter()
+        .map(|(_, v)| *v)
+        .collect::<Vec<_>>()
+        .join("$");
+    let buckets: Vec<i32> =
+        (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while admin
+        .list_partition_offsets(path, &name, &buckets, OffsetSpec::Latest)
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "partition {name} of {path} never became ready"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    name
+}
+
+/// Every (partition id, bucket) → high watermark of a table (all partitions, or the table).
+pub async fn all_log_end_offsets(
+    admin: &FlussAdmin,
+    path: &TablePath,
+) -> HashMap<(Option<i64>, i32), i64> {
+    let info = admin.get_table_info(path).await.unwrap();
+    let buckets: Vec<i32> = (0..info.get_num_buckets()).collect();
+    let mut out = HashMap::new();
+    if info.is_partitioned() {
+        for p in admin.list_partition_infos(path).await.unwrap() {
+            let offsets = admin
+                .list_partition_offsets(path, &p.get_partition_name(), &buckets, OffsetSpec::Latest)
+                .await
+                .unwrap();
+            for (b, o) in offsets {
+                out.insert((Some(p.get_partition_id()), b), o);
+            }
+        }
+    } else {
+        for (b, o) in admin
+            .list_offsets(path, &buckets, OffsetSpec::Latest)
+            .await
+            .unwrap()
+        {
+            out.insert((None, b), o);
+        }
+    }
+    out
+}
+
+/// Polls Fluss until its latest lake snapshot covers `expected` ((partition, bucket) → end
+/// offset; buckets with end offset 0 need no entry). Returns the snapshot id.
+pub async fn wait_for_all_lake_offsets(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    expected: &HashMap<(Option<i64>, i32), i64>,
+    timeout: Duration,
+) -> Result<i64, String> {
+    let deadline = std::time::Instant::now() + timeout;
+    let mut last = String::from("no lake snapshot yet");
+    while std::time::Instant::now() < deadline {
+        match admin.get_latest_lake_snapshot(path).await {
+            Ok(s) => {
+                let got: HashMap<(Option<i64>, i32), i64> = s
+                    .table_buckets_offset
+                    .iter()
+                    .map(|(tb, o)| ((tb.partition_id(), tb.bucket_id()), *o))
+                    .collect();
+                if expected
+                    .iter()
+                    .all(|(k, o)| *o == 0 || got.get(k) == Some(o))
+                {
+                    return Ok(s.snapshot_id);
+                }
+                last = format!("snapshot {} has offsets {got:?}", s.snapshot_id);
+            }
+            Err(e) => last = format!("{e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(format!("lake never reached offsets {expected:?}: {last}"))
 }

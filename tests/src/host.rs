@@ -38,11 +38,22 @@ pub struct HostProcess {
 
 impl HostProcess {
     pub fn spawn(args: &[String], log_name: &str) -> Self {
+        Self::spawn_with_env(args, log_name, &[])
+    }
+
+    /// Like [`spawn`](Self::spawn), with extra environment (e.g. armed failpoints). The log
+    /// file is appended to, so a restarted host keeps one log.
+    pub fn spawn_with_env(args: &[String], log_name: &str, env: &[(&str, &str)]) -> Self {
         let log = repo_root().join(format!("target/test-logs/{log_name}.log"));
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-        let file = std::fs::File::create(&log).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
         let child = Command::new(host_bin())
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info,fluss_lake_host=debug")
             .stdout(Stdio::from(file.try_clone().unwrap()))
             .stderr(Stdio::from(file))

@@ -1,0 +1,194 @@
+//! Partitioned log tables (one and two partition keys, partitions created and dropped while
+//! the host runs), several tables tiered at once by one host, and rounds force-finished at
+//! the table's freshness — all on the real cluster, read back by pypaimon.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fluss::client::FlussConnection;
+use fluss::config::Config;
+use fluss::metadata::{PartitionSpec, TablePath};
+use fluss_lake_e2e::lake_check::{assert_no_duplicate_offsets, business};
+use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
+use serde_json::Value;
+
+async fn connect(bootstrap: &str) -> Arc<FlussConnection> {
+    Arc::new(
+        FlussConnection::new(Config {
+            bootstrap_servers: bootstrap.to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("connect to Fluss"),
+    )
+}
+
+fn expected(parts: &[(i64, usize, &[(&str, &str)])]) -> Vec<Value> {
+    let mut rows = Vec::new();
+    for (first, count, partition) in parts {
+        rows.extend(data::canonical_rows(&data::partitioned_batch(
+            *first, *count, partition,
+        )));
+    }
+    rows.sort_by_key(|r| r["id"].as_i64().unwrap());
+    rows
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitioned_tables_and_several_tables_at_once() {
+    let c = cluster::ensure();
+    let conn = connect(&c.bootstrap).await;
+    let admin = conn.get_admin().unwrap();
+
+    let one = TablePath::new("fluss", unique_name("part_one"));
+    let two = TablePath::new("fluss", unique_name("part_two"));
+    let plain = TablePath::new("fluss", unique_name("plain"));
+    data::create_table(
+        &admin,
+        &one,
+        &data::lake_partitioned_log_table(2, Some("id"), "2s", &["region"]),
+    )
+    .await;
+    data::create_table(
+        &admin,
+        &two,
+        &data::lake_partitioned_log_table(2, None, "2s", &["region", "yr"]),
+    )
+    .await;
+    data::create_table(&admin, &plain, &data::lake_log_table(2, None, "2s")).await;
+
+    let eu: &[(&str, &str)] = &[("region", "eu")];
+    let us: &[(&str, &str)] = &[("region", "us")];
+    let eu24: &[(&str, &str)] = &[("region", "eu"), ("yr", "2024")];
+    let us25: &[(&str, &str)] = &[("region", "us"), ("yr", "2025")];
+    for p in [eu, us] {
+        data::create_partition(&admin, &one, p).await;
+    }
+    for p in [eu24, us25] {
+        data::create_partition(&admin, &two, p).await;
+    }
+    data::write_partition_rows(&conn, &one, eu, 0, 3_000, 1_000).await;
+    data::write_partition_rows(&conn, &one, us, 10_000, 2_000, 1_000).await;
+    data::write_partition_rows(&conn, &two, eu24, 0, 1_500, 500).await;
+    data::write_partition_rows(&conn, &two, us25, 20_000, 2_500, 500).await;
+    data::write_rows(&conn, &plain, 0, 4_000, 1_000).await;
+
+    // Rounds are slowed down so that tables are provably in flight at the same time.
+    let mut args = host::args(
+        &c.bootstrap,
+        &[host::plugin("paimon")],
+        &["--lake.tiering.max-concurrent-tables", "3"],
+    );
+    args.push("--tiering.poll.table.interval".into());
+    args.push("200ms".into());
+    let mut h = host::HostProcess::spawn_with_env(
+        &args,
+        "partitioned-concurrent-host",
+        &[("FLUSS_LAKE_HOST_FAILPOINTS", "before-prepare=sleep:1500")],
+    );
+    for path in [&one, &two, &plain] {
+        let ends = data::all_log_end_offsets(&admin, path).await;
+        data::wait_for_all_lake_offsets(&admin, path, &ends, Duration::from_secs(180))
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}\nhost log:\n{}", h.log()));
+    }
+    let wh = &c.paimon_warehouse;
+    let lake_one = paimon::rows(wh, "fluss", one.table(), None);
+    assert_eq!(
+        business(&lake_one),
+        expected(&[(0, 3_000, eu), (10_000, 2_000, us)])
+    );
+    assert_no_duplicate_offsets(&lake_one, &["region"]);
+    let lake_two = paimon::rows(wh, "fluss", two.table(), None);
+    assert_eq!(
+        business(&lake_two),
+        expected(&[(0, 1_500, eu24), (20_000, 2_500, us25)])
+    );
+    assert_no_duplicate_offsets(&lake_two, &["region", "yr"]);
+    let lake_plain = paimon::rows(wh, "fluss", plain.table(), None);
+    assert_eq!(
+        business(&lake_plain),
+        data::sorted_by_id(data::canonical_rows(&data::batch(0, 4_000)))
+    );
+    // Partition directories as the Java plugin lays them out.
+    let table_dir = wh.join(format!("fluss.db/{}", two.table()));
+    assert!(
+        table_dir.join("region=eu/yr=2024/bucket-0").exists()
+            || table_dir.join("region=eu/yr=2024/bucket-1").exists()
+    );
+
+    // One host had several rounds in flight at once: a second table was assigned before the
+    // first one's round committed.
+    let log = h.log();
+    let first_commit = log
+        .find("tiering round committed")
+        .expect("a round committed");
+    assert!(
+        log[..first_commit].matches("table assigned").count() >= 2,
+        "rounds did not overlap:\n{log}"
+    );
+
+    // Partitions created and dropped while the host runs.
+    let apac: &[(&str, &str)] = &[("region", "apac")];
+    data::create_partition(&admin, &one, apac).await;
+    data::write_partition_rows(&conn, &one, apac, 30_000, 1_200, 400).await;
+    admin
+        .drop_partition(
+            &one,
+            &PartitionSpec::new([("region", "us")].into_iter().collect()),
+            false,
+        )
+        .await
+        .unwrap();
+    data::write_partition_rows(&conn, &one, eu, 3_000, 800, 400).await;
+    let ends = data::all_log_end_offsets(&admin, &one).await;
+    data::wait_for_all_lake_offsets(&admin, &one, &ends, Duration::from_secs(120))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nhost log:\n{}", h.log()));
+    let lake_one = paimon::rows(wh, "fluss", one.table(), None);
+    // The lake keeps what was tiered from the dropped partition, as with Flink tiering.
+    assert_eq!(
+        business(&lake_one),
+        expected(&[(0, 3_800, eu), (10_000, 2_000, us), (30_000, 1_200, apac)])
+    );
+    assert_no_duplicate_offsets(&lake_one, &["region"]);
+    assert!(h.exited().is_none(), "host exited:\n{}", h.log());
+    assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rounds_past_the_freshness_are_force_finished_and_resume() {
+    let c = cluster::ensure();
+    let conn = connect(&c.bootstrap).await;
+    let admin = conn.get_admin().unwrap();
+    let path = TablePath::new("fluss", unique_name("force_finish"));
+    data::create_table(&admin, &path, &data::lake_log_table(2, None, "1s")).await;
+    // Several Fluss batches per bucket.
+    for i in 0..6 {
+        data::write_rows(&conn, &path, i * 1_000, 1_000, 1_000).await;
+    }
+    let ends = data::all_log_end_offsets(&admin, &path).await;
+    // Every split stalls after its first batch, past the 1 s freshness: each round commits
+    // one batch per bucket and is force-finished; the table is re-queued at once.
+    let mut h = host::HostProcess::spawn_with_env(
+        &host::args(&c.bootstrap, &[host::plugin("paimon")], &[]),
+        "force-finish-host",
+        &[("FLUSS_LAKE_HOST_FAILPOINTS", "after-first-write=sleep:1500")],
+    );
+    data::wait_for_all_lake_offsets(&admin, &path, &ends, Duration::from_secs(180))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nhost log:\n{}", h.log()));
+    let log = h.log();
+    assert!(
+        log.contains("round reached the table's freshness"),
+        "no force-finish:\n{log}"
+    );
+    assert!(log.matches("tiering round committed").count() >= 2, "{log}");
+    let lake = paimon::rows(&c.paimon_warehouse, "fluss", path.table(), None);
+    assert_eq!(
+        business(&lake),
+        data::sorted_by_id(data::canonical_rows(&data::batch(0, 6_000)))
+    );
+    assert_no_duplicate_offsets(&lake, &[]);
+    assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+}
