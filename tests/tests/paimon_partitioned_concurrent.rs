@@ -23,7 +23,10 @@ async fn connect(bootstrap: &str) -> Arc<FlussConnection> {
     )
 }
 
-fn expected(parts: &[(i64, usize, &[(&str, &str)])]) -> Vec<Value> {
+/// Partition column values, `(name, value)`.
+type Partition<'a> = &'a [(&'a str, &'a str)];
+
+fn expected(parts: &[(i64, usize, Partition)]) -> Vec<Value> {
     let mut rows = Vec::new();
     for (first, count, partition) in parts {
         rows.extend(data::canonical_rows(&data::partitioned_batch(
