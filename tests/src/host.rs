@@ -76,6 +76,27 @@ impl HostProcess {
             .and_then(|c| c.try_wait().ok().flatten())
     }
 
+    /// SIGKILL: the host dies without any cleanup.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Waits up to `timeout` for the host to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.exited() {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
+    }
+
     /// SIGTERM, then wait up to `grace`; returns the exit status.
     pub fn terminate(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         let mut child = self.child.take()?;

@@ -121,7 +121,6 @@ pub async fn commit_round(
         }
     };
 
-    failpoints::hit(failpoints::BEFORE_LAKE_COMMIT).await;
     let properties = vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone())];
     let lake = instance.commit(&committer, &committable, &properties).await;
     let lake = match lake {
@@ -173,16 +172,8 @@ async fn prepare(
     _committable: &[u8],
     completed: &[&SplitResult],
 ) -> Result<String> {
-    let info = ctx.admin.get_table_info(&assignment.path).await?;
-    if info.get_table_id() != assignment.table_id {
-        return Err(Error::new(
-            ErrorKind::Fenced,
-            format!(
-                "{} was dropped and recreated during the round",
-                assignment.path
-            ),
-        ));
-    }
+    failpoints::hit(failpoints::BEFORE_PREPARE).await;
+    check_same_table(ctx, assignment).await?;
     let fluss_snapshot = offsets::latest_tiered_offsets(&ctx.admin, &assignment.path)
         .await?
         .snapshot_id;
@@ -200,9 +191,6 @@ async fn prepare(
             ),
         ));
     }
-    confirm_ownership(ctx, assignment).await?;
-
-    failpoints::hit(failpoints::BEFORE_PREPARE).await;
     let request = PrepareLakeTableSnapshotRequest {
         bucket_offsets: vec![PbTableOffsets {
             table_id: assignment.table_id,
@@ -249,7 +237,40 @@ async fn prepare(
         )
     })?;
     let _ = resolved;
+    // Last checks right before the lake commit: the table must still be the one assigned
+    // (a table dropped and recreated under the same name shares its lake location) and the
+    // coordinator must still consider the round ours.
+    failpoints::hit(failpoints::BEFORE_LAKE_COMMIT).await;
+    check_same_table(ctx, assignment).await?;
+    confirm_ownership(ctx, assignment).await?;
     Ok(path)
+}
+
+/// Fails with [`ErrorKind::Fenced`] when the path now names another table (dropped and
+/// recreated) or no table at all.
+async fn check_same_table(ctx: &TieringContext, assignment: &Assignment) -> Result<()> {
+    let info = ctx
+        .admin
+        .get_table_info(&assignment.path)
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Fenced,
+                format!("{} is gone: {e}", assignment.path),
+            )
+        })?;
+    if info.get_table_id() != assignment.table_id {
+        return Err(Error::new(
+            ErrorKind::Fenced,
+            format!(
+                "{} was dropped and recreated during the round (id {} is now {})",
+                assignment.path,
+                assignment.table_id,
+                info.get_table_id()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Renews the table's heartbeat alone and checks the coordinator still considers this

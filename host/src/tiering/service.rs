@@ -352,6 +352,12 @@ impl TieringService {
         for (_, round) in self.active.drain() {
             self.failed.push(round.assignment);
         }
+        if !self.failed.is_empty() {
+            tracing::warn!(
+                tables = ?self.failed.iter().map(|a| a.path.to_string()).collect::<Vec<_>>(),
+                "reporting unfinished rounds failed before exiting"
+            );
+        }
         self.heartbeat_once(false).await;
     }
 }
