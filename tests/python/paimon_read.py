@@ -7,6 +7,7 @@ real Paimon reader sees.
   paimon_read.py snapshot <warehouse> <db> <table> [--snapshot N]
   paimon_read.py lookup   <warehouse> <db> <table> <column> <json-value> [--snapshot N]
   paimon_read.py plan     <warehouse> <db> <table> [--snapshot N] [--filter COLUMN OP JSON]
+  paimon_read.py changelog <warehouse> <db> <table> --snapshot N
   paimon_read.py batch    (reads commands from stdin, one JSON array of arguments per line)
 
 Canonical values: integers as ints, FLOAT/DOUBLE as floats, strings, booleans, DECIMAL as a
@@ -15,6 +16,11 @@ of day, TIMESTAMP and TIMESTAMP_LTZ as epoch microseconds, bytes as lowercase he
 null. `rows` and `lookup` print one JSON object per row (sorted keys), rows sorted. `lookup`
 pushes the equality filter into pypaimon (partition, bucket and stats pruning) and then also
 applies it row by row. `plan` prints {"splits": n, "files": n, "rows": n} of the scan plan.
+`changelog` prints the changelog snapshot N committed (primary-key tables with a changelog
+producer), read the way a streaming reader does (pypaimon's streaming scan positioned at N; N
+must be within 10 snapshots of the latest, pypaimon's catch-up threshold): one JSON object per
+record in read order, with its row kind (`+I`, `-U`, `+U`, `-D`) under "_row_kind"; nothing
+when N has no changelog.
 `batch` runs many commands in one process (pypaimon is slow to import): for each input line
 it prints one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`.
 
@@ -165,6 +171,31 @@ def cmd_plan(args):
     print(json.dumps({"splits": len(splits), "files": files, "rows": rows}, sort_keys=True))
 
 
+def cmd_changelog(args):
+    catalog = CatalogFactory.create({"warehouse": args.warehouse})
+    table = catalog.get_table(f"{args.db}.{args.table}")
+    snap = table.snapshot_manager().get_snapshot_by_id(args.snapshot)
+    if snap is None or not snap.changelog_manifest_list:
+        return
+    builder = table.new_stream_read_builder().with_include_row_kind(True)
+    scan = builder.new_streaming_scan()
+    scan.next_snapshot_id = args.snapshot
+    plans = scan.stream_sync()
+    try:
+        plan = next(plans)
+    finally:
+        plans.close()
+    if plan.snapshot_id != args.snapshot:
+        raise RuntimeError(f"streaming scan planned snapshot {plan.snapshot_id}, not {args.snapshot}")
+    arrow = builder.new_read().to_arrow(plan.splits())
+    if arrow is None:
+        return
+    fields = table_fields(table)
+    for record in arrow.to_pylist():
+        row = {k: (v if k == "_row_kind" else canonical(v, fields[k])) for k, v in record.items()}
+        print(json.dumps(row, sort_keys=True))
+
+
 def cmd_snapshot(args):
     catalog = CatalogFactory.create({"warehouse": args.warehouse})
     table = catalog.get_table(f"{args.db}.{args.table}")
@@ -231,8 +262,14 @@ def main(argv, allow_batch=True):
     plan = sub.add_parser("plan")
     common(plan)
     plan.add_argument("--filter", nargs=3, metavar=("COLUMN", "OP", "JSON"))
+    changelog = sub.add_parser("changelog")
+    common(changelog)
     args = parser.parse_args(argv)
-    {"rows": cmd_rows, "snapshot": cmd_snapshot, "lookup": cmd_lookup, "plan": cmd_plan}[args.command](args)
+    if args.command == "changelog" and args.snapshot is None:
+        parser.error("changelog needs --snapshot")
+    commands = {"rows": cmd_rows, "snapshot": cmd_snapshot, "lookup": cmd_lookup, "plan": cmd_plan,
+                "changelog": cmd_changelog}
+    commands[args.command](args)
 
 
 if __name__ == "__main__":
