@@ -24,13 +24,10 @@ pub fn table_location(table: &TableInfo) -> Result<String> {
     Ok(format!("{db}.db/{t}"))
 }
 
-/// Checks that the Paimon table exists and that this plugin can write the Fluss table into it.
+/// Checks that the Paimon table exists and that this plugin can write the Fluss table into it:
+/// log tables and primary-key tables (the options it honours or refuses for the latter are in
+/// [`crate::merge_tree::options`]).
 pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
-    if !table.primary_keys.is_empty() {
-        return Err(Error::unsupported(
-            "the paimon plugin does not support primary-key tables yet (only log tables)",
-        ));
-    }
     let schema = load_latest_schema(storage)?.ok_or_else(|| {
         Error::not_found(format!(
             "Paimon table {}.{} does not exist (no schema/schema-N)",
@@ -39,8 +36,20 @@ pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
     })?;
     check_supported(&schema, Some(table))?;
     check_compatible(&schema, table)?;
+    if config::get_bool(&table.properties, AUTO_COMPACTION, false)? {
+        // Readers merge level-0 files correctly, only more slowly; a compaction job can catch up.
+        fluss_lake_guest_sdk::warn!(
+            "{AUTO_COMPACTION} is set on {}.{} but this plugin only writes (no compaction): \
+             files accumulate until a Paimon compaction job compacts them",
+            table.path.database,
+            table.path.table
+        );
+    }
     Ok(())
 }
+
+/// Fluss property asking the tiering service to compact the lake table while writing.
+const AUTO_COMPACTION: &str = "table.datalake.auto-compaction";
 
 /// Creates `schema/schema-0` for the table unless a schema exists; `true` when created.
 /// An existing incompatible schema fails with `invalid-input`.

@@ -1,9 +1,10 @@
 //! Committing a round (Fluss `PaimonLakeCommitter`, Paimon `FileStoreCommitImpl`): the
-//! round's files are written to a delta manifest and manifest list, the previous snapshot's
-//! manifests (merged when there are too many, as `ManifestFileMerger` does) to a base
-//! manifest list, and a new `snapshot-<id>` is published with `put-if-absent`. When another
-//! writer takes the id first, the base is rebuilt from the newer snapshot and the commit
-//! retried a bounded number of times.
+//! round's data files are written to a delta manifest and manifest list, its changelog files
+//! (primary-key tables with `changelog-producer = input`) to a changelog manifest list, the
+//! previous snapshot's manifests (merged when there are too many, as `ManifestFileMerger`
+//! does) to a base manifest list, and a new `snapshot-<id>` is published with
+//! `put-if-absent`. When another writer takes the id first, the base is rebuilt from the newer
+//! snapshot and the commit retried a bounded number of times.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
@@ -12,10 +13,10 @@ use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{CommitResult, CommittedSnapshot, ReadableSnapshot, TieringStats};
 use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, ResultExt, clock, config};
 
+use crate::commit_message::CommitMessage;
 use crate::manifest::{
-    FileKind, ManifestEntry, ManifestFileMeta, ManifestNames, decode_entries, encode_entries,
-    manifest_path, merge_manifests, read_manifest, read_manifest_list, write_manifest_list,
-    write_manifests,
+    FileKind, ManifestEntry, ManifestFileMeta, ManifestNames, manifest_path, merge_manifests,
+    read_manifest, read_manifest_list, write_manifest_list, write_manifests,
 };
 use crate::schema::{TableSchema, load_latest_schema};
 use crate::snapshot::{
@@ -31,22 +32,11 @@ const DEFAULT_MANIFEST_TARGET_SIZE: u64 = 8 << 20;
 /// Paimon `manifest.merge-min-count` default.
 const DEFAULT_MANIFEST_MERGE_MIN_COUNT: usize = 30;
 
-/// Merges write results into one committable: the concatenation of their entries.
+/// Merges write results into one committable: the concatenation of their files.
 pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
-    let mut entries = Vec::new();
-    for r in write_results {
-        entries.extend(decode_committable(r).context("decoding a write result")?);
-    }
-    encode_entries(&entries)
-}
-
-/// Decodes a committable (or write result); empty bytes are an empty committable.
-pub fn decode_committable(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
-    if bytes.is_empty() {
-        Ok(Vec::new())
-    } else {
-        decode_entries(bytes)
-    }
+    CommitMessage::merge(write_results)
+        .context("decoding a write result")?
+        .encode()
 }
 
 /// Net bytes of data files a manifest adds, cached by manifest name (manifests are immutable)
@@ -99,9 +89,11 @@ pub struct PaimonCommitter<S: Storage> {
 
 struct Prepared {
     schema: TableSchema,
-    entries: Vec<ManifestEntry>,
+    message: CommitMessage,
     delta_metas: Vec<ManifestFileMeta>,
     delta_list: (String, i64),
+    /// The changelog manifests and their list, when the round has changelog files.
+    changelog: Option<(Vec<ManifestFileMeta>, (String, i64))>,
 }
 
 impl<S: Storage> PaimonCommitter<S> {
@@ -136,25 +128,41 @@ impl<S: Storage> PaimonCommitter<S> {
         Ok((target.max(1), usize::max(min_count, 1)))
     }
 
-    fn prepare(&mut self, committable: &[u8]) -> Result<Prepared> {
-        let schema = self.schema()?;
-        let entries = decode_committable(committable)?;
-        let partition_types = schema.partition_types()?;
-        let (target, _) = self.manifest_settings(&schema)?;
-        let delta_metas = write_manifests(
+    /// Writes `entries` into manifests and a manifest list.
+    fn write_manifest_list_of(
+        &mut self,
+        schema: &TableSchema,
+        entries: &[ManifestEntry],
+    ) -> Result<(Vec<ManifestFileMeta>, (String, i64))> {
+        let (target, _) = self.manifest_settings(schema)?;
+        let metas = write_manifests(
             &self.storage,
             &mut self.names,
-            &entries,
+            entries,
             schema.id,
-            &partition_types,
+            &schema.partition_types()?,
             target,
         )?;
-        let delta_list = write_manifest_list(&self.storage, &mut self.names, &delta_metas)?;
+        let list = write_manifest_list(&self.storage, &mut self.names, &metas)?;
+        Ok((metas, list))
+    }
+
+    fn prepare(&mut self, committable: &[u8]) -> Result<Prepared> {
+        let schema = self.schema()?;
+        let message = CommitMessage::decode(committable)?;
+        let (delta_metas, delta_list) =
+            self.write_manifest_list_of(&schema, &message.data_files)?;
+        let changelog = if message.changelog_files.is_empty() {
+            None
+        } else {
+            Some(self.write_manifest_list_of(&schema, &message.changelog_files)?)
+        };
         Ok(Prepared {
             schema,
-            entries,
+            message,
             delta_metas,
             delta_list,
+            changelog,
         })
     }
 
@@ -201,14 +209,13 @@ impl<S: Storage> PaimonCommitter<S> {
                 return Err(e);
             }
         };
-        let added: i64 = p
-            .entries
+        let data = &p.message.data_files;
+        let added: i64 = data
             .iter()
             .filter(|e| e.kind == FileKind::Add)
             .map(|e| e.file.row_count)
             .sum();
-        let deleted: i64 = p
-            .entries
+        let deleted: i64 = data
             .iter()
             .filter(|e| e.kind == FileKind::Delete)
             .map(|e| e.file.row_count)
@@ -241,8 +248,8 @@ impl<S: Storage> PaimonCommitter<S> {
             base_manifest_list_size: Some(base_list.1),
             delta_manifest_list: p.delta_list.0.clone(),
             delta_manifest_list_size: Some(p.delta_list.1),
-            changelog_manifest_list: None,
-            changelog_manifest_list_size: None,
+            changelog_manifest_list: p.changelog.as_ref().map(|(_, l)| l.0.clone()),
+            changelog_manifest_list_size: p.changelog.as_ref().map(|(_, l)| l.1),
             index_manifest: latest.as_ref().and_then(|s| s.index_manifest.clone()),
             commit_user: FLUSS_COMMIT_USER.to_string(),
             commit_identifier: BATCH_COMMIT_IDENTIFIER,
@@ -256,7 +263,13 @@ impl<S: Storage> PaimonCommitter<S> {
             ),
             total_record_count: Some(previous_total + delta_records),
             delta_record_count: Some(delta_records),
-            changelog_record_count: Some(0),
+            changelog_record_count: Some(
+                p.message
+                    .changelog_files
+                    .iter()
+                    .map(|e| e.file.row_count)
+                    .sum(),
+            ),
             watermark: latest.as_ref().and_then(|s| s.watermark),
             statistics: None,
             properties: if properties.is_empty() {
@@ -294,9 +307,11 @@ impl<S: Storage> PaimonCommitter<S> {
                 Ok((snapshot, manifests)) => {
                     update_hints(&self.storage, snapshot.id);
                     fluss_lake_guest_sdk::info!(
-                        "committed Paimon snapshot {} ({} files, {} rows) after {} attempt(s)",
+                        "committed Paimon snapshot {} ({} data and {} changelog files, {} rows) \
+                         after {} attempt(s)",
                         snapshot.id,
-                        prepared.entries.len(),
+                        prepared.message.data_files.len(),
+                        prepared.message.changelog_files.len(),
                         snapshot.delta_record_count.unwrap_or(0),
                         attempt + 1
                     );
@@ -337,19 +352,31 @@ impl<S: Storage> PaimonCommitter<S> {
     }
 
     fn discard(&self, p: &Prepared) {
-        for m in &p.delta_metas {
-            let _ = self.storage.delete(&manifest_path(&m.file_name));
+        let changelog = p.changelog.iter().flat_map(|(metas, list)| {
+            metas
+                .iter()
+                .map(|m| &m.file_name)
+                .chain(std::iter::once(&list.0))
+        });
+        for name in p
+            .delta_metas
+            .iter()
+            .map(|m| &m.file_name)
+            .chain(std::iter::once(&p.delta_list.0))
+            .chain(changelog)
+        {
+            let _ = self.storage.delete(&manifest_path(name));
         }
-        let _ = self.storage.delete(&manifest_path(&p.delta_list.0));
     }
 
-    /// Best-effort deletion of the data files of a committable that will not be committed.
+    /// Best-effort deletion of the data and changelog files of a committable that will not be
+    /// committed.
     pub fn abort(&self, committable: &[u8]) -> Result<()> {
-        let entries = decode_committable(committable)?;
+        let message = CommitMessage::decode(committable)?;
         let schema = self.schema()?;
         let mut failed = 0;
         let mut seen = HashSet::new();
-        for e in entries.iter().filter(|e| e.kind == FileKind::Add) {
+        for e in message.all_files().filter(|e| e.kind == FileKind::Add) {
             let partition = Partition::from_row(&schema, &e.partition)?;
             let path = format!("{}/{}", bucket_dir(&partition, e.bucket), e.file.file_name);
             if seen.insert(path.clone())
@@ -584,13 +611,84 @@ mod tests {
     }
 
     #[test]
+    fn changelog_files_get_their_own_manifest_list() {
+        use fluss_lake_guest_sdk::ipc::{ChangeType, make_changelog_batch};
+        use fluss_lake_guest_sdk::testing::pk_table;
+
+        let storage = MemoryStorage::new();
+        let t = pk_table("db", "pk", &[("id", "INT", false)], &["id"], 1, &[]);
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
+        let batch =
+            RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(vec![1, 2, 1]))]).unwrap();
+        let kinds = [ChangeType::Insert, ChangeType::Insert, ChangeType::Delete];
+        let mut w = PaimonWriter::open(&writer_context(&t, 0, None, &[]), &storage).unwrap();
+        w.write(make_changelog_batch(&batch, &kinds, 0, 1).unwrap())
+            .unwrap();
+        let result = w.complete().unwrap();
+        let message = CommitMessage::decode(&result.payload).unwrap();
+        let mut c = PaimonCommitter::new(&storage, vec![]);
+        let res = c
+            .commit(&to_committable(&[result.payload]).unwrap(), &props(1))
+            .unwrap();
+        // The data file keeps key 1's delete, so it holds two rows.
+        assert_eq!(res.stats.record_count, Some(2));
+        let s = read_snapshot(&storage, 1).unwrap().unwrap();
+        assert_eq!(s.changelog_record_count, Some(3));
+        assert_eq!(s.total_record_count, Some(2));
+        let list = s.changelog_manifest_list.unwrap();
+        let metas = read_manifest_list(&storage, &list).unwrap();
+        assert_eq!(
+            s.changelog_manifest_list_size,
+            Some(storage.get(&manifest_path(&list)).unwrap().len() as i64)
+        );
+        assert_eq!(metas.len(), 1);
+        assert_eq!(metas[0].num_added_files, 1);
+        assert_eq!(
+            read_manifest(&storage, &metas[0].file_name).unwrap(),
+            message.changelog_files
+        );
+        let delta = read_manifest_list(&storage, &s.delta_manifest_list).unwrap();
+        assert_eq!(
+            read_manifest(&storage, &delta[0].file_name).unwrap(),
+            message.data_files
+        );
+        // The changelog stays out of the table's data manifests.
+        let s2 = {
+            c.commit(&to_committable(&[]).unwrap(), &props(2)).unwrap();
+            read_snapshot(&storage, 2).unwrap().unwrap()
+        };
+        assert_eq!(s2.changelog_manifest_list, None);
+        assert_eq!(s2.changelog_record_count, Some(0));
+        let base = read_manifest_list(&storage, &s2.base_manifest_list).unwrap();
+        let files: Vec<_> = base
+            .iter()
+            .flat_map(|m| read_manifest(&storage, &m.file_name).unwrap())
+            .map(|e| e.file.file_name)
+            .collect();
+        assert_eq!(files.len(), 1);
+        assert!(files[0].starts_with("data-"), "{files:?}");
+
+        // Abort deletes changelog files too.
+        let mut w = PaimonWriter::open(&writer_context(&t, 0, None, &[]), &storage).unwrap();
+        w.write(make_changelog_batch(&batch, &kinds, 3, 1).unwrap())
+            .unwrap();
+        let payload = w.complete().unwrap().payload;
+        let m = CommitMessage::decode(&payload).unwrap();
+        let changelog = format!("bucket-0/{}", m.changelog_files[0].file.file_name);
+        assert!(storage.head(&changelog).unwrap().is_some());
+        c.abort(&to_committable(&[payload]).unwrap()).unwrap();
+        assert!(storage.head(&changelog).unwrap().is_none());
+    }
+
+    #[test]
     fn abort_deletes_the_data_files() {
         let storage = MemoryStorage::new();
         let t = table();
         create_table_if_missing(&storage, &t, &[]).unwrap();
         let r = write_round(&storage, &t, 1, &[1, 2], 0);
         let committable = to_committable(&[r]).unwrap();
-        let entries = decode_committable(&committable).unwrap();
+        let entries = CommitMessage::decode(&committable).unwrap().data_files;
         let path = format!("bucket-1/{}", entries[0].file.file_name);
         assert!(storage.head(&path).unwrap().is_some());
         PaimonCommitter::new(&storage, vec![])

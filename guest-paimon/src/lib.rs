@@ -2,17 +2,22 @@
 //!
 //! Writes Paimon tables the way Fluss 0.9's Java Paimon plugin (Paimon 1.3) does, so that
 //! Paimon readers (Java, pypaimon) read them: append (log) tables, bucket-unaware or with
-//! fixed buckets, partitioned or not. The format logic is plain Rust over the SDK's
+//! fixed buckets, and primary-key tables (merge-tree level-0 files with deduplicate merging
+//! and input changelog), partitioned or not. The format logic is plain Rust over the SDK's
 //! [`Storage`](fluss_lake_guest_sdk::storage::Storage) trait ([`writer`], [`committer`],
 //! [`catalog`]) so it runs natively in tests and benchmarks; [`component`] only adapts it to
 //! the WIT exports.
 
+pub mod append_writer;
 pub mod binary_row;
 pub mod bucket;
 pub mod catalog;
+pub mod commit_message;
 pub mod committer;
 pub mod convert;
 pub mod manifest;
+pub mod merge_tree;
+pub mod rows;
 pub mod schema;
 pub mod snapshot;
 pub mod stats;

@@ -12,9 +12,9 @@ use std::cmp::Ordering;
 
 use fluss_lake_guest_sdk::avro::{self, AvroCodec, Schema, Value as AvroValue, access};
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, Result, ResultExt};
+use fluss_lake_guest_sdk::{Error, Result, ResultExt, clock};
 
-use crate::binary_row::{BinaryRowReader, BinaryRowWriter, Value};
+use crate::binary_row::{BinaryRowReader, BinaryRowWriter, Value, empty_row};
 use crate::stats::SimpleStats;
 use crate::types::PaimonType;
 
@@ -80,6 +80,37 @@ pub struct DataFileMeta {
     pub first_row_id: Option<i64>,
     /// Written columns (data evolution).
     pub write_cols: Option<Vec<String>>,
+}
+
+impl DataFileMeta {
+    /// A file a writer of this plugin just wrote, before its keys, sequence numbers and
+    /// statistics are filled in: level 0, `FileSource.APPEND`, created now, no deleted rows,
+    /// extra files, embedded index, external path or row tracking — what Paimon records for
+    /// newly written files of append and primary-key tables alike.
+    pub fn new_file(file_name: String, file_size: i64, row_count: i64, schema_id: i64) -> Self {
+        DataFileMeta {
+            file_name,
+            file_size,
+            row_count,
+            min_key: empty_row(),
+            max_key: empty_row(),
+            key_stats: SimpleStats::empty(),
+            value_stats: SimpleStats::empty(),
+            min_sequence_number: 0,
+            max_sequence_number: 0,
+            schema_id,
+            level: 0,
+            extra_files: Vec::new(),
+            creation_time: Some(clock::now_millis()),
+            delete_row_count: Some(0),
+            embedded_index: None,
+            file_source: Some(0),
+            value_stats_cols: None,
+            external_path: None,
+            first_row_id: None,
+            write_cols: None,
+        }
+    }
 }
 
 /// Paimon `ManifestEntry`.
@@ -766,7 +797,7 @@ pub fn merge_manifests(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use fluss_lake_guest_sdk::storage::MemoryStorage;
 
     use super::*;

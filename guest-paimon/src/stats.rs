@@ -70,11 +70,20 @@ impl StatsMode {
 
 /// Stats modes per column, from the table options (Paimon `StatsCollectorFactories`).
 pub fn stats_modes(names: &[&str], options: &BTreeMap<String, String>) -> Result<Vec<StatsMode>> {
-    let default = StatsMode::parse(
-        options
-            .get("metadata.stats-mode")
-            .map_or("truncate(16)", |s| s),
-    )?;
+    let default = options
+        .get("metadata.stats-mode")
+        .map_or("truncate(16)", |s| s);
+    stats_modes_with(names, options, default)
+}
+
+/// Like [`stats_modes`] with `default_mode` in place of `metadata.stats-mode`, for files whose
+/// mode Paimon picks otherwise (per level, changelog files).
+pub fn stats_modes_with(
+    names: &[&str],
+    options: &BTreeMap<String, String>,
+    default_mode: &str,
+) -> Result<Vec<StatsMode>> {
+    let default = StatsMode::parse(default_mode)?;
     let keep_first: i64 = match options.get("metadata.stats-keep-first-n-columns") {
         None => -1,
         Some(v) => v
@@ -105,6 +114,13 @@ pub fn stats_modes(names: &[&str], options: &BTreeMap<String, String>) -> Result
         .collect()
 }
 
+/// `metadata.stats-dense-store` (default true).
+pub fn dense_store(options: &BTreeMap<String, String>) -> bool {
+    options
+        .get("metadata.stats-dense-store")
+        .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
+}
+
 /// Truncates a string lower bound to `n` characters.
 fn truncate_min(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
@@ -131,7 +147,35 @@ fn truncate_max(s: &str, n: usize) -> Option<String> {
     None
 }
 
-/// The statistics Paimon keeps for one column under `mode`: `(min, max, null_count)`.
+/// Float bounds as Paimon ends up with them: it reads statistics back from Parquet footers
+/// through parquet-mr, whose statistics builder drops the bounds of a column that holds NaN
+/// and widens a zero lower bound to `-0.0` and a zero upper bound to `+0.0`, so that no zero
+/// is pruned whatever its sign. Other values pass through.
+fn parquet_float_bounds(
+    min: Option<&Datum>,
+    max: Option<&Datum>,
+) -> (Option<Datum>, Option<Datum>) {
+    let float = |d: Option<&Datum>| match d {
+        Some(Datum::Float32(v)) => Some(*v as f64),
+        Some(Datum::Float64(v)) => Some(*v),
+        _ => None,
+    };
+    let (Some(lo), Some(hi)) = (float(min), float(max)) else {
+        return (min.cloned(), max.cloned());
+    };
+    if lo.is_nan() || hi.is_nan() {
+        return (None, None);
+    }
+    let fix = |d: &Datum, v: f64| match d {
+        Datum::Float32(_) => Datum::Float32(v as f32),
+        _ => Datum::Float64(v),
+    };
+    let lo = if lo == 0.0 { -0.0 } else { lo };
+    let hi = if hi == 0.0 { 0.0 } else { hi };
+    (min.map(|d| fix(d, lo)), max.map(|d| fix(d, hi)))
+}
+
+/// The statistics Paimon keeps for one column under `mode`: `(min, max)`.
 fn apply_mode(
     stats: &ColumnStats,
     ty: &PaimonType,
@@ -141,13 +185,12 @@ fn apply_mode(
     if matches!(ty.root, TypeRoot::Binary(_) | TypeRoot::VarBinary(_)) {
         return (None, None);
     }
+    let (min, max) = parquet_float_bounds(stats.min.as_ref(), stats.max.as_ref());
+    let value = |d: &Option<Datum>| d.as_ref().and_then(|d| datum_to_value(d, ty));
     match mode {
         StatsMode::None | StatsMode::Counts => (None, None),
-        StatsMode::Full => (
-            stats.min.as_ref().and_then(|d| datum_to_value(d, ty)),
-            stats.max.as_ref().and_then(|d| datum_to_value(d, ty)),
-        ),
-        StatsMode::Truncate(n) => match (&stats.min, &stats.max) {
+        StatsMode::Full => (value(&min), value(&max)),
+        StatsMode::Truncate(n) => match (&min, &max) {
             (Some(Datum::Utf8(lo)), Some(Datum::Utf8(hi))) => match truncate_max(hi, n) {
                 Some(hi) => (
                     Some(Value::String(truncate_min(lo, n))),
@@ -155,10 +198,7 @@ fn apply_mode(
                 ),
                 None => (None, None),
             },
-            (lo, hi) => (
-                lo.as_ref().and_then(|d| datum_to_value(d, ty)),
-                hi.as_ref().and_then(|d| datum_to_value(d, ty)),
-            ),
+            _ => (value(&min), value(&max)),
         },
     }
 }
@@ -211,6 +251,24 @@ pub fn value_stats(
 mod tests {
     use super::*;
     use crate::binary_row::BinaryRowReader;
+
+    #[test]
+    fn float_bounds_follow_parquet_mr() {
+        let f = |v: f64| Some(Datum::Float64(v));
+        let (lo, hi) = parquet_float_bounds(f(0.0).as_ref(), f(-0.0).as_ref());
+        assert!(matches!(lo, Some(Datum::Float64(v)) if v == 0.0 && v.is_sign_negative()));
+        assert!(matches!(hi, Some(Datum::Float64(v)) if v == 0.0 && v.is_sign_positive()));
+        assert_eq!(
+            parquet_float_bounds(f(-1.0).as_ref(), f(f64::NAN).as_ref()),
+            (None, None)
+        );
+        assert_eq!(
+            parquet_float_bounds(Some(&Datum::Float32(1.5)), Some(&Datum::Float32(2.0))),
+            (Some(Datum::Float32(1.5)), Some(Datum::Float32(2.0)))
+        );
+        let i = Some(Datum::Int32(0));
+        assert_eq!(parquet_float_bounds(i.as_ref(), i.as_ref()), (i.clone(), i));
+    }
 
     #[test]
     fn truncation_follows_paimon() {

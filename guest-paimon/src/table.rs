@@ -1,10 +1,14 @@
 //! What this plugin supports of a Paimon table, and where its files live: bucket mode,
 //! partition directories (`k=v/`, `partition.legacy-name = false`) and data file paths.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::binary_row::{BinaryRowReader, BinaryRowWriter, Value};
+use crate::merge_tree::options::MergeTreeOptions;
 use crate::schema::TableSchema;
 use crate::types::{PaimonType, escape_path_name, format_partition_value, parse_partition_value};
 
@@ -60,8 +64,12 @@ pub fn check_supported(schema: &TableSchema, table: Option<&TableInfo>) -> Resul
             "the paimon plugin does not support {what} yet"
         )))
     };
-    if !schema.primary_keys.is_empty() || table.is_some_and(|t| !t.primary_keys.is_empty()) {
-        return unsupported("primary-key tables (only log tables)");
+    if !schema.primary_keys.is_empty() {
+        MergeTreeOptions::of(schema)?;
+    } else if table.is_some_and(|t| !t.primary_keys.is_empty()) {
+        return Err(Error::invalid_input(
+            "the Fluss table has a primary key but the Paimon table has none",
+        ));
     }
     if truthy(schema, "deletion-vectors.enabled") {
         return unsupported("tables with deletion-vectors.enabled");
@@ -209,4 +217,41 @@ impl Partition {
 /// Directory of a bucket's data files, relative to the table.
 pub fn bucket_dir(partition: &Partition, bucket: i32) -> String {
     format!("{}bucket-{bucket}", partition.dir)
+}
+
+/// Names the files one writer puts into a bucket directory the way Paimon's
+/// `DataFilePathFactory` does: `<prefix><uuid>-<n>.parquet` with one uuid per writer and one
+/// counter shared by all its files, data and changelog alike, so names never collide.
+#[derive(Debug, Clone)]
+pub struct DataFileNames {
+    dir: String,
+    uuid: String,
+    counter: Rc<Cell<u64>>,
+}
+
+impl DataFileNames {
+    /// Names for files in `dir` (relative to the table).
+    pub fn new(dir: String) -> DataFileNames {
+        DataFileNames {
+            dir,
+            uuid: uuid::Uuid::new_v4().to_string(),
+            counter: Rc::new(Cell::new(0)),
+        }
+    }
+
+    /// A generator of table-relative paths of new files whose names start with `prefix`.
+    pub fn paths(&self, prefix: &str) -> impl FnMut() -> String + 'static {
+        let (dir, uuid, counter) = (self.dir.clone(), self.uuid.clone(), self.counter.clone());
+        let prefix = prefix.to_string();
+        move || {
+            let n = counter.get();
+            counter.set(n + 1);
+            format!("{dir}/{prefix}{uuid}-{n}.parquet")
+        }
+    }
+}
+
+/// The name of a file from its table-relative path.
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }

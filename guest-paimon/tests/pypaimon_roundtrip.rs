@@ -5,9 +5,10 @@
 //!
 //! Needs the Python venv: run `scripts/setup-python.sh` first (the test fails without it).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::{
@@ -29,6 +30,8 @@ use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
 use serde_json::{Value as Json, json};
 
+use common::{cmd, python, read_many, root, uuid_like};
+
 const COLUMNS: &[(&str, &str, bool)] = &[
     ("id", "INT", false),
     ("big", "BIGINT", true),
@@ -47,72 +50,6 @@ const COLUMNS: &[(&str, &str, bool)] = &[
     ("code", "CHAR(3)", true),
     ("fixed", "BINARY(2)", true),
 ];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn python() -> PathBuf {
-    let p = root().join("target/venv/bin/python");
-    assert!(
-        p.exists(),
-        "the Python venv with pypaimon is missing ({}): run scripts/setup-python.sh first",
-        p.display()
-    );
-    p
-}
-
-/// Runs `paimon_read.py` commands (argument lists without the warehouse, which is inserted
-/// after the command name) in one Python process; returns each command's output lines.
-fn read_many(warehouse: &Path, commands: &[Vec<String>]) -> Vec<Vec<Json>> {
-    use std::io::Write;
-    let mut child = Command::new(python())
-        .arg(root().join("tests/python/paimon_read.py"))
-        .arg("batch")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("running paimon_read.py");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for c in commands {
-            let mut args = vec![c[0].clone(), warehouse.to_str().unwrap().to_string()];
-            args.extend(c[1..].iter().cloned());
-            writeln!(stdin, "{}", serde_json::to_string(&args).unwrap()).unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "paimon_read.py batch failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: Vec<Vec<Json>> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .zip(commands)
-        .map(|(l, c)| {
-            let v: Json = serde_json::from_str(l).expect("json line");
-            match v.get("out") {
-                Some(Json::Array(rows)) => rows.clone(),
-                _ => panic!(
-                    "paimon_read.py {c:?} failed: {}",
-                    v["error"].as_str().unwrap_or("?")
-                ),
-            }
-        })
-        .collect();
-    assert_eq!(results.len(), commands.len(), "every command answered");
-    results
-}
-
-fn cmd(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| s.to_string()).collect()
-}
 
 /// Whether row `id` has nulls in its nullable columns.
 fn nulls(id: i32) -> bool {
@@ -571,11 +508,4 @@ fn pypaimon_reads_partitioned_tables_without_system_columns() {
         "partition pruning keeps only region=us files"
     );
     std::fs::remove_dir_all(&warehouse).unwrap();
-}
-
-fn uuid_like() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    format!("{}-{}", t.as_nanos(), std::process::id())
 }

@@ -73,6 +73,20 @@ pub fn parse_size(text: &str) -> Result<u64> {
     n.checked_mul(mult).ok_or_else(bad)
 }
 
+/// Parses a map option the way Flink/Paimon `Options` do: `k1:v1,k2:v2` (whitespace around
+/// keys and values trimmed, empty text = empty map).
+pub fn parse_map(text: &str) -> Result<Vec<(String, String)>> {
+    text.split(',')
+        .filter(|e| !e.trim().is_empty())
+        .map(|entry| {
+            let (k, v) = entry.split_once(':').ok_or_else(|| {
+                Error::invalid_input(format!("{text:?} is not a map (expected k1:v1,k2:v2)"))
+            })?;
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +100,19 @@ mod tests {
         assert_eq!(parse_size("8 kb").unwrap(), 8192);
         assert!(parse_size("mb").is_err());
         assert!(parse_size("12 parsecs").is_err());
+    }
+
+    #[test]
+    fn maps() {
+        assert_eq!(
+            parse_map("0:none, 1 : truncate(16)").unwrap(),
+            vec![
+                ("0".to_string(), "none".to_string()),
+                ("1".to_string(), "truncate(16)".to_string())
+            ]
+        );
+        assert!(parse_map("").unwrap().is_empty());
+        assert!(parse_map("0").is_err());
     }
 
     #[test]

@@ -195,6 +195,27 @@ pub fn make_row_batch(batch: &RecordBatch, first_offset: i64, timestamp: i64) ->
     })
 }
 
+/// Builds a WIT `row-batch` of a primary-key table's changelog: per-row change types,
+/// consecutive offsets from `first_offset` and a constant commit timestamp; for tests and
+/// benchmarks.
+pub fn make_changelog_batch(
+    batch: &RecordBatch,
+    change_types: &[ChangeType],
+    first_offset: i64,
+    timestamp: i64,
+) -> Result<RowBatch> {
+    if change_types.len() != batch.num_rows() {
+        return Err(Error::invalid_input(format!(
+            "{} change types for {} rows",
+            change_types.len(),
+            batch.num_rows()
+        )));
+    }
+    let mut row_batch = make_row_batch(batch, first_offset, timestamp)?;
+    row_batch.change_types = change_types.iter().map(|c| c.to_byte()).collect();
+    Ok(row_batch)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -225,6 +246,16 @@ mod tests {
         assert_eq!(decoded.offset_range(), Some((10, 12)));
         assert!(decoded.is_insert_only());
         assert_eq!(decoded.change_type(2).unwrap(), ChangeType::AppendOnly);
+
+        let changes = [
+            ChangeType::Insert,
+            ChangeType::UpdateBefore,
+            ChangeType::Delete,
+        ];
+        let cl = decode_row_batch(make_changelog_batch(&batch, &changes, 5, 1).unwrap()).unwrap();
+        assert_eq!(cl.change_type(1).unwrap(), ChangeType::UpdateBefore);
+        assert!(!cl.is_insert_only());
+        assert!(make_changelog_batch(&batch, &changes[..1], 0, 0).is_err());
 
         let mut bad = make_row_batch(&batch, 0, 0).unwrap();
         bad.log_offsets.pop();

@@ -9,6 +9,7 @@
 //! * [`error`] — the one error type, convertible to and from the WIT `lake-error`.
 //! * [`ipc`] — decoding of `row-batch`es into Arrow `RecordBatch`es.
 //! * [`parquet`], [`stats`], [`avro`] — data and metadata file writing.
+//! * [`ord`] — ordering rows the way Java orders keys, for formats that sort their files.
 //! * [`config`], [`datatype`], [`log`], [`clock`] — small helpers.
 
 pub mod arrow_util;
@@ -20,6 +21,7 @@ pub mod datatype;
 pub mod error;
 pub mod ipc;
 pub mod log;
+pub mod ord;
 pub mod parquet;
 pub mod stats;
 pub mod storage;

@@ -54,7 +54,8 @@ pub struct ColumnStats {
     pub max: Option<Datum>,
 }
 
-fn cmp_f64(a: f64, b: f64) -> Ordering {
+/// Java's `Double.compare`: numeric, `-0.0 < 0.0`, NaN above everything and equal to itself.
+pub(crate) fn cmp_f64(a: f64, b: f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Greater,
@@ -164,6 +165,15 @@ fn pair<V>(mm: Option<(V, V)>, f: impl Fn(V) -> Datum) -> (Option<Datum>, Option
         Some((lo, hi)) => (Some(f(lo)), Some(f(hi))),
         None => (None, None),
     }
+}
+
+/// The value of row `i` (`None` when null or of an unordered type), e.g. to encode one key of
+/// a sorted file as its bound.
+pub fn datum_at(array: &dyn Array, i: usize) -> Option<Datum> {
+    if array.is_null(i) {
+        return None;
+    }
+    min_max(&array.slice(i, 1)).0
 }
 
 /// Min and max of an array's non-null values; `(None, None)` for unordered types.
@@ -290,6 +300,10 @@ mod tests {
             (b.min, b.max),
             (Some(Datum::Boolean(true)), Some(Datum::Boolean(true)))
         );
+        let a = StringArray::from(vec![Some("x"), None]);
+        assert_eq!(datum_at(&a, 0), Some(Datum::Utf8("x".into())));
+        assert_eq!(datum_at(&a, 1), None);
+
         let e = ColumnStats::of_array(&Int32Array::from(vec![None, None]));
         assert_eq!(
             e,

@@ -45,6 +45,33 @@ pub fn log_table(
     }
 }
 
+/// A primary-key table, as the host describes one: the bucket keys are the primary key minus
+/// the partition keys (Fluss's default).
+pub fn pk_table(
+    database: &str,
+    table: &str,
+    columns: &[ColumnSpec<'_>],
+    primary_keys: &[&str],
+    num_buckets: i32,
+    partition_keys: &[&str],
+) -> TableInfo {
+    let bucket_keys: Vec<&str> = primary_keys
+        .iter()
+        .copied()
+        .filter(|k| !partition_keys.contains(k))
+        .collect();
+    let mut t = log_table(
+        database,
+        table,
+        columns,
+        &bucket_keys,
+        num_buckets,
+        partition_keys,
+    );
+    t.primary_keys = primary_keys.iter().map(|s| s.to_string()).collect();
+    t
+}
+
 /// The context of a writer for one bucket (and partition).
 pub fn writer_context(
     table: &TableInfo,

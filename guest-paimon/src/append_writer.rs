@@ -1,0 +1,129 @@
+//! Writing a log table's rows (Paimon `AppendOnlyWriter`): rows go into rolling Parquet files
+//! named `data-<uuid>-<n>.parquet` in arrival order.
+//!
+//! Sequence numbers: Paimon's append writer numbers rows consecutively per writer; here the
+//! Fluss log offsets are used, which are consecutive per bucket too and keep growing across
+//! rounds, so files of a fixed bucket stay ordered by sequence number as Paimon expects.
+
+use fluss_lake_guest_sdk::ipc::decode_row_batch;
+use fluss_lake_guest_sdk::parquet::{DataFileInfo, RollingParquetWriter};
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult};
+use fluss_lake_guest_sdk::{Error, Result, ResultExt};
+
+use crate::manifest::DataFileMeta;
+use crate::stats::{StatsMode, dense_store, stats_modes, value_stats};
+use crate::table::file_name;
+use crate::types::PaimonType;
+use crate::writer::BucketTarget;
+
+/// Writes one bucket of a log table for one round.
+pub struct AppendWriter<S: Storage> {
+    target: BucketTarget,
+    modes: Vec<StatsMode>,
+    dense_stats: bool,
+    writer: RollingParquetWriter<S>,
+    /// Sequence range of the rows in the open file.
+    open_seq: Option<(i64, i64)>,
+    files: Vec<DataFileMeta>,
+    records: u64,
+}
+
+impl<S: Storage> AppendWriter<S> {
+    /// A writer into `target`.
+    pub fn new(target: BucketTarget, storage: S) -> Result<Self> {
+        let layout = target.rows.layout();
+        let names: Vec<&str> = layout.fields.iter().map(|(n, _, _)| n.as_str()).collect();
+        let modes = stats_modes(&names, &target.schema.options)?;
+        let dense_stats = dense_store(&target.schema.options);
+        let prefix = target.schema.option("data-file.prefix").unwrap_or("data-");
+        let writer = RollingParquetWriter::new(
+            storage,
+            target.rows.schema().clone(),
+            target.parquet.clone(),
+            target.names.paths(prefix),
+        );
+        Ok(AppendWriter {
+            target,
+            modes,
+            dense_stats,
+            writer,
+            open_seq: None,
+            files: Vec::new(),
+            records: 0,
+        })
+    }
+
+    /// Appends a row batch (log tables: every row must be `+A` or `+I`).
+    pub fn write(&mut self, row_batch: RowBatch) -> Result<()> {
+        let decoded = decode_row_batch(row_batch)?;
+        if decoded.num_rows() == 0 {
+            return Ok(());
+        }
+        if !decoded.is_insert_only() {
+            let bad = (0..decoded.num_rows())
+                .map(|i| decoded.change_type(i))
+                .find(|c| !matches!(c, Ok(c) if c.is_addition()));
+            return Err(Error::invalid_input(format!(
+                "append-only Paimon tables only take +A/+I rows, got {bad:?}"
+            )));
+        }
+        let file_batch =
+            self.target
+                .rows
+                .convert(&decoded.batch, &decoded.log_offsets, &decoded.timestamps)?;
+        let (first, last) = decoded.offset_range().expect("non-empty batch");
+        self.open_seq = Some(match self.open_seq {
+            None => (first, last),
+            Some((lo, hi)) => (lo.min(first), hi.max(last)),
+        });
+        self.records += decoded.num_rows() as u64;
+        if let Some(info) = self.writer.write(&file_batch)? {
+            self.add_file(info)?;
+        }
+        Ok(())
+    }
+
+    fn add_file(&mut self, info: DataFileInfo) -> Result<()> {
+        let (min_seq, max_seq) = self
+            .open_seq
+            .take()
+            .unwrap_or((0, info.row_count as i64 - 1));
+        let fields: Vec<(&str, PaimonType)> = self
+            .target
+            .rows
+            .layout()
+            .fields
+            .iter()
+            .map(|(n, t, _)| (n.as_str(), *t))
+            .collect();
+        let (cols, stats) =
+            value_stats(&fields, &info.column_stats, &self.modes, self.dense_stats)?;
+        self.files.push(DataFileMeta {
+            value_stats: stats,
+            value_stats_cols: cols,
+            min_sequence_number: min_seq,
+            max_sequence_number: max_seq,
+            ..DataFileMeta::new_file(
+                file_name(&info.path).to_string(),
+                info.size as i64,
+                info.row_count as i64,
+                self.target.schema.id,
+            )
+        });
+        Ok(())
+    }
+
+    /// Flushes the open file and returns the write result (possibly without files).
+    pub fn complete(mut self) -> Result<WriteResult> {
+        if let Some(info) = self
+            .writer
+            .finish_file()
+            .context("completing the last data file")?
+        {
+            self.add_file(info)?;
+        }
+        self.target
+            .write_result(self.files, Vec::new(), self.records)
+    }
+}

@@ -1,0 +1,397 @@
+//! Writing a primary-key table's changelog the way Fluss's Java plugin does through Paimon's
+//! `MergeTreeWriter` in write-only mode (no compaction): every record gets the next sequence
+//! number of its bucket and its `RowKind` from the Fluss change type; records are buffered up
+//! to `write-buffer-size`, then each buffer is flushed as one sorted run — level-0 data files
+//! holding the last record per key (retractions included, so they shadow older files), and,
+//! with `changelog-producer = input`, changelog files holding every record of the run.
+//!
+//! * [`options`] — the table options honoured and refused,
+//! * [`kv`] — the key/value row layout of the files,
+//! * [`buffer`] — buffering, sorting and merging,
+//! * [`file_writer`] — the files of one sorted run and their metadata,
+//! * [`sequence`] — where a bucket's sequence numbers continue.
+
+pub mod buffer;
+pub mod file_writer;
+pub mod kv;
+pub mod options;
+pub mod sequence;
+
+use fluss_lake_guest_sdk::arrow_util::interleave_batches;
+use fluss_lake_guest_sdk::ipc::decode_row_batch;
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult};
+use fluss_lake_guest_sdk::{Result, ResultExt};
+
+use crate::manifest::DataFileMeta;
+use crate::writer::BucketTarget;
+use buffer::{RowId, WriteBuffer};
+use file_writer::{KvFileSettings, KvFileWriter};
+use kv::{KvLayout, RowKind};
+use options::MergeTreeOptions;
+
+/// Rows gathered from the buffer per Parquet write: small enough to add little memory on top
+/// of the buffer, large enough to keep per-batch overhead negligible.
+const CHUNK_ROWS: usize = 4096;
+
+/// Writes one bucket of a primary-key table for one round.
+pub struct MergeTreeWriter<S: Storage> {
+    storage: S,
+    target: BucketTarget,
+    options: MergeTreeOptions,
+    layout: KvLayout,
+    data_settings: KvFileSettings,
+    changelog_settings: KvFileSettings,
+    buffer: WriteBuffer,
+    /// Sequence number of the next record.
+    next_sequence: i64,
+    data_files: Vec<DataFileMeta>,
+    changelog_files: Vec<DataFileMeta>,
+    records: u64,
+}
+
+impl<S: Storage> MergeTreeWriter<S> {
+    /// A writer into `target`, numbering records after the bucket's restored sequence
+    /// numbers; `plugin_config` may override `write-buffer-size`.
+    pub fn new(
+        target: BucketTarget,
+        plugin_config: &[(String, String)],
+        storage: S,
+    ) -> Result<Self> {
+        let options = MergeTreeOptions::of(&target.schema)?.with_config(plugin_config)?;
+        let layout = KvLayout::new(&target.schema, target.rows.layout(), target.rows.schema())?;
+        let settings = |mode: &str| {
+            KvFileSettings::new(
+                &layout,
+                target.schema.id,
+                &target.schema.options,
+                mode,
+                target.parquet.clone(),
+            )
+        };
+        let data_settings = settings(&options.data_stats_mode)?;
+        let changelog_settings = settings(&options.changelog_stats_mode)?;
+        let max_sequence = sequence::restore_max_sequence_number(
+            &storage,
+            &target.partition.row,
+            target.bucket,
+            target.total_buckets,
+        )
+        .context("restoring the bucket's sequence numbers")?;
+        Ok(MergeTreeWriter {
+            storage,
+            target,
+            layout,
+            data_settings,
+            changelog_settings,
+            buffer: WriteBuffer::new(options.write_buffer_size),
+            options,
+            next_sequence: max_sequence + 1,
+            data_files: Vec::new(),
+            changelog_files: Vec::new(),
+            records: 0,
+        })
+    }
+
+    /// Buffers a batch of the bucket's changelog (rows in log order), flushing sorted runs
+    /// whenever the buffer is full.
+    pub fn write(&mut self, row_batch: RowBatch) -> Result<()> {
+        let decoded = decode_row_batch(row_batch)?;
+        let n = decoded.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let kinds = RowKind::of_batch(&decoded)?;
+        let rows =
+            self.target
+                .rows
+                .convert(&decoded.batch, &decoded.log_offsets, &decoded.timestamps)?;
+        self.records += n as u64;
+
+        // Rows go in as slices that fit the buffer's room, flushing whenever it is full, so a
+        // large batch cannot overshoot the budget (a row larger than the whole budget goes
+        // alone).
+        let per_row = (WriteBuffer::cost(&rows) / n as u64).max(1);
+        let mut start = 0;
+        while start < n {
+            let take = match self.buffer.room(per_row).min(n - start) {
+                0 if !self.buffer.is_empty() => {
+                    self.flush()?;
+                    continue;
+                }
+                0 => 1,
+                take => take,
+            };
+            let slice = rows.slice(start, take);
+            let cost = WriteBuffer::cost(&slice);
+            let kinds = kinds[start..start + take].to_vec();
+            let kv = self.layout.wrap(&slice, self.next_sequence, kinds)?;
+            self.buffer.push(kv, cost)?;
+            self.next_sequence += take as i64;
+            start += take;
+        }
+        Ok(())
+    }
+
+    /// Sorts and merges the buffer into level-0 files (and changelog files).
+    fn flush(&mut self) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let run = self.buffer.sort(&self.layout, self.options.ignore_delete)?;
+        if self.options.input_changelog {
+            let files = self.write_files(
+                &run.all,
+                &self.options.changelog_file_prefix,
+                &self.changelog_settings,
+            )?;
+            self.changelog_files.extend(files);
+        }
+        let files = self.write_files(
+            &run.merged,
+            &self.options.data_file_prefix,
+            &self.data_settings,
+        )?;
+        self.data_files.extend(files);
+        fluss_lake_guest_sdk::debug!(
+            "flushed {} records ({} keys, {} bytes buffered) of bucket {}",
+            run.all.len(),
+            run.merged.len(),
+            self.buffer.bytes(),
+            self.target.bucket
+        );
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Writes buffered rows in the given order into files named `<prefix><uuid>-<n>.parquet`.
+    fn write_files(
+        &self,
+        order: &[RowId],
+        prefix: &str,
+        settings: &KvFileSettings,
+    ) -> Result<Vec<DataFileMeta>> {
+        let mut writer = KvFileWriter::new(
+            &self.storage,
+            &self.layout,
+            settings,
+            self.target.names.paths(prefix),
+        );
+        for chunk in order.chunks(CHUNK_ROWS) {
+            let rows: Vec<(usize, usize)> =
+                chunk.iter().map(|id| self.buffer.locate(*id)).collect();
+            let rows = interleave_batches(self.layout.schema(), self.buffer.batches(), &rows)?;
+            writer.write(&rows)?;
+        }
+        writer.finish()
+    }
+
+    /// Flushes the buffer and describes the round's files.
+    pub fn complete(mut self) -> Result<WriteResult> {
+        self.flush().context("flushing the write buffer")?;
+        self.target
+            .write_result(self.data_files, self.changelog_files, self.records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use fluss_lake_guest_sdk::ErrorKind;
+    use fluss_lake_guest_sdk::ipc::{ChangeType, make_changelog_batch};
+    use fluss_lake_guest_sdk::storage::MemoryStorage;
+    use fluss_lake_guest_sdk::testing::{pk_table, writer_context};
+    use fluss_lake_guest_sdk::wit::TableInfo;
+
+    use crate::catalog::{create_table_if_missing, validate_table};
+    use crate::commit_message::CommitMessage;
+    use crate::committer::PaimonCommitter;
+    use crate::manifest::{FileKind, ManifestEntry};
+    use crate::writer::PaimonWriter;
+
+    fn table(buckets: i32) -> TableInfo {
+        pk_table(
+            "db",
+            "t",
+            &[("id", "INT", false), ("v", "STRING", true)],
+            &["id"],
+            buckets,
+            &[],
+        )
+    }
+
+    /// Writes `changes` (in log order) into `bucket` and returns the write result's files.
+    fn write(
+        storage: &MemoryStorage,
+        table: &TableInfo,
+        bucket: i32,
+        config: &[(&str, &str)],
+        changes: &[(i32, ChangeType)],
+    ) -> CommitMessage {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, false),
+            Field::new("v", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int32Array::from_iter_values(changes.iter().map(|c| c.0))),
+                Arc::new(StringArray::from_iter_values(
+                    changes
+                        .iter()
+                        .map(|c| format!("value of {} ({:?})", c.0, c.1)),
+                )),
+            ],
+        )
+        .unwrap();
+        let kinds: Vec<ChangeType> = changes.iter().map(|c| c.1).collect();
+        let mut w =
+            PaimonWriter::open(&writer_context(table, bucket, None, config), storage).unwrap();
+        w.write(make_changelog_batch(&batch, &kinds, 0, 1).unwrap())
+            .unwrap();
+        let result = w.complete().unwrap();
+        assert_eq!(result.record_count, changes.len() as u64);
+        CommitMessage::decode(&result.payload).unwrap()
+    }
+
+    fn commit(storage: &MemoryStorage, message: &CommitMessage) {
+        PaimonCommitter::new(storage, vec![])
+            .commit(
+                &message.encode().unwrap(),
+                &[("fluss-offsets".into(), "/o".into())],
+            )
+            .unwrap();
+    }
+
+    fn seq_ranges(files: &[ManifestEntry]) -> Vec<(i64, i64)> {
+        files
+            .iter()
+            .map(|e| (e.file.min_sequence_number, e.file.max_sequence_number))
+            .collect()
+    }
+
+    #[test]
+    fn sequence_numbers_continue_from_the_live_files_of_the_bucket() {
+        use ChangeType::*;
+        let storage = MemoryStorage::new();
+        let t = table(2);
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let r1 = write(
+            &storage,
+            &t,
+            0,
+            &[],
+            &[(1, Insert), (2, Insert), (1, UpdateAfter)],
+        );
+        // Key 1 keeps its update (sequence 2), key 2 its insert (sequence 1).
+        assert_eq!(seq_ranges(&r1.data_files), [(1, 2)]);
+        assert_eq!(seq_ranges(&r1.changelog_files), [(0, 2)]);
+        assert_eq!(r1.data_files[0].file.row_count, 2);
+        commit(&storage, &r1);
+
+        // A writer that never commits does not advance the bucket.
+        write(&storage, &t, 0, &[], &[(9, Insert)]);
+        let mut r2 = write(&storage, &t, 0, &[], &[(3, Insert), (2, Delete)]);
+        assert_eq!(seq_ranges(&r2.data_files), [(3, 4)]);
+        assert_eq!(r2.data_files[0].file.delete_row_count, Some(1));
+        let other = write(&storage, &t, 1, &[], &[(4, Insert)]);
+        assert_eq!(seq_ranges(&other.data_files), [(0, 0)]);
+        r2.extend(other);
+        commit(&storage, &r2);
+        assert_eq!(
+            seq_ranges(&write(&storage, &t, 0, &[], &[(5, Insert)]).data_files),
+            [(5, 5)]
+        );
+
+        // Only live files count: once round 2's file of bucket 0 is deleted (as compaction
+        // would), numbering continues after round 1's file.
+        let mut deleted = r2.data_files[0].clone();
+        deleted.kind = FileKind::Delete;
+        commit(
+            &storage,
+            &CommitMessage {
+                data_files: vec![deleted],
+                changelog_files: Vec::new(),
+            },
+        );
+        assert_eq!(
+            seq_ranges(&write(&storage, &t, 0, &[], &[(5, Insert)]).data_files),
+            [(3, 3)]
+        );
+    }
+
+    #[test]
+    fn a_small_write_buffer_flushes_several_sorted_runs() {
+        let storage = MemoryStorage::new();
+        let t = table(1);
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        // One large batch: 300 records over 50 keys, every key several times.
+        let changes: Vec<(i32, ChangeType)> = (0..300)
+            .map(|i| {
+                (
+                    (i * 37) % 50,
+                    if i % 7 == 0 {
+                        ChangeType::Delete
+                    } else {
+                        ChangeType::UpdateAfter
+                    },
+                )
+            })
+            .collect();
+        let m = write(&storage, &t, 0, &[("write-buffer-size", "2kb")], &changes);
+        let runs = m.data_files.len();
+        assert!(runs >= 5, "{runs} sorted runs");
+        assert_eq!(
+            m.changelog_files.len(),
+            runs,
+            "one changelog file per flush"
+        );
+        // Runs follow each other in sequence order and cover every record exactly once.
+        let ranges = seq_ranges(&m.changelog_files);
+        assert_eq!(ranges.first().unwrap().0, 0);
+        assert_eq!(ranges.last().unwrap().1, 299);
+        for pair in ranges.windows(2) {
+            assert_eq!(pair[0].1 + 1, pair[1].0);
+        }
+        let changelog_rows: i64 = m.changelog_files.iter().map(|e| e.file.row_count).sum();
+        assert_eq!(changelog_rows, 300);
+        // Each run's data file holds one record per key of the run.
+        for (data, changelog) in m.data_files.iter().zip(&m.changelog_files) {
+            assert!(data.file.row_count <= 50.min(changelog.file.row_count));
+        }
+        commit(&storage, &m);
+    }
+
+    #[test]
+    fn refuses_a_bucket_written_with_another_bucket_count() {
+        let storage = MemoryStorage::new();
+        let t = table(2);
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let mut m = write(&storage, &t, 0, &[], &[(1, ChangeType::Insert)]);
+        m.data_files[0].total_buckets = 4;
+        commit(&storage, &m);
+        let err = PaimonWriter::open(&writer_context(&t, 0, None, &[]), &storage)
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    }
+
+    #[test]
+    fn validation_accepts_primary_key_tables_it_can_write() {
+        let storage = MemoryStorage::new();
+        let mut t = table(2);
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        validate_table(&storage, &t).unwrap();
+
+        let other = MemoryStorage::new();
+        t.properties
+            .push(("paimon.merge-engine".into(), "first-row".into()));
+        create_table_if_missing(&other, &t, &[]).unwrap();
+        let err = validate_table(&other, &t).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert!(err.to_string().contains("merge-engine=first-row"), "{err}");
+    }
+}
