@@ -8,9 +8,9 @@
 //! sequence numbers, retraction counts, snapshot counters) and reads both back (batch reads of
 //! every snapshot and streaming changelog reads), which must agree line for line.
 //!
-//! Ignored by default: it needs a JDK and the Paimon jars `cluster/setup.sh` installs into
-//! `target/fluss-dist`. Run with `cargo test -p fluss-lake-paimon --test
-//! java_paimon_crosscheck -- --ignored`.
+//! Needs a JDK and the Paimon jars `cluster/setup.sh` installs into
+//! `target/fluss-dist` (scripts/test.sh installs both); fails, never skips, without them:
+//! `cargo test -p fluss-lake-paimon --test java_paimon_crosscheck`.
 
 mod common;
 
@@ -244,7 +244,7 @@ fn run(command: &mut Command) -> String {
 }
 
 #[test]
-#[ignore = "needs a JDK and target/fluss-dist (cluster/setup.sh)"]
+
 fn java_paimon_writes_and_reads_the_same_tables() {
     let scratch = root()
         .join("target/test-warehouses")
