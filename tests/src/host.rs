@@ -76,6 +76,11 @@ impl HostProcess {
             .and_then(|c| c.try_wait().ok().flatten())
     }
 
+    /// The host's process id (0 once it has exited).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
     /// SIGKILL: the host dies without any cleanup.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
