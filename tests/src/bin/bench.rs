@@ -138,7 +138,7 @@ async fn main() {
         .filter(mine)
         .filter(|l| l.contains("tiering round committed"))
         .filter_map(log_time)
-        .last()
+        .next_back()
         .unwrap();
     let rounds = log
         .lines()
