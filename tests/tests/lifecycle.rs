@@ -168,7 +168,8 @@ async fn table_dropped_and_recreated_mid_round_is_not_mixed_up() {
         &[("FLUSS_LAKE_HOST_FAILPOINTS", "before-prepare=sleep:6000")],
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !h.log().contains("tiering round started") {
+    let started = format!("tiering round started table=fluss.{}", path.table());
+    while !h.log().contains(&started) {
         assert!(
             std::time::Instant::now() < deadline,
             "no round started:\n{}",
@@ -185,7 +186,8 @@ async fn table_dropped_and_recreated_mid_round_is_not_mixed_up() {
         .unwrap_or_else(|e| panic!("{e}\nhost log:\n{}", h.log()));
     let log = h.log();
     assert!(
-        log.contains("tiering round failed"),
+        log.lines().any(|l| l.contains("tiering round failed")
+            && l.contains(&format!("table=fluss.{}", path.table()))),
         "the old table's round must fail:
 {log}"
     );
@@ -220,7 +222,8 @@ async fn sigterm_finishes_rounds_within_the_grace_period_and_exits_zero() {
         &[("FLUSS_LAKE_HOST_FAILPOINTS", "before-prepare=sleep:3000")],
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !h.log().contains("tiering round started") {
+    let started = format!("tiering round started table=fluss.{}", path.table());
+    while !h.log().contains(&started) {
         assert!(
             std::time::Instant::now() < deadline,
             "no round started:\n{}",
