@@ -224,33 +224,26 @@ pub fn sorted_by_id(mut rows: Vec<Value>) -> Vec<Value> {
     rows
 }
 
-/// Polls Fluss until its latest lake snapshot covers `expected` (bucket → end offset).
+/// Polls Fluss until its latest lake snapshot covers `expected` (bucket → end offset) of a
+/// non-partitioned table; returns the snapshot id and the offsets it holds.
 pub async fn wait_for_lake_offsets(
     admin: &FlussAdmin,
     path: &TablePath,
     expected: &HashMap<i32, i64>,
     timeout: Duration,
 ) -> Result<(i64, HashMap<i32, i64>), String> {
-    let deadline = std::time::Instant::now() + timeout;
-    let mut last = String::from("no lake snapshot yet");
-    while std::time::Instant::now() < deadline {
-        match admin.get_latest_lake_snapshot(path).await {
-            Ok(s) => {
-                let got: HashMap<i32, i64> = s
-                    .table_buckets_offset
-                    .iter()
-                    .map(|(tb, o)| (tb.bucket_id(), *o))
-                    .collect();
-                if expected.iter().all(|(b, o)| got.get(b) == Some(o)) {
-                    return Ok((s.snapshot_id, got));
-                }
-                last = format!("snapshot {} has offsets {got:?}", s.snapshot_id);
-            }
-            Err(e) => last = format!("{e}"),
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    Err(format!("lake never reached offsets {expected:?}: {last}"))
+    let all: HashMap<(Option<i64>, i32), i64> =
+        expected.iter().map(|(b, o)| ((None, *b), *o)).collect();
+    let snapshot = wait_for_all_lake_offsets(admin, path, &all, timeout).await?;
+    let offsets = admin
+        .get_latest_lake_snapshot(path)
+        .await
+        .map_err(|e| e.to_string())?
+        .table_buckets_offset
+        .iter()
+        .map(|(tb, o)| (tb.bucket_id(), *o))
+        .collect();
+    Ok((snapshot, offsets))
 }
 
 /// The high watermark of every bucket.

@@ -76,6 +76,21 @@ impl HostProcess {
             .and_then(|c| c.try_wait().ok().flatten())
     }
 
+    /// Waits until the host's log contains `needle`; panics with the log after `timeout` or
+    /// if the host exits.
+    pub async fn wait_for_log(&mut self, needle: &str, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        while !self.log().contains(needle) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the host never logged '{needle}':\n{}",
+                self.log()
+            );
+            assert!(self.exited().is_none(), "the host exited:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// The host's process id (0 once it has exited).
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map(|c| c.id()).unwrap_or(0)

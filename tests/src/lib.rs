@@ -17,6 +17,18 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A fluss-rs connection to the test cluster.
+pub async fn connect(bootstrap: &str) -> std::sync::Arc<fluss::client::FlussConnection> {
+    std::sync::Arc::new(
+        fluss::client::FlussConnection::new(fluss::config::Config {
+            bootstrap_servers: bootstrap.to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("connect to Fluss"),
+    )
+}
+
 /// A name unique to this run, so tests can share one cluster across runs.
 pub fn unique_name(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()

@@ -107,16 +107,7 @@ async fn table_of_a_format_without_plugin_is_reported_failed_and_untouched() {
     let needle = format!(
         "fluss.{table} uses lake format 'paimon' but no loaded plugin serves it (loaded: test-null)"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !h.log().contains(&needle) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the host never reported the table failed:\n{}",
-            h.log()
-        );
-        assert!(h.exited().is_none(), "host exited:\n{}", h.log());
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    h.wait_for_log(&needle, Duration::from_secs(60)).await;
     // Reported failed, the coordinator re-queues it (a new tiering epoch), the host keeps running.
     tokio::time::sleep(Duration::from_secs(4)).await;
     let log = h.log();

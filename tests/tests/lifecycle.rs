@@ -5,22 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use fluss::client::FlussConnection;
-use fluss::config::Config;
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::lake_check::{assert_no_duplicate_offsets, business};
 use fluss_lake_e2e::{cluster, data, host, paimon, repo_root, unique_name};
-
-async fn connect(bootstrap: &str) -> Arc<FlussConnection> {
-    Arc::new(
-        FlussConnection::new(Config {
-            bootstrap_servers: bootstrap.to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("connect to Fluss"),
-    )
-}
 
 /// A small deterministic generator (xorshift), so a failing run can be replayed by seed.
 struct Rng(u64);
@@ -48,7 +35,7 @@ const CRASH_POINTS: &[&str] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_across_random_crashes_while_writers_keep_writing() {
     let c = cluster::ensure();
-    let conn = connect(&c.bootstrap).await;
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name("crashes"));
     data::create_table(&admin, &path, &data::lake_log_table(3, Some("id"), "1s")).await;
@@ -156,7 +143,7 @@ async fn exactly_once_across_random_crashes_while_writers_keep_writing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn table_dropped_and_recreated_mid_round_is_not_mixed_up() {
     let c = cluster::ensure();
-    let conn = connect(&c.bootstrap).await;
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name("recreated"));
     data::create_table(&admin, &path, &data::lake_log_table(2, None, "1s")).await;
@@ -167,16 +154,11 @@ async fn table_dropped_and_recreated_mid_round_is_not_mixed_up() {
         &format!("{}-host", path.table()),
         &[("FLUSS_LAKE_HOST_FAILPOINTS", "before-prepare=sleep:6000")],
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let started = format!("tiering round started table=fluss.{}", path.table());
-    while !h.log().contains(&started) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no round started:\n{}",
-            h.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    h.wait_for_log(
+        &format!("tiering round started table=fluss.{}", path.table()),
+        Duration::from_secs(60),
+    )
+    .await;
     admin.drop_table(&path, false).await.unwrap();
     data::create_table(&admin, &path, &data::lake_log_table(2, None, "1s")).await;
     data::write_rows(&conn, &path, 50_000, 1_500, 500).await;
@@ -204,7 +186,7 @@ async fn table_dropped_and_recreated_mid_round_is_not_mixed_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_finishes_rounds_within_the_grace_period_and_exits_zero() {
     let c = cluster::ensure();
-    let conn = connect(&c.bootstrap).await;
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
 
     // A round that can finish within the grace period is finished and committed.
@@ -221,16 +203,11 @@ async fn sigterm_finishes_rounds_within_the_grace_period_and_exits_zero() {
         &format!("{}-host", path.table()),
         &[("FLUSS_LAKE_HOST_FAILPOINTS", "before-prepare=sleep:3000")],
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let started = format!("tiering round started table=fluss.{}", path.table());
-    while !h.log().contains(&started) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no round started:\n{}",
-            h.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    h.wait_for_log(
+        &format!("tiering round started table=fluss.{}", path.table()),
+        Duration::from_secs(60),
+    )
+    .await;
     let status = h.terminate(Duration::from_secs(60)).unwrap();
     assert!(status.success(), "exit status {status:?}:\n{}", h.log());
     assert!(h.log().contains("tiering round committed"), "{}", h.log());
@@ -255,18 +232,11 @@ async fn sigterm_finishes_rounds_within_the_grace_period_and_exits_zero() {
             "after-first-write=sleep:60000",
         )],
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    while !h
-        .log()
-        .contains(&format!("table assigned table=fluss.{}", slow.table()))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no round started:\n{}",
-            h.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    h.wait_for_log(
+        &format!("table assigned table=fluss.{}", slow.table()),
+        Duration::from_secs(90),
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let started = std::time::Instant::now();
     let status = h.terminate(Duration::from_secs(30)).unwrap();

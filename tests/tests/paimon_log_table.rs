@@ -8,24 +8,11 @@ use std::time::Duration;
 use fluss::client::FlussConnection;
 use fluss::config::Config;
 use fluss::metadata::TablePath;
+use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
 use serde_json::Value;
 
 const BUCKETS: i32 = 3;
-
-/// The business columns of a lake row (system columns stripped), for comparison.
-fn business(rows: &[Value]) -> Vec<Value> {
-    let mut out: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            let mut o = r.as_object().unwrap().clone();
-            o.retain(|k, _| !k.starts_with("__"));
-            Value::Object(o)
-        })
-        .collect();
-    out.sort_by_key(|r| r["id"].as_i64().unwrap());
-    out
-}
 
 fn expected_rows(upto: i64) -> Vec<Value> {
     data::sorted_by_id(data::canonical_rows(&data::batch(0, upto as usize)))

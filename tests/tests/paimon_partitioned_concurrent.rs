@@ -2,26 +2,12 @@
 //! the host runs), several tables tiered at once by one host, and rounds force-finished at
 //! the table's freshness — all on the real cluster, read back by pypaimon.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use fluss::client::FlussConnection;
-use fluss::config::Config;
 use fluss::metadata::{PartitionSpec, TablePath};
 use fluss_lake_e2e::lake_check::{assert_no_duplicate_offsets, business};
 use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
 use serde_json::Value;
-
-async fn connect(bootstrap: &str) -> Arc<FlussConnection> {
-    Arc::new(
-        FlussConnection::new(Config {
-            bootstrap_servers: bootstrap.to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("connect to Fluss"),
-    )
-}
 
 /// Partition column values, `(name, value)`.
 type Partition<'a> = &'a [(&'a str, &'a str)];
@@ -40,7 +26,7 @@ fn expected(parts: &[(i64, usize, Partition)]) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitioned_tables_and_several_tables_at_once() {
     let c = cluster::ensure();
-    let conn = connect(&c.bootstrap).await;
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
 
     let one = TablePath::new("fluss", unique_name("part_one"));
@@ -162,7 +148,7 @@ async fn partitioned_tables_and_several_tables_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rounds_past_the_freshness_are_force_finished_and_resume() {
     let c = cluster::ensure();
-    let conn = connect(&c.bootstrap).await;
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name("force_finish"));
     data::create_table(&admin, &path, &data::lake_log_table(2, None, "1s")).await;

@@ -3,11 +3,8 @@
 //! and point lookups (which prune by Paimon's bucket hash) must find every live key.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use fluss::client::FlussConnection;
-use fluss::config::Config;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::lake_check::business;
@@ -62,6 +59,20 @@ impl Rng {
     }
 }
 
+/// The Fluss row for a key and its values.
+fn fluss_row(id: i32, r: &Row, region: Option<&str>) -> GenericRow<'static> {
+    let mut row = GenericRow::new(if region.is_some() { 6 } else { 5 });
+    row.set_field(0, id);
+    row.set_field(1, r.name.clone());
+    row.set_field(2, r.val);
+    row.set_field(3, r.price);
+    row.set_field(4, r.flag);
+    if let Some(region) = region {
+        row.set_field(5, region.to_string());
+    }
+    row
+}
+
 fn canonical(id: i32, r: &Row, region: Option<&str>) -> Value {
     let mut v = json!({"id": id, "name": r.name, "val": r.val, "price": r.price, "flag": r.flag});
     if let Some(region) = region {
@@ -72,14 +83,7 @@ fn canonical(id: i32, r: &Row, region: Option<&str>) -> Value {
 
 async fn run(partitioned: bool) {
     let c = cluster::ensure();
-    let conn = Arc::new(
-        FlussConnection::new(Config {
-            bootstrap_servers: c.bootstrap.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap(),
-    );
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new(
         "fluss",
@@ -112,16 +116,7 @@ async fn run(partitioned: bool) {
                 price: rng.below(100_000) as f64 / 8.0,
                 flag: rng.below(2) == 0,
             };
-            let mut row = GenericRow::new(if partitioned { 6 } else { 5 });
-            row.set_field(0, id);
-            row.set_field(1, r.name.clone());
-            row.set_field(2, r.val);
-            row.set_field(3, r.price);
-            row.set_field(4, r.flag);
-            if let Some(region) = region {
-                row.set_field(5, region);
-            }
-            writer.upsert(&row).unwrap();
+            writer.upsert(&fluss_row(id, &r, region)).unwrap();
             model.insert((id, region), r);
         }
         let live: Vec<(i32, Option<&str>)> = model.keys().copied().collect();
@@ -130,16 +125,7 @@ async fn run(partitioned: bool) {
             let Some(r) = model.remove(&(id, region)) else {
                 continue;
             };
-            let mut row = GenericRow::new(if partitioned { 6 } else { 5 });
-            row.set_field(0, id);
-            row.set_field(1, r.name.clone());
-            row.set_field(2, r.val);
-            row.set_field(3, r.price);
-            row.set_field(4, r.flag);
-            if let Some(region) = region {
-                row.set_field(5, region);
-            }
-            writer.delete(&row).unwrap();
+            writer.delete(&fluss_row(id, &r, region)).unwrap();
         }
         writer.flush().await.unwrap();
         let ends = data::all_log_end_offsets(&admin, &path).await;

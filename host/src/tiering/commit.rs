@@ -249,6 +249,16 @@ async fn prepare(
 /// Fails with [`ErrorKind::Fenced`] when the path now names another table (dropped and
 /// recreated) or no table at all.
 async fn check_same_table(ctx: &TieringContext, assignment: &Assignment) -> Result<()> {
+    current_table_info(ctx, assignment).await.map(|_| ())
+}
+
+/// The table's current metadata, provided the path still names the table that was assigned
+/// (a table dropped and recreated under the same name has a new id and shares its lake
+/// location, so its round must not commit).
+pub async fn current_table_info(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+) -> Result<fluss::metadata::TableInfo> {
     let info = ctx
         .admin
         .get_table_info(&assignment.path)
@@ -270,7 +280,7 @@ async fn check_same_table(ctx: &TieringContext, assignment: &Assignment) -> Resu
             ),
         ));
     }
-    Ok(())
+    Ok(info)
 }
 
 /// Renews the table's heartbeat alone and checks the coordinator still considers this

@@ -185,28 +185,7 @@ pub async fn resolve_table(
     ctx: &TieringContext,
     assignment: &Assignment,
 ) -> Result<(ResolvedTable, PluginInstance)> {
-    let info = ctx
-        .admin
-        .get_table_info(&assignment.path)
-        .await
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Fluss,
-                format!("cannot get table info of {}", assignment.path),
-            )
-            .with_source(e)
-        })?;
-    if info.get_table_id() != assignment.table_id {
-        return Err(Error::new(
-            ErrorKind::Fenced,
-            format!(
-                "{} now has table id {} but id {} was assigned: the table was dropped and recreated",
-                assignment.path,
-                info.get_table_id(),
-                assignment.table_id
-            ),
-        ));
-    }
+    let info = commit::current_table_info(ctx, assignment).await?;
     let format = table::lake_format(&info)
         .or_else(|| ctx.config.required_format.clone())
         .ok_or_else(|| {

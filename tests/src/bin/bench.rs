@@ -8,11 +8,8 @@
 //! first round's start to the last commit (from the host's log), rows per second, and host
 //! CPU seconds (user + system, from /proc), i.e. rows per CPU-second ("per core").
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use fluss::client::FlussConnection;
-use fluss::config::Config;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::{cluster, data, host, unique_name};
@@ -54,14 +51,7 @@ async fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let c = cluster::ensure();
-    let conn = Arc::new(
-        FlussConnection::new(Config {
-            bootstrap_servers: c.bootstrap.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap(),
-    );
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name(&format!("bench_{kind}")));
     let started_writing = std::time::Instant::now();

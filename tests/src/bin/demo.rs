@@ -2,25 +2,15 @@
 //! rows, run the host with the Paimon plugin, and print what landed in the lake as pypaimon
 //! reads it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use fluss::client::FlussConnection;
-use fluss::config::Config;
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
 
 #[tokio::main]
 async fn main() {
     let c = cluster::ensure();
-    let conn = Arc::new(
-        FlussConnection::new(Config {
-            bootstrap_servers: c.bootstrap.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("connect to Fluss"),
-    );
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let table = unique_name("demo_orders");
     let path = TablePath::new("fluss", &table);
