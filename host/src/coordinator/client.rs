@@ -150,7 +150,19 @@ impl CoordinatorClient {
     /// Opens a connection and checks, through `ApiVersions`, that the peer is a coordinator
     /// that serves the three tiering APIs at version 0.
     async fn connect(&self) -> Result<TcpStream> {
-        let addr = self.locator.locate().await?;
+        // The locator asks the cluster (fluss-rs has no request timeout of its own), so it
+        // is bounded too: a frozen coordinator must not freeze the heartbeat loop.
+        let addr = tokio::time::timeout(self.request_timeout, self.locator.locate())
+            .await
+            .map_err(|_| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "locating the coordinator took over {:?}",
+                        self.request_timeout
+                    ),
+                )
+            })??;
         let mut stream = tokio::time::timeout(self.request_timeout, TcpStream::connect(&addr))
             .await
             .map_err(|_| {
