@@ -158,17 +158,7 @@ pub async fn write_rows(
     count: usize,
     batch_rows: usize,
 ) {
-    let table = conn.get_table(path).await.unwrap();
-    let writer = table.new_append().unwrap().create_writer().unwrap();
-    let mut done = 0;
-    while done < count {
-        let n = batch_rows.min(count - done);
-        writer
-            .append_arrow_batch(batch(first + done as i64, n))
-            .unwrap();
-        done += n;
-    }
-    writer.flush().await.unwrap();
+    write_partition_rows(conn, path, &[], first, count, batch_rows).await;
 }
 
 /// Canonical JSON of every row of `batch`, as the readers print them: decimals as strings
@@ -261,6 +251,9 @@ pub async fn log_end_offsets(
 /// Rows of the standard table plus constant partition columns `(name, value)`.
 pub fn partitioned_batch(first: i64, count: usize, partition: &[(&str, &str)]) -> RecordBatch {
     let base = batch(first, count);
+    if partition.is_empty() {
+        return base;
+    }
     let mut fields: Vec<Field> = base
         .schema()
         .fields()

@@ -101,16 +101,7 @@ pub async fn commit_round(
         .collect();
     let committable = instance.to_committable(&committer, &payloads).await?;
 
-    let prepared = prepare(
-        ctx,
-        assignment,
-        resolved,
-        instance,
-        &committer,
-        &committable,
-        &completed,
-    )
-    .await;
+    let prepared = prepare(ctx, assignment, instance, &committer, &completed).await;
     let offsets_path = match prepared {
         Ok(p) => p,
         Err(e) => {
@@ -166,10 +157,8 @@ pub async fn commit_round(
 async fn prepare(
     ctx: &TieringContext,
     assignment: &Assignment,
-    resolved: &ResolvedTable,
     instance: &mut PluginInstance,
     committer: &CommitterHandle,
-    _committable: &[u8],
     completed: &[&SplitResult],
 ) -> Result<String> {
     failpoints::hit(failpoints::BEFORE_PREPARE).await;
@@ -236,7 +225,6 @@ async fn prepare(
             "PrepareLakeTableSnapshot returned no offsets path",
         )
     })?;
-    let _ = resolved;
     // Last checks right before the lake commit: the table must still be the one assigned
     // (a table dropped and recreated under the same name shares its lake location) and the
     // coordinator must still consider the round ours.
