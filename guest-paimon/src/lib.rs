@@ -5,8 +5,8 @@
 //! fixed buckets, and primary-key tables (merge-tree level-0 files with deduplicate merging
 //! and input changelog), partitioned or not. The format logic is plain Rust over the SDK's
 //! [`Storage`](fluss_lake_guest_sdk::storage::Storage) trait ([`writer`], [`committer`],
-//! [`catalog`]) so it runs natively in tests and benchmarks; [`component`] only adapts it to
-//! the WIT exports.
+//! [`catalog`]) so it runs natively in tests and benchmarks; [`Paimon`] hands it to the SDK's
+//! WIT adapter.
 
 pub mod append_writer;
 pub mod binary_row;
@@ -14,7 +14,6 @@ pub mod bucket;
 pub mod catalog;
 pub mod commit_message;
 pub mod committer;
-pub mod convert;
 pub mod manifest;
 pub mod merge_tree;
 pub mod rows;
@@ -25,129 +24,77 @@ pub mod table;
 pub mod types;
 pub mod writer;
 
+use fluss_lake_guest_sdk::Result;
+use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter, LakeFormat};
+use fluss_lake_guest_sdk::storage::HostStorage;
+use fluss_lake_guest_sdk::wit::{
+    CommitResult, CommittedSnapshot, CommitterContext, RowBatch, TableInfo, WriteResult,
+    WriterContext,
+};
+
 /// The format name this plugin writes (Fluss `table.datalake.format`).
 pub const FORMAT: &str = "paimon";
 
-#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-mod component {
-    //! The WIT exports, over [`HostStorage`].
-    use std::cell::RefCell;
+/// The plugin: Paimon's table operations, writer and committer over the host's storage.
+pub struct Paimon;
 
-    use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{
-        catalog, committer, plugin, writer,
-    };
-    use fluss_lake_guest_sdk::storage::HostStorage;
-    use fluss_lake_guest_sdk::wit::{
-        CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, RowBatch,
-        TableInfo, WriteResult, WriterContext,
-    };
-    use fluss_lake_guest_sdk::{CONTRACT_VERSION, Error};
+impl LakeFormat for Paimon {
+    const FORMAT: &'static str = FORMAT;
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Writer = writer::PaimonWriter<HostStorage>;
+    type Committer = committer::PaimonCommitter<HostStorage>;
 
-    use crate::committer::PaimonCommitter;
-    use crate::writer::PaimonWriter;
-
-    struct Paimon;
-
-    fn wit<T>(r: fluss_lake_guest_sdk::Result<T>) -> Result<T, LakeError> {
-        r.map_err(LakeError::from)
+    fn table_location(table: &TableInfo, _config: &[(String, String)]) -> Result<String> {
+        catalog::table_location(table)
     }
-
-    impl plugin::Guest for Paimon {
-        fn info() -> PluginInfo {
-            PluginInfo {
-                format: crate::FORMAT.to_string(),
-                plugin_version: env!("CARGO_PKG_VERSION").to_string(),
-                contract_version: CONTRACT_VERSION.to_string(),
-            }
-        }
-        fn table_location(
-            table: TableInfo,
-            _config: Vec<(String, String)>,
-        ) -> Result<String, LakeError> {
-            wit(crate::catalog::table_location(&table))
-        }
-        fn validate_table(
-            table: TableInfo,
-            _config: Vec<(String, String)>,
-        ) -> Result<(), LakeError> {
-            wit(crate::catalog::validate_table(&HostStorage, &table))
-        }
+    fn validate_table(
+        storage: &HostStorage,
+        table: &TableInfo,
+        _config: &[(String, String)],
+    ) -> Result<()> {
+        catalog::validate_table(storage, table)
     }
-
-    impl catalog::Guest for Paimon {
-        fn create_table_if_missing(
-            table: TableInfo,
-            config: Vec<(String, String)>,
-        ) -> Result<bool, LakeError> {
-            wit(crate::catalog::create_table_if_missing(
-                &HostStorage,
-                &table,
-                &config,
-            ))
-        }
+    fn create_table_if_missing(
+        storage: &HostStorage,
+        table: &TableInfo,
+        config: &[(String, String)],
+    ) -> Result<bool> {
+        catalog::create_table_if_missing(storage, table, config)
     }
-
-    struct Writer(RefCell<Option<PaimonWriter<HostStorage>>>);
-
-    impl writer::GuestLakeWriter for Writer {
-        fn open(context: WriterContext) -> Result<writer::LakeWriter, LakeError> {
-            let w = wit(PaimonWriter::open(&context, HostStorage))?;
-            Ok(writer::LakeWriter::new(Writer(RefCell::new(Some(w)))))
-        }
-        fn write(&self, batch: RowBatch) -> Result<(), LakeError> {
-            let mut w = self.0.borrow_mut();
-            let w = w
-                .as_mut()
-                .ok_or_else(|| LakeError::from(Error::invalid_input("writer already completed")))?;
-            wit(w.write(batch))
-        }
-        fn complete(&self) -> Result<WriteResult, LakeError> {
-            let w = self.0.borrow_mut().take();
-            let w =
-                w.ok_or_else(|| LakeError::from(Error::invalid_input("writer already completed")))?;
-            wit(w.complete())
-        }
-    }
-
-    impl writer::Guest for Paimon {
-        type LakeWriter = Writer;
-    }
-
-    struct Committer(RefCell<PaimonCommitter<HostStorage>>);
-
-    impl committer::GuestLakeCommitter for Committer {
-        fn open(context: CommitterContext) -> Result<committer::LakeCommitter, LakeError> {
-            Ok(committer::LakeCommitter::new(Committer(RefCell::new(
-                PaimonCommitter::new(HostStorage, context.config),
-            ))))
-        }
-        fn to_committable(&self, write_results: Vec<Vec<u8>>) -> Result<Vec<u8>, LakeError> {
-            wit(crate::committer::to_committable(&write_results))
-        }
-        fn commit(
-            &self,
-            committable: Vec<u8>,
-            properties: Vec<(String, String)>,
-        ) -> Result<CommitResult, LakeError> {
-            wit(self.0.borrow_mut().commit(&committable, &properties))
-        }
-        fn abort(&self, committable: Vec<u8>) -> Result<(), LakeError> {
-            wit(self.0.borrow().abort(&committable))
-        }
-        fn get_missing_lake_snapshot(
-            &self,
-            latest: Option<i64>,
-        ) -> Result<Option<CommittedSnapshot>, LakeError> {
-            wit(self.0.borrow().get_missing_lake_snapshot(latest))
-        }
-    }
-
-    impl committer::Guest for Paimon {
-        type LakeCommitter = Committer;
-    }
-
-    // Exported symbols are only meaningful (and only linkable: their names contain `:`) in
-    // the WebAssembly component; natively the module is still compiled and linted.
-    #[cfg(target_arch = "wasm32")]
-    fluss_lake_guest_sdk::export!(Paimon);
 }
+
+impl FormatWriter for writer::PaimonWriter<HostStorage> {
+    fn open(context: &WriterContext, storage: HostStorage) -> Result<Self> {
+        writer::PaimonWriter::open(context, storage)
+    }
+    fn write(&mut self, batch: RowBatch) -> Result<()> {
+        writer::PaimonWriter::write(self, batch)
+    }
+    fn complete(self) -> Result<WriteResult> {
+        writer::PaimonWriter::complete(self)
+    }
+}
+
+impl FormatCommitter for committer::PaimonCommitter<HostStorage> {
+    fn open(context: CommitterContext, storage: HostStorage) -> Result<Self> {
+        Ok(committer::PaimonCommitter::new(storage, context.config))
+    }
+    fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
+        committer::to_committable(write_results)
+    }
+    fn commit(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+    ) -> Result<CommitResult> {
+        committer::PaimonCommitter::commit(self, committable, properties)
+    }
+    fn abort(&self, committable: &[u8]) -> Result<()> {
+        committer::PaimonCommitter::abort(self, committable)
+    }
+    fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>> {
+        committer::PaimonCommitter::get_missing_lake_snapshot(self, latest)
+    }
+}
+
+fluss_lake_guest_sdk::export_lake_format!(crate::Paimon);

@@ -48,6 +48,80 @@ pub fn interleave_batches(
 /// Bytes of the values a batch holds, counting only the slices its arrays view: arrays
 /// decoded from an IPC message share that message's buffer, which Arrow's own
 /// `get_array_memory_size` would count once per column. For bounding buffered data.
+/// An owned, hashable encoding of each row's values of `columns` (for key lookups such as
+/// "was this primary key written earlier in this round"): equal values give equal keys.
+pub fn row_keys(columns: &[&dyn Array]) -> Result<Vec<Vec<u8>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    let rows = columns.first().map_or(0, |c| c.len());
+    let mut keys = vec![Vec::new(); rows];
+    for col in columns {
+        macro_rules! prim {
+            ($a:expr) => {{
+                let a = $a;
+                for (i, k) in keys.iter_mut().enumerate() {
+                    if a.is_null(i) {
+                        k.push(0);
+                    } else {
+                        k.push(1);
+                        k.extend_from_slice(&a.value(i).to_le_bytes());
+                    }
+                }
+            }};
+        }
+        macro_rules! bytes {
+            ($a:expr) => {{
+                let a = $a;
+                for (i, k) in keys.iter_mut().enumerate() {
+                    if a.is_null(i) {
+                        k.push(0);
+                    } else {
+                        let v: &[u8] = a.value(i).as_ref();
+                        k.push(1);
+                        k.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                        k.extend_from_slice(v);
+                    }
+                }
+            }};
+        }
+        match col.data_type() {
+            DataType::Boolean => {
+                let a = col.as_boolean();
+                for (i, k) in keys.iter_mut().enumerate() {
+                    k.push(if a.is_null(i) { 0 } else { 1 + a.value(i) as u8 });
+                }
+            }
+            DataType::Int8 => prim!(col.as_primitive::<Int8Type>()),
+            DataType::Int16 => prim!(col.as_primitive::<Int16Type>()),
+            DataType::Int32 | DataType::Date32 | DataType::Time32(_) => {
+                let data = col.to_data().into_builder().data_type(DataType::Int32);
+                prim!(&arrow_array::PrimitiveArray::<Int32Type>::from(data.build()?))
+            }
+            DataType::Int64
+            | DataType::Date64
+            | DataType::Time64(_)
+            | DataType::Timestamp(_, _) => {
+                let data = col.to_data().into_builder().data_type(DataType::Int64);
+                prim!(&arrow_array::PrimitiveArray::<Int64Type>::from(data.build()?))
+            }
+            DataType::Float32 => prim!(col.as_primitive::<Float32Type>()),
+            DataType::Float64 => prim!(col.as_primitive::<Float64Type>()),
+            DataType::Decimal128(_, _) => prim!(col.as_primitive::<Decimal128Type>()),
+            DataType::Utf8 => bytes!(col.as_string::<i32>()),
+            DataType::LargeUtf8 => bytes!(col.as_string::<i64>()),
+            DataType::Binary => bytes!(col.as_binary::<i32>()),
+            DataType::LargeBinary => bytes!(col.as_binary::<i64>()),
+            DataType::FixedSizeBinary(_) => bytes!(col.as_fixed_size_binary()),
+            other => {
+                return Err(Error::unsupported(format!(
+                    "key column of type {other} is not supported"
+                )));
+            }
+        }
+    }
+    Ok(keys)
+}
+
 pub fn slice_memory_size(batch: &RecordBatch) -> usize {
     batch
         .columns()
@@ -90,5 +164,12 @@ mod tests {
         let size = slice_memory_size(&a);
         assert!((2 * 4 + 2..200).contains(&size), "{size}");
         assert!(slice_memory_size(&a.slice(0, 1)) < size);
+
+        let ints = Int32Array::from(vec![Some(1), Some(1), None, Some(2)]);
+        let strs = StringArray::from(vec![Some("x"), Some("x"), Some("x"), Some("x")]);
+        let keys = row_keys(&[&ints, &strs]).unwrap();
+        assert_eq!(keys[0], keys[1]);
+        assert_ne!(keys[0], keys[2]);
+        assert_ne!(keys[0], keys[3]);
     }
 }

@@ -53,7 +53,23 @@ pub fn write_container(
     records: impl IntoIterator<Item = Value>,
     codec: AvroCodec,
 ) -> Result<Vec<u8>> {
+    write_container_with_metadata(schema, records, codec, &[])
+}
+
+/// [`write_container`] with user metadata in the file header (Iceberg manifests carry the
+/// table schema and partition spec there).
+pub fn write_container_with_metadata(
+    schema: &Schema,
+    records: impl IntoIterator<Item = Value>,
+    codec: AvroCodec,
+    metadata: &[(&str, String)],
+) -> Result<Vec<u8>> {
     let mut writer = Writer::with_codec(schema, Vec::new(), codec.codec());
+    for (k, v) in metadata {
+        writer
+            .add_user_metadata(k.to_string(), v.as_bytes())
+            .map_err(|e| Error::internal(format!("avro metadata {k}: {e}")))?;
+    }
     for r in records {
         writer
             .append(r)
@@ -65,6 +81,12 @@ pub fn write_container(
 }
 
 /// Decodes a container file with its own (writer) schema.
+/// The user metadata of an Avro container file's header.
+pub fn read_metadata(bytes: &[u8]) -> Result<std::collections::HashMap<String, Vec<u8>>> {
+    let reader = Reader::new(bytes)?;
+    Ok(reader.user_metadata().clone())
+}
+
 pub fn read_container(bytes: &[u8]) -> Result<(Schema, Vec<Value>)> {
     let reader = Reader::new(bytes)?;
     let schema = reader.writer_schema().clone();
@@ -197,6 +219,15 @@ mod tests {
             assert_eq!(access::i64_field(&back[0], "a").unwrap(), 7);
             assert_eq!(access::str_field(&back[0], "b").unwrap(), "x");
             assert_eq!(access::opt_i64_field(&back[0], "missing").unwrap(), None);
+            let with_meta = write_container_with_metadata(
+                &schema,
+                recs.clone(),
+                codec,
+                &[("format-version", "2".to_string())],
+            )
+            .unwrap();
+            assert_eq!(read_container(&with_meta).unwrap().1, recs);
+            assert_eq!(read_metadata(&with_meta).unwrap()["format-version"], b"2");
             let empty = write_container(&schema, Vec::new(), codec).unwrap();
             assert!(read_container(&empty).unwrap().1.is_empty());
         }

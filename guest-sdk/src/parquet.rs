@@ -101,6 +101,27 @@ impl<S: Storage> RollingParquetWriter<S> {
         &self.schema
     }
 
+    /// Opens the next file unless one is open, and returns its path: rows written next land
+    /// in this file at positions from [`Self::open_rows`] on (position deletes need them).
+    pub fn ensure_open(&mut self) -> Result<&str> {
+        if self.open.is_none() {
+            let path = (self.next_path)();
+            let options = ArrowWriterOptions::new()
+                .with_properties(self.properties.clone())
+                .with_skip_arrow_metadata(!self.options.embed_arrow_schema);
+            let writer =
+                ArrowWriter::try_new_with_options(Vec::new(), self.schema.clone(), options)?;
+            let stats = vec![ColumnStats::default(); self.schema.fields().len()];
+            self.open = Some(OpenFile {
+                path,
+                writer,
+                rows: 0,
+                stats,
+            });
+        }
+        Ok(&self.open.as_ref().expect("file is open").path)
+    }
+
     /// Rows buffered in the file currently open.
     pub fn open_rows(&self) -> u64 {
         self.open.as_ref().map_or(0, |f| f.rows)
@@ -119,21 +140,7 @@ impl<S: Storage> RollingParquetWriter<S> {
                 self.schema
             )));
         }
-        if self.open.is_none() {
-            let path = (self.next_path)();
-            let options = ArrowWriterOptions::new()
-                .with_properties(self.properties.clone())
-                .with_skip_arrow_metadata(!self.options.embed_arrow_schema);
-            let writer =
-                ArrowWriter::try_new_with_options(Vec::new(), self.schema.clone(), options)?;
-            let stats = vec![ColumnStats::default(); self.schema.fields().len()];
-            self.open = Some(OpenFile {
-                path,
-                writer,
-                rows: 0,
-                stats,
-            });
-        }
+        self.ensure_open()?;
         let file = self.open.as_mut().expect("file is open");
         file.writer
             .write(batch)
@@ -155,6 +162,10 @@ impl<S: Storage> RollingParquetWriter<S> {
         let Some(file) = self.open.take() else {
             return Ok(None);
         };
+        if file.rows == 0 {
+            // opened by `ensure_open` but never written: nothing to upload
+            return Ok(None);
+        }
         let bytes = file
             .writer
             .into_inner()

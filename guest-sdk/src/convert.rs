@@ -1,5 +1,6 @@
-//! Converting the Arrow columns Fluss sends (fluss-rs `to_arrow_type`) into the Arrow types
-//! whose Parquet encoding is what Paimon writes (see [`crate::types::PaimonType::arrow_file_type`]).
+//! Converting the Arrow columns Fluss sends (fluss-rs `to_arrow_type`) into the Arrow types a
+//! lake format stores (each format's type mapping picks the target), plus the system columns
+//! (`__bucket`, `__offset`, `__timestamp`) Fluss's lake plugins append.
 //! Buffers are shared, not copied, whenever the type already matches.
 
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, BinaryArray, PrimitiveArray, new_null_array};
 use arrow_schema::{DataType, TimeUnit};
-use fluss_lake_guest_sdk::{Error, Result};
+use crate::error::{Error, Result};
 
 fn unit_factor(u: TimeUnit) -> i64 {
     match u {
@@ -77,7 +78,7 @@ fn unit_of(t: &DataType) -> Option<TimeUnit> {
     }
 }
 
-/// Converts `array` to `target` (a Paimon file type). `nullable = false` rejects nulls.
+/// Converts `array` to `target` (a lake file type). `nullable = false` rejects nulls.
 pub fn to_file_array(
     array: &ArrayRef,
     target: &DataType,
@@ -86,13 +87,13 @@ pub fn to_file_array(
 ) -> Result<ArrayRef> {
     if !nullable && array.null_count() > 0 {
         return Err(Error::invalid_input(format!(
-            "column {column} is NOT NULL in Paimon but the batch has nulls"
+            "column {column} is NOT NULL in the lake table but the batch has nulls"
         )));
     }
     let source = array.data_type();
     let mismatch = || {
         Error::invalid_input(format!(
-            "column {column}: cannot write Arrow {source} as Paimon file type {target}"
+            "column {column}: cannot write Arrow {source} as lake file type {target}"
         ))
     };
     if source == target {
@@ -136,6 +137,36 @@ pub fn to_file_array(
                 nulls,
             ))
         }
+        (DataType::Time32(_) | DataType::Time64(_), DataType::Time64(TimeUnit::Microsecond)) => {
+            let from = unit_of(source).ok_or_else(mismatch)?;
+            let v = rescale(
+                i64_values(array.as_ref()).ok_or_else(mismatch)?,
+                from,
+                TimeUnit::Microsecond,
+            );
+            Arc::new(PrimitiveArray::<Time64MicrosecondType>::new(
+                v.into(),
+                nulls,
+            ))
+        }
+        (DataType::Int8, DataType::Int32) => Arc::new(PrimitiveArray::<Int32Type>::new(
+            array
+                .as_primitive::<Int8Type>()
+                .values()
+                .iter()
+                .map(|v| *v as i32)
+                .collect(),
+            nulls,
+        )),
+        (DataType::Int16, DataType::Int32) => Arc::new(PrimitiveArray::<Int32Type>::new(
+            array
+                .as_primitive::<Int16Type>()
+                .values()
+                .iter()
+                .map(|v| *v as i32)
+                .collect(),
+            nulls,
+        )),
         (DataType::FixedSizeBinary(_), DataType::Binary) => {
             Arc::new(array.as_fixed_size_binary().iter().collect::<BinaryArray>())
         }
@@ -222,6 +253,19 @@ mod tests {
         );
         let out = to_file_array(&fsb, &DataType::Binary, true, "b").unwrap();
         assert_eq!(out.as_binary::<i32>().value(0), &[1, 2]);
+
+        let t: ArrayRef = Arc::new(Time32SecondArray::from(vec![Some(2), None]));
+        let out = to_file_array(&t, &DataType::Time64(TimeUnit::Microsecond), true, "t").unwrap();
+        assert_eq!(out.as_primitive::<Time64MicrosecondType>().value(0), 2_000_000);
+        assert!(out.is_null(1));
+
+        let small: ArrayRef = Arc::new(PrimitiveArray::<Int16Type>::from(vec![Some(-3), None]));
+        let out = to_file_array(&small, &DataType::Int32, true, "s").unwrap();
+        assert_eq!(out.as_primitive::<Int32Type>().value(0), -3);
+        assert!(out.is_null(1));
+        let tiny: ArrayRef = Arc::new(PrimitiveArray::<Int8Type>::from(vec![7]));
+        let out = to_file_array(&tiny, &DataType::Int32, true, "t").unwrap();
+        assert_eq!(out.as_primitive::<Int32Type>().value(0), 7);
 
         let ints: ArrayRef = Arc::new(PrimitiveArray::<Int32Type>::from(vec![Some(1), None]));
         assert!(to_file_array(&ints, &DataType::Int32, false, "i").is_err());

@@ -1,0 +1,322 @@
+//! Commits a round: one snapshot per round, `append` for data files only, a row delta
+//! (`overwrite`, or `delete` without data files) when delete files are present, as Fluss's
+//! Java `IcebergLakeCommitter` does; empty rounds still commit a snapshot so the offsets
+//! persist. The snapshot summary carries Iceberg's counters plus `commit-user` and the
+//! properties Fluss passes (`fluss-offsets`).
+//!
+//! Optimistic concurrency: the metadata version is published with put-if-absent; on a
+//! conflict the round's manifests are rebuilt on the new current metadata and retried.
+
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::wit::{CommitResult, CommittedSnapshot, ReadableSnapshot, TieringStats};
+use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, clock};
+
+use crate::hadoop_tables::{self, Loaded};
+use crate::manifest::{
+    DataFile, FileContent, ManifestFile, read_manifest_list, write_manifest, write_manifest_list,
+};
+use crate::metadata::Snapshot;
+use crate::writer::WritePayload;
+
+/// Snapshot summary key naming who committed (Java: `commit-user`).
+pub const COMMIT_USER: &str = "commit-user";
+const MAX_COMMIT_ATTEMPTS: usize = 10;
+
+/// Merges the splits' write results into one committable.
+pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let mut all = WritePayload::default();
+    for r in write_results {
+        all.files.extend(WritePayload::decode(r)?.files);
+    }
+    all.encode()
+}
+
+pub struct IcebergCommitter<S: Storage> {
+    storage: S,
+}
+
+/// A path inside the table for an absolute file URI of it.
+pub fn relative_path<'a>(location: &str, uri: &'a str) -> Result<&'a str> {
+    uri.strip_prefix(location)
+        .and_then(|r| r.strip_prefix('/'))
+        .ok_or_else(|| {
+            Error::invalid_input(format!("{uri} is not inside the table location {location}"))
+        })
+}
+
+fn new_snapshot_id(taken: &[Snapshot]) -> i64 {
+    loop {
+        let (hi, lo) = uuid::Uuid::new_v4().as_u64_pair();
+        let id = ((hi ^ lo) & i64::MAX as u64) as i64;
+        if id != 0 && !taken.iter().any(|s| s.snapshot_id == id) {
+            return id;
+        }
+    }
+}
+
+fn total(parent: Option<&Snapshot>, key: &str) -> i64 {
+    parent
+        .and_then(|p| p.summary_value(key))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Iceberg's snapshot summary for adding `files` on top of `parent`.
+fn summary(
+    operation: &str,
+    files: &[DataFile],
+    parent: Option<&Snapshot>,
+    properties: &[(String, String)],
+) -> Vec<(String, String)> {
+    let count = |c: FileContent| files.iter().filter(|f| f.content == c).count() as i64;
+    let records = |c: FileContent| {
+        files
+            .iter()
+            .filter(|f| f.content == c)
+            .map(|f| f.record_count)
+            .sum::<i64>()
+    };
+    let data_files = count(FileContent::Data);
+    let eq_files = count(FileContent::EqualityDeletes);
+    let pos_files = count(FileContent::PositionDeletes);
+    let added_records = records(FileContent::Data);
+    let eq_deletes = records(FileContent::EqualityDeletes);
+    let pos_deletes = records(FileContent::PositionDeletes);
+    let size: i64 = files.iter().map(|f| f.file_size_in_bytes).sum();
+    let mut partitions: Vec<&Vec<_>> = files.iter().map(|f| &f.partition).collect();
+    partitions.sort();
+    partitions.dedup();
+
+    let mut s: Vec<(String, String)> = vec![("operation".into(), operation.into())];
+    let mut put = |k: &str, v: i64, always: bool| {
+        if always || v != 0 {
+            s.push((k.to_string(), v.to_string()));
+        }
+    };
+    put("added-data-files", data_files, false);
+    put("added-records", added_records, false);
+    put("added-files-size", size, false);
+    put("added-delete-files", eq_files + pos_files, false);
+    put("added-equality-delete-files", eq_files, false);
+    put("added-position-delete-files", pos_files, false);
+    put("added-equality-deletes", eq_deletes, false);
+    put("added-position-deletes", pos_deletes, false);
+    put("changed-partition-count", partitions.len() as i64, true);
+    put(
+        "total-records",
+        total(parent, "total-records") + added_records,
+        true,
+    );
+    put(
+        "total-files-size",
+        total(parent, "total-files-size") + size,
+        true,
+    );
+    put(
+        "total-data-files",
+        total(parent, "total-data-files") + data_files,
+        true,
+    );
+    put(
+        "total-delete-files",
+        total(parent, "total-delete-files") + eq_files + pos_files,
+        true,
+    );
+    put(
+        "total-position-deletes",
+        total(parent, "total-position-deletes") + pos_deletes,
+        true,
+    );
+    put(
+        "total-equality-deletes",
+        total(parent, "total-equality-deletes") + eq_deletes,
+        true,
+    );
+    s.push((COMMIT_USER.into(), FLUSS_COMMIT_USER.into()));
+    for (k, v) in properties {
+        s.retain(|(key, _)| key != k);
+        s.push((k.clone(), v.clone()));
+    }
+    s
+}
+
+impl<S: Storage> IcebergCommitter<S> {
+    pub fn new(storage: S) -> Self {
+        IcebergCommitter { storage }
+    }
+
+    fn load(&self) -> Result<Loaded> {
+        hadoop_tables::load(&self.storage)?
+            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
+    }
+
+    /// Publishes the committable as a new snapshot carrying `properties`.
+    pub fn commit(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+    ) -> Result<CommitResult> {
+        let files = WritePayload::decode(committable)?.files;
+        let mut last_conflict = None;
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let base = self.load()?;
+            match self.try_commit(&base, &files, properties) {
+                Ok(result) => return Ok(result),
+                Err(e) if e.kind() == ErrorKind::Conflict => {
+                    fluss_lake_guest_sdk::warn!("{e}; retrying on the new table metadata");
+                    last_conflict = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_conflict.unwrap_or_else(|| Error::conflict("Iceberg commit kept conflicting")))
+    }
+
+    fn try_commit(
+        &self,
+        base: &Loaded,
+        files: &[DataFile],
+        properties: &[(String, String)],
+    ) -> Result<CommitResult> {
+        let m = &base.metadata;
+        let location = m.location()?.to_string();
+        let schema = m.current_schema()?;
+        let spec = m.default_spec()?;
+        if let Some(f) = files.iter().find(|f| f.spec_id != spec.spec_id) {
+            return Err(Error::conflict(format!(
+                "{} was written for partition spec {}, the table's is now {}",
+                f.file_path, f.spec_id, spec.spec_id
+            )));
+        }
+        let snapshots = m.snapshots()?;
+        let parent = m.current_snapshot()?;
+        let snapshot_id = new_snapshot_id(&snapshots);
+        let sequence_number = m.last_sequence_number() + 1;
+        let commit_id = uuid::Uuid::new_v4();
+        let (data, deletes): (Vec<DataFile>, Vec<DataFile>) = files
+            .iter()
+            .cloned()
+            .partition(|f| f.content == FileContent::Data);
+
+        let mut written: Vec<String> = Vec::new();
+        let mut new_manifests = Vec::new();
+        for (k, group) in [data.as_slice(), deletes.as_slice()].iter().enumerate() {
+            if group.is_empty() {
+                continue;
+            }
+            let bytes = write_manifest(&schema, &spec, snapshot_id, group)?;
+            let rel = format!("metadata/{commit_id}-m{k}.avro");
+            self.storage.put(&rel, &bytes)?;
+            written.push(rel.clone());
+            new_manifests.push(ManifestFile::for_added(
+                format!("{location}/{rel}"),
+                bytes.len() as i64,
+                &spec,
+                sequence_number,
+                snapshot_id,
+                group,
+            ));
+        }
+        let mut manifests = new_manifests;
+        if let Some(p) = &parent {
+            let list = self.storage.get(relative_path(&location, &p.manifest_list)?)?;
+            manifests.extend(read_manifest_list(&list)?);
+        }
+        let list_rel = format!("metadata/snap-{snapshot_id}-1-{commit_id}.avro");
+        let list = write_manifest_list(
+            &manifests,
+            snapshot_id,
+            parent.as_ref().map(|p| p.snapshot_id),
+            sequence_number,
+        )?;
+        self.storage.put(&list_rel, &list)?;
+        written.push(list_rel.clone());
+
+        let operation = match (data.is_empty(), deletes.is_empty()) {
+            (_, true) => "append",
+            (false, false) => "overwrite",
+            (true, false) => "delete",
+        };
+        let snapshot = Snapshot {
+            snapshot_id,
+            parent_snapshot_id: parent.as_ref().map(|p| p.snapshot_id),
+            sequence_number,
+            timestamp_ms: clock::now_millis().max(m.last_updated_ms()),
+            manifest_list: format!("{location}/{list_rel}"),
+            summary: summary(operation, files, parent.as_ref(), properties),
+            schema_id: Some(schema.schema_id),
+        };
+        let next = m.with_snapshot(&snapshot, &base.metadata_file()?);
+        if let Err(e) = hadoop_tables::publish(&self.storage, Some(base.version), &next) {
+            for rel in &written {
+                let _ = self.storage.delete(rel);
+            }
+            return Err(e);
+        }
+        fluss_lake_guest_sdk::info!(
+            "committed Iceberg snapshot {snapshot_id} (sequence {sequence_number}, {operation}: \
+             {} data and {} delete files)",
+            data.len(),
+            deletes.len()
+        );
+        let stat = |k: &str| snapshot.summary_value(k).and_then(|v| v.parse().ok());
+        Ok(CommitResult {
+            snapshot_id,
+            readable: ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: None,
+            stats: TieringStats {
+                file_size: stat("total-files-size"),
+                record_count: stat("total-records"),
+            },
+        })
+    }
+
+    /// Deletes the round's files (nothing refers to them).
+    pub fn abort(&self, committable: &[u8]) -> Result<()> {
+        let files = WritePayload::decode(committable)?.files;
+        let location = self.load()?.metadata.location()?.to_string();
+        for f in files {
+            match relative_path(&location, &f.file_path) {
+                Ok(rel) => self.storage.delete(rel)?,
+                Err(e) => fluss_lake_guest_sdk::warn!("not deleting {}: {e}", f.file_path),
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest snapshot committed by Fluss if it is newer (by sequence number: snapshot
+    /// ids are random) than the one Fluss knows (Fluss `getMissingLakeSnapshot`).
+    pub fn get_missing_lake_snapshot(
+        &self,
+        latest_fluss_snapshot_id: Option<i64>,
+    ) -> Result<Option<CommittedSnapshot>> {
+        let Some(loaded) = hadoop_tables::load(&self.storage)? else {
+            return Ok(None);
+        };
+        let snapshots = loaded.metadata.snapshots()?;
+        let Some(latest) = snapshots
+            .iter()
+            .rev()
+            .find(|s| s.summary_value(COMMIT_USER) == Some(FLUSS_COMMIT_USER))
+        else {
+            return Ok(None);
+        };
+        if let Some(known) = latest_fluss_snapshot_id {
+            let known = snapshots
+                .iter()
+                .find(|s| s.snapshot_id == known)
+                .ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "Referenced Fluss snapshot {known} not found in Iceberg table"
+                    ))
+                })?;
+            if latest.sequence_number <= known.sequence_number {
+                return Ok(None);
+            }
+        }
+        Ok(Some(CommittedSnapshot {
+            snapshot_id: latest.snapshot_id,
+            properties: latest.summary.clone(),
+        }))
+    }
+}

@@ -1,0 +1,154 @@
+//! Table metadata versions as Iceberg's Hadoop catalog (`HadoopTableOperations`) keeps them,
+//! which is what Fluss's coordinator creates with `datalake.iceberg.type: hadoop`:
+//! `metadata/v<N>.metadata.json` plus a `metadata/version-hint.text` holding `N`.
+//!
+//! A commit publishes `v<N+1>` with put-if-absent, so of two writers racing for the same
+//! version exactly one wins and the other re-reads and retries; the hint is only a hint
+//! (readers, like Java's, probe forward from it), so a crash between the two writes loses
+//! nothing.
+
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
+
+use crate::metadata::TableMetadata;
+
+pub const METADATA_DIR: &str = "metadata";
+pub const VERSION_HINT: &str = "metadata/version-hint.text";
+const VERSION_HINT_CRC: &str = "metadata/.version-hint.text.crc";
+
+pub fn metadata_path(version: u64) -> String {
+    format!("{METADATA_DIR}/v{version}.metadata.json")
+}
+
+/// A loaded metadata version.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub version: u64,
+    pub metadata: TableMetadata,
+}
+
+impl Loaded {
+    /// The absolute location of this version's metadata file (for `metadata-log`).
+    pub fn metadata_file(&self) -> Result<String> {
+        Ok(format!(
+            "{}/{}",
+            self.metadata.location()?,
+            metadata_path(self.version)
+        ))
+    }
+}
+
+fn version_of(name: &str) -> Option<u64> {
+    name.strip_prefix('v')?
+        .strip_suffix(".metadata.json")?
+        .parse()
+        .ok()
+}
+
+/// The newest version: the hint, or the highest listed version, then probing forward while
+/// a next version exists (the hint may lag behind a commit).
+pub fn current_version(storage: &dyn Storage) -> Result<Option<u64>> {
+    let hinted = storage
+        .get_opt(VERSION_HINT)?
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<u64>().ok());
+    let mut version = match hinted {
+        Some(v) if storage.head(&metadata_path(v))?.is_some() => v,
+        _ => {
+            let listed = storage
+                .list(METADATA_DIR)?
+                .iter()
+                .filter_map(|m| version_of(m.path.rsplit('/').next().unwrap_or("")))
+                .max();
+            match listed {
+                Some(v) => v,
+                None => {
+                    if storage
+                        .list(METADATA_DIR)?
+                        .iter()
+                        .any(|m| m.path.ends_with(".gz.metadata.json"))
+                    {
+                        return Err(Error::unsupported(
+                            "gzip-compressed Iceberg metadata files are not supported",
+                        ));
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+    };
+    while storage.head(&metadata_path(version + 1))?.is_some() {
+        version += 1;
+    }
+    Ok(Some(version))
+}
+
+/// The current metadata, or `None` when the table does not exist.
+pub fn load(storage: &dyn Storage) -> Result<Option<Loaded>> {
+    let Some(version) = current_version(storage)? else {
+        return Ok(None);
+    };
+    let bytes = storage.get(&metadata_path(version))?;
+    let metadata = TableMetadata::parse(&bytes)
+        .map_err(|e| e.context(format!("reading {}", metadata_path(version))))?;
+    Ok(Some(Loaded { version, metadata }))
+}
+
+/// Publishes `metadata` as the version after `base` (or as version 1 for a new table).
+/// Fails with `conflict` when another writer published that version first.
+pub fn publish(storage: &dyn Storage, base: Option<u64>, metadata: &TableMetadata) -> Result<u64> {
+    let version = base.map_or(1, |v| v + 1);
+    match storage.put_if_absent(&metadata_path(version), &metadata.to_bytes()?) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            return Err(Error::conflict(format!(
+                "Iceberg metadata version {version} was committed concurrently"
+            )));
+        }
+        Err(e) => return Err(e),
+    }
+    // Best effort, like Java's: readers probe past a stale hint. Hadoop's local file system
+    // keeps a `.crc` checksum beside files Java wrote; a stale one would make Java distrust
+    // the new hint, so it goes (Java reads files without a checksum file unverified).
+    let _ = storage.delete(VERSION_HINT_CRC);
+    if let Err(e) = storage.put(VERSION_HINT, version.to_string().as_bytes()) {
+        fluss_lake_guest_sdk::warn!("could not update {VERSION_HINT}: {e}");
+    }
+    Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use fluss_lake_guest_sdk::storage::MemoryStorage;
+    use fluss_lake_guest_sdk::testing::log_table;
+
+    use super::*;
+    use crate::partition::PartitionSpec;
+    use crate::schema::IcebergSchema;
+
+    #[test]
+    fn versions_hints_and_conflicts() {
+        let s = MemoryStorage::new();
+        assert!(load(&s).unwrap().is_none());
+        let t = log_table("db", "t", &[("a", "INT", true)], &[], 1, &[]);
+        let schema = IcebergSchema::for_fluss_table(&t).unwrap();
+        let spec = PartitionSpec::for_fluss_table(&t, &schema).unwrap();
+        let m = TableMetadata::new_table("file:/x", &schema, &spec, vec![], "u", 1);
+        assert_eq!(publish(&s, None, &m).unwrap(), 1);
+        assert_eq!(s.get(VERSION_HINT).unwrap(), b"1");
+        assert_eq!(
+            publish(&s, None, &m).unwrap_err().kind(),
+            ErrorKind::Conflict
+        );
+        assert_eq!(publish(&s, Some(1), &m).unwrap(), 2);
+        // a stale hint is probed past; a missing one is replaced by listing
+        s.put(VERSION_HINT, b"1").unwrap();
+        assert_eq!(load(&s).unwrap().unwrap().version, 2);
+        s.delete(VERSION_HINT).unwrap();
+        assert_eq!(current_version(&s).unwrap(), Some(2));
+        let loaded = load(&s).unwrap().unwrap();
+        assert_eq!(
+            loaded.metadata_file().unwrap(),
+            "file:/x/metadata/v2.metadata.json"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! The one adapter from a format's plain-Rust implementation to the WIT exports.
+//!
+//! A format crate implements [`LakeFormat`] (with a [`FormatWriter`] and a
+//! [`FormatCommitter`]) over the [`Storage`](crate::storage::Storage) trait, so the same code
+//! runs natively in tests and benchmarks; [`Component`] turns any such format into the
+//! `fluss:lake/lake-plugin` exports, and [`export_lake_format!`](crate::export_lake_format)
+//! exports it. Keeping the adapter here means resource state handling, the "already completed"
+//! checks and error conversion are written once for every format.
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+use crate::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
+use crate::error::{Error, Result};
+use crate::storage::HostStorage;
+use crate::wit::{
+    CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, RowBatch, TableInfo,
+    WriteResult, WriterContext,
+};
+
+/// A lake format: its identity and its table-level operations.
+pub trait LakeFormat: 'static {
+    /// The `table.datalake.format` value this plugin serves.
+    const FORMAT: &'static str;
+    /// The plugin's own version.
+    const VERSION: &'static str;
+    /// Writes one bucket's rows of a round.
+    type Writer: FormatWriter;
+    /// Commits a round's write results.
+    type Committer: FormatCommitter;
+
+    /// Where the table lives, relative to the warehouse.
+    fn table_location(table: &TableInfo, config: &[(String, String)]) -> Result<String>;
+    /// Checks that the table exists in the lake and can be tiered by this plugin.
+    fn validate_table(
+        storage: &HostStorage,
+        table: &TableInfo,
+        config: &[(String, String)],
+    ) -> Result<()>;
+    /// Creates the lake table when it does not exist; `true` when created.
+    fn create_table_if_missing(
+        storage: &HostStorage,
+        table: &TableInfo,
+        config: &[(String, String)],
+    ) -> Result<bool>;
+}
+
+/// A format's writer for one split.
+pub trait FormatWriter: Sized + 'static {
+    fn open(context: &WriterContext, storage: HostStorage) -> Result<Self>;
+    fn write(&mut self, batch: RowBatch) -> Result<()>;
+    fn complete(self) -> Result<WriteResult>;
+}
+
+/// A format's committer for one table round.
+pub trait FormatCommitter: Sized + 'static {
+    fn open(context: CommitterContext, storage: HostStorage) -> Result<Self>;
+    fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>>;
+    fn commit(&mut self, committable: &[u8], properties: &[(String, String)])
+    -> Result<CommitResult>;
+    fn abort(&self, committable: &[u8]) -> Result<()>;
+    fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>>;
+}
+
+/// The WIT exports of format `F`; export it with [`export_lake_format!`](crate::export_lake_format).
+pub struct Component<F>(PhantomData<F>);
+
+fn wit<T>(r: Result<T>) -> std::result::Result<T, LakeError> {
+    r.map_err(LakeError::from)
+}
+
+fn completed() -> LakeError {
+    LakeError::from(Error::invalid_input("writer already completed"))
+}
+
+impl<F: LakeFormat> plugin::Guest for Component<F> {
+    fn info() -> PluginInfo {
+        PluginInfo {
+            format: F::FORMAT.to_string(),
+            plugin_version: F::VERSION.to_string(),
+            contract_version: crate::CONTRACT_VERSION.to_string(),
+        }
+    }
+    fn table_location(
+        table: TableInfo,
+        config: Vec<(String, String)>,
+    ) -> std::result::Result<String, LakeError> {
+        wit(F::table_location(&table, &config))
+    }
+    fn validate_table(
+        table: TableInfo,
+        config: Vec<(String, String)>,
+    ) -> std::result::Result<(), LakeError> {
+        wit(F::validate_table(&HostStorage, &table, &config))
+    }
+}
+
+impl<F: LakeFormat> catalog::Guest for Component<F> {
+    fn create_table_if_missing(
+        table: TableInfo,
+        config: Vec<(String, String)>,
+    ) -> std::result::Result<bool, LakeError> {
+        wit(F::create_table_if_missing(&HostStorage, &table, &config))
+    }
+}
+
+/// The `lake-writer` resource of format `F`: the writer until `complete` takes it.
+pub struct WriterResource<W>(RefCell<Option<W>>);
+
+impl<W: FormatWriter> writer::GuestLakeWriter for WriterResource<W> {
+    fn open(context: WriterContext) -> std::result::Result<writer::LakeWriter, LakeError> {
+        let w = wit(W::open(&context, HostStorage))?;
+        Ok(writer::LakeWriter::new(WriterResource(RefCell::new(Some(
+            w,
+        )))))
+    }
+    fn write(&self, batch: RowBatch) -> std::result::Result<(), LakeError> {
+        let mut w = self.0.borrow_mut();
+        wit(w.as_mut().ok_or_else(completed)?.write(batch))
+    }
+    fn complete(&self) -> std::result::Result<WriteResult, LakeError> {
+        let w = self.0.borrow_mut().take().ok_or_else(completed)?;
+        wit(w.complete())
+    }
+}
+
+impl<F: LakeFormat> writer::Guest for Component<F> {
+    type LakeWriter = WriterResource<F::Writer>;
+}
+
+/// The `lake-committer` resource of format `F`.
+pub struct CommitterResource<C>(RefCell<C>);
+
+impl<C: FormatCommitter> committer::GuestLakeCommitter for CommitterResource<C> {
+    fn open(context: CommitterContext) -> std::result::Result<committer::LakeCommitter, LakeError> {
+        let c = wit(C::open(context, HostStorage))?;
+        Ok(committer::LakeCommitter::new(CommitterResource(
+            RefCell::new(c),
+        )))
+    }
+    fn to_committable(
+        &self,
+        write_results: Vec<Vec<u8>>,
+    ) -> std::result::Result<Vec<u8>, LakeError> {
+        wit(self.0.borrow().to_committable(&write_results))
+    }
+    fn commit(
+        &self,
+        committable: Vec<u8>,
+        properties: Vec<(String, String)>,
+    ) -> std::result::Result<CommitResult, LakeError> {
+        wit(self.0.borrow_mut().commit(&committable, &properties))
+    }
+    fn abort(&self, committable: Vec<u8>) -> std::result::Result<(), LakeError> {
+        wit(self.0.borrow().abort(&committable))
+    }
+    fn get_missing_lake_snapshot(
+        &self,
+        latest: Option<i64>,
+    ) -> std::result::Result<Option<CommittedSnapshot>, LakeError> {
+        wit(self.0.borrow().get_missing_lake_snapshot(latest))
+    }
+}
+
+impl<F: LakeFormat> committer::Guest for Component<F> {
+    type LakeCommitter = CommitterResource<F::Committer>;
+}
+
+/// Exports format type `$format` (a [`LakeFormat`]) as the plugin's WIT exports. Only
+/// expands on wasm32: the exported symbols' names contain `:`, which native linkers refuse.
+#[macro_export]
+macro_rules! export_lake_format {
+    ($format:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        mod __fluss_lake_export {
+            type ExportedPlugin = $crate::plugin::Component<$format>;
+            $crate::export!(ExportedPlugin);
+        }
+    };
+}

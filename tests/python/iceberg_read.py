@@ -1,0 +1,412 @@
+#!/usr/bin/env python3
+"""Reads an Iceberg table with pyiceberg or DuckDB's iceberg extension (independent, non-Rust
+Iceberg implementations) and prints it in a canonical JSON form, so tests can compare what our
+plugin wrote with what real Iceberg readers see.
+
+  iceberg_read.py rows     <table> [--snapshot ID] [--reader pyiceberg|duckdb] [--drop-system]
+  iceberg_read.py snapshots <table>
+  iceberg_read.py plan     <table> [--snapshot ID] [--filter COLUMN OP JSON]
+  iceberg_read.py schema   <table>
+  iceberg_read.py parquet-field-ids <parquet-file>
+  iceberg_read.py batch    (reads commands from stdin, one JSON array of arguments per line)
+
+<table> is the table directory (with metadata/version-hint.text and metadata/vN.metadata.json;
+without a version hint the newest metadata/*.metadata.json is used, e.g. pyiceberg SqlCatalog's
+0000N-<uuid>.metadata.json) or the path (or file: URI) of a .metadata.json file.
+
+Canonical values: integers as ints, FLOAT/DOUBLE as floats, strings, booleans, DECIMAL as a
+string with exactly `scale` digits after the point, DATE as days since epoch, TIME as millis
+of day, TIMESTAMP and TIMESTAMPTZ as epoch microseconds, bytes as lowercase hex, null as null.
+`rows` prints one JSON object per row (sorted keys), rows sorted. It reads the current snapshot
+or --snapshot ID; the Fluss system columns __bucket, __offset, __timestamp are kept unless
+--drop-system. --reader duckdb uses DuckDB's iceberg_scan (the only reader here that applies
+equality deletes; pyiceberg 0.12 raises "PyIceberg does not yet support equality deletes").
+`snapshots` prints one JSON object per snapshot in commit (metadata) order: snapshot-id,
+parent-snapshot-id, sequence-number, timestamp-ms, operation, summary (the whole summary map),
+manifest-list, schema-id.
+`plan` prints {"files": n, "rows": n, "delete_files": n} of pyiceberg's scan plan (rows = sum of
+the planned data files' record counts; delete_files = distinct delete files attached), with
+--filter OP one of = != < <= > >= and JSON the canonical value (null with = / !=): proves
+bound/partition pruning. pyiceberg 0.12 refuses to plan a snapshot that has equality deletes
+(ValueError "PyIceberg does not yet support equality deletes"), so `plan` raises there too.
+`schema` prints one JSON object: the current schema's fields [{id, name, type, required}],
+identifier_field_ids, partition_spec [{source-id, field-id, transform, name}], sort_order,
+location, format_version, properties.
+`parquet-field-ids` prints {"fields": [{"name", "field_id", "type"}]} of a Parquet file's
+schema as pyarrow sees it (nested fields as dotted paths; field_id null when missing).
+`batch` runs many commands in one process (the readers are slow to import): for each input line
+it prints one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`.
+
+Only the readers' public APIs are used.
+"""
+
+import argparse
+import decimal
+import glob
+import importlib.util
+import json
+import os
+import re
+import sys
+
+SYSTEM_COLUMNS = ("__bucket", "__offset", "__timestamp")
+
+
+# ---- locating the table -------------------------------------------------------------------
+
+
+def _strip_file_uri(path):
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return path
+
+
+def _metadata_version(name):
+    """Sort key of a metadata file name: v12.metadata.json / 00012-<uuid>.metadata.json -> 12."""
+    m = re.match(r"^v?(\d+)[-.]", name)
+    return int(m.group(1)) if m else -1
+
+
+def resolve_metadata(table):
+    """(metadata file path, table dir or None). The table dir is returned only when it has a
+    version hint, i.e. when readers can be pointed at the directory itself."""
+    path = _strip_file_uri(table)
+    if path.endswith(".metadata.json"):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no metadata file {path}")
+        return path, None
+    meta_dir = os.path.join(path, "metadata")
+    if not os.path.isdir(meta_dir):
+        raise FileNotFoundError(f"{path} is not an Iceberg table directory (no metadata/)")
+    hint = os.path.join(meta_dir, "version-hint.text")
+    if os.path.isfile(hint):
+        with open(hint) as f:
+            value = f.read().strip()
+        if value.isdigit():
+            candidate = os.path.join(meta_dir, f"v{value}.metadata.json")
+        else:
+            candidate = os.path.join(meta_dir, value if value.endswith(".metadata.json") else value + ".metadata.json")
+        if os.path.isfile(candidate):
+            return candidate, path
+    files = glob.glob(os.path.join(meta_dir, "*.metadata.json"))
+    if not files:
+        raise FileNotFoundError(f"no *.metadata.json in {meta_dir}")
+    files.sort(key=lambda p: (_metadata_version(os.path.basename(p)), os.path.getmtime(p)))
+    return files[-1], None
+
+
+def open_table(table):
+    from pyiceberg.table import StaticTable
+
+    metadata_file, _ = resolve_metadata(table)
+    return StaticTable.from_metadata("file://" + os.path.abspath(metadata_file))
+
+
+# ---- canonical values -------------------------------------------------------------------------
+
+
+def _canonical_scalar(value):
+    """Canonical JSON value of a Python value (used inside nested values)."""
+    import datetime
+
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            delta = value - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        else:
+            delta = value - datetime.datetime(1970, 1, 1)
+        return delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
+    if isinstance(value, datetime.date):
+        return (value - datetime.date(1970, 1, 1)).days
+    if isinstance(value, datetime.time):
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _canonical_scalar(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical_scalar(v) for v in value]
+    return value
+
+
+_UNIT_TO_MICROS = {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}
+_UNIT_TO_MILLIS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
+
+
+def canonical_column(column):
+    """Canonical JSON values of one pyarrow (chunked) array, decided by its Arrow type (the
+    same for both readers)."""
+    import pyarrow as pa
+
+    t = column.type
+    if pa.types.is_timestamp(t):
+        mul, div = _UNIT_TO_MICROS[t.unit]
+        return [None if v is None else v * mul // div for v in column.cast(pa.int64()).to_pylist()]
+    if pa.types.is_date32(t):
+        return column.cast(pa.int32()).to_pylist()
+    if pa.types.is_date64(t):
+        return [None if v is None else v // 86_400_000 for v in column.cast(pa.int64()).to_pylist()]
+    if pa.types.is_time(t):
+        mul, div = _UNIT_TO_MILLIS[t.unit]
+        return [None if v is None else v * mul // div for v in column.cast(pa.int64()).to_pylist()]
+    if pa.types.is_decimal(t):
+        q = decimal.Decimal(1).scaleb(-t.scale)
+        return [None if v is None else str(decimal.Decimal(v).quantize(q)) for v in column.to_pylist()]
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return [None if v is None else bytes(v).hex() for v in column.to_pylist()]
+    if pa.types.is_floating(t):
+        return [None if v is None else float(v) for v in column.to_pylist()]
+    return [_canonical_scalar(v) for v in column.to_pylist()]
+
+
+def canonical_rows(arrow_table, drop_system=False):
+    names = [n for n in arrow_table.column_names if not (drop_system and n in SYSTEM_COLUMNS)]
+    columns = [canonical_column(arrow_table.column(n)) for n in names]
+    return [dict(zip(names, values)) for values in zip(*columns)] if names else []
+
+
+def print_rows(rows):
+    for line in sorted(json.dumps(r, sort_keys=True) for r in rows):
+        print(line)
+
+
+# ---- readers ------------------------------------------------------------------------------------
+
+
+def duckdb_extension_dir():
+    """<site-packages>/duckdb_ext/extensions of the duckdb-ext-* PyPI packages (namespace package)."""
+    spec = importlib.util.find_spec("duckdb_ext")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("duckdb_ext not installed (pip install duckdb-ext-iceberg); run scripts/setup-python.sh")
+    for location in spec.submodule_search_locations:
+        candidate = os.path.join(location, "extensions")
+        if os.path.isdir(candidate):
+            return candidate
+    raise RuntimeError(f"no extensions/ directory in {list(spec.submodule_search_locations)}")
+
+
+_DUCKDB = None
+
+
+def duckdb_connection():
+    global _DUCKDB
+    if _DUCKDB is None:
+        import duckdb
+
+        con = duckdb.connect(config={
+            "extension_directory": duckdb_extension_dir(),
+            "allow_unsigned_extensions": "true",
+            "autoinstall_known_extensions": "false",
+        })
+        con.execute("LOAD iceberg")
+        _DUCKDB = con
+    return _DUCKDB
+
+
+def _sql_string(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def read_duckdb(table, snapshot):
+    metadata_file, table_dir = resolve_metadata(table)
+    target = table_dir if table_dir is not None else metadata_file
+    args = _sql_string(os.path.abspath(target))
+    if snapshot is not None:
+        args += f", snapshot_from_id={int(snapshot)}"
+    return duckdb_connection().execute(f"SELECT * FROM iceberg_scan({args})").fetch_arrow_table()
+
+
+def read_pyiceberg(table, snapshot):
+    st = open_table(table)
+    if snapshot is not None and st.metadata.snapshot_by_id(snapshot) is None:
+        raise ValueError(f"no snapshot {snapshot} in {table}")
+    return st.scan(snapshot_id=snapshot).to_arrow()
+
+
+# ---- commands -------------------------------------------------------------------------------------
+
+
+def cmd_rows(args):
+    if args.reader == "duckdb":
+        arrow = read_duckdb(args.table, args.snapshot)
+    else:
+        arrow = read_pyiceberg(args.table, args.snapshot)
+    print_rows(canonical_rows(arrow, drop_system=args.drop_system))
+
+
+def cmd_snapshots(args):
+    st = open_table(args.table)
+    for snap in st.metadata.snapshots:
+        summary = snap.summary.model_dump() if snap.summary is not None else {}
+        print(json.dumps({
+            "snapshot-id": snap.snapshot_id,
+            "parent-snapshot-id": snap.parent_snapshot_id,
+            "sequence-number": snap.sequence_number,
+            "timestamp-ms": snap.timestamp_ms,
+            "operation": summary.get("operation"),
+            "manifest-list": snap.manifest_list,
+            "schema-id": snap.schema_id,
+            "summary": summary,
+        }, sort_keys=True))
+
+
+def _literal(value, iceberg_type):
+    """pyiceberg literal for a canonical JSON value of a column of `iceberg_type`."""
+    from pyiceberg.expressions import literals as L
+    from pyiceberg import types as T
+
+    if isinstance(iceberg_type, T.DecimalType):
+        return L.DecimalLiteral(decimal.Decimal(str(value)))
+    if isinstance(iceberg_type, T.DateType):
+        return L.DateLiteral(int(value))
+    if isinstance(iceberg_type, T.TimeType):
+        return L.TimeLiteral(int(value) * 1000)
+    if isinstance(iceberg_type, (T.TimestampType, T.TimestamptzType)):
+        return L.TimestampLiteral(int(value))
+    if isinstance(iceberg_type, (T.BinaryType, T.FixedType)):
+        return L.BinaryLiteral(bytes.fromhex(value))
+    if isinstance(iceberg_type, (T.FloatType, T.DoubleType)):
+        return L.DoubleLiteral(float(value)).to(iceberg_type)
+    if isinstance(iceberg_type, T.IntegerType):
+        return L.LongLiteral(int(value)).to(iceberg_type)
+    return L.literal(value).to(iceberg_type)
+
+
+def build_filter(st, column, op, json_value):
+    from pyiceberg import expressions as E
+
+    field = st.schema().find_field(column)
+    value = json.loads(json_value)
+    if value is None:
+        if op == "=":
+            return E.IsNull(column)
+        if op == "!=":
+            return E.NotNull(column)
+        raise ValueError(f"null only works with = and !=, not {op}")
+    ops = {"=": E.EqualTo, "!=": E.NotEqualTo, "<": E.LessThan, "<=": E.LessThanOrEqual,
+           ">": E.GreaterThan, ">=": E.GreaterThanOrEqual}
+    if op not in ops:
+        raise ValueError(f"unknown operator {op} (one of {' '.join(ops)})")
+    return ops[op](column, _literal(value, field.field_type))
+
+
+def cmd_plan(args):
+    from pyiceberg.expressions import AlwaysTrue
+
+    st = open_table(args.table)
+    row_filter = AlwaysTrue() if not args.filter else build_filter(st, *args.filter)
+    tasks = list(st.scan(row_filter=row_filter, snapshot_id=args.snapshot).plan_files())
+    delete_files = {d.file_path for t in tasks for d in (t.delete_files or ())}
+    print(json.dumps({
+        "files": len(tasks),
+        "rows": sum(t.file.record_count for t in tasks),
+        "delete_files": len(delete_files),
+    }, sort_keys=True))
+
+
+def cmd_schema(args):
+    st = open_table(args.table)
+    schema = st.schema()
+    spec = st.spec()
+    order = st.sort_order()
+    print(json.dumps({
+        "schema_id": schema.schema_id,
+        "fields": [{"id": f.field_id, "name": f.name, "type": str(f.field_type), "required": f.required}
+                   for f in schema.fields],
+        "identifier_field_ids": sorted(schema.identifier_field_ids),
+        "spec_id": spec.spec_id,
+        "partition_spec": [{"source-id": f.source_id, "field-id": f.field_id, "transform": str(f.transform),
+                            "name": f.name} for f in spec.fields],
+        "sort_order": [{"source-id": f.source_id, "transform": str(f.transform), "direction": str(f.direction.value),
+                        "null-order": str(f.null_order.value)} for f in order.fields],
+        "location": st.metadata.location,
+        "format_version": st.metadata.format_version,
+        "properties": dict(st.properties),
+    }, sort_keys=True))
+
+
+def cmd_parquet_field_ids(args):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = []
+
+    def walk(field, prefix):
+        name = prefix + field.name
+        meta = field.metadata or {}
+        fid = meta.get(b"PARQUET:field_id")
+        out.append({"name": name, "field_id": int(fid) if fid is not None else None, "type": str(field.type)})
+        t = field.type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i), name + ".")
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            walk(t.value_field, name + ".")
+        elif pa.types.is_map(t):
+            walk(t.key_field, name + ".")
+            walk(t.item_field, name + ".")
+
+    for field in pq.ParquetFile(_strip_file_uri(args.file)).schema_arrow:
+        walk(field, "")
+    print(json.dumps({"fields": out}, sort_keys=True))
+
+
+# ---- driver ------------------------------------------------------------------------------------------
+
+
+def run_batch():
+    import contextlib
+    import io
+    import traceback
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        buf = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(buf):
+                main(json.loads(line), allow_batch=False)
+            out = [json.loads(x) for x in buf.getvalue().splitlines() if x.strip()]
+            result = {"out": out}
+        except SystemExit as e:  # argparse errors
+            result = {"error": f"bad arguments {line.strip()}: exit {e.code}"}
+        except Exception:  # noqa: BLE001 - reported to the caller
+            result = {"error": traceback.format_exc()}
+        sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
+        sys.stdout.flush()
+
+
+def main(argv, allow_batch=True):
+    if allow_batch and argv[:1] == ["batch"]:
+        run_batch()
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rows = sub.add_parser("rows")
+    rows.add_argument("table")
+    rows.add_argument("--snapshot", type=int)
+    rows.add_argument("--reader", choices=("pyiceberg", "duckdb"), default="pyiceberg")
+    rows.add_argument("--drop-system", action="store_true", help="drop __bucket, __offset, __timestamp")
+    snapshots = sub.add_parser("snapshots")
+    snapshots.add_argument("table")
+    plan = sub.add_parser("plan")
+    plan.add_argument("table")
+    plan.add_argument("--snapshot", type=int)
+    plan.add_argument("--filter", nargs=3, metavar=("COLUMN", "OP", "JSON"))
+    schema = sub.add_parser("schema")
+    schema.add_argument("table")
+    pfi = sub.add_parser("parquet-field-ids")
+    pfi.add_argument("file")
+    args = parser.parse_args(argv)
+    commands = {"rows": cmd_rows, "snapshots": cmd_snapshots, "plan": cmd_plan, "schema": cmd_schema,
+                "parquet-field-ids": cmd_parquet_field_ids}
+    commands[args.command](args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
