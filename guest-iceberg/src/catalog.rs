@@ -50,8 +50,8 @@ pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
     let schema = m.current_schema()?;
     TableLayout::new(&schema, table)?;
     let spec = m.default_spec()?;
-    let sample_partition = (!table.partition_keys.is_empty())
-        .then(|| vec!["x"; table.partition_keys.len()].join("$"));
+    let sample_partition =
+        (!table.partition_keys.is_empty()).then(|| vec!["x"; table.partition_keys.len()].join("$"));
     spec.values_for_split(&schema, table, sample_partition.as_deref(), 0)?;
     if !table.primary_keys.is_empty() {
         let mut ids = schema.identifier_field_ids.clone();

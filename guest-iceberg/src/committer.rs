@@ -219,7 +219,9 @@ impl<S: Storage> IcebergCommitter<S> {
         }
         let mut manifests = new_manifests;
         if let Some(p) = &parent {
-            let list = self.storage.get(relative_path(&location, &p.manifest_list)?)?;
+            let list = self
+                .storage
+                .get(relative_path(&location, &p.manifest_list)?)?;
             manifests.extend(read_manifest_list(&list)?);
         }
         let list_rel = format!("metadata/snap-{snapshot_id}-1-{commit_id}.avro");

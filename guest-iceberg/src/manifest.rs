@@ -143,7 +143,10 @@ fn data_file_record(f: &DataFile, spec: &PartitionSpec) -> Avro {
             ),
         ),
         ("record_count".into(), Avro::Long(f.record_count)),
-        ("file_size_in_bytes".into(), Avro::Long(f.file_size_in_bytes)),
+        (
+            "file_size_in_bytes".into(),
+            Avro::Long(f.file_size_in_bytes),
+        ),
         ("column_sizes".into(), null()),
         ("value_counts".into(), kv_array(&f.value_counts, Avro::Long)),
         (
@@ -151,8 +154,14 @@ fn data_file_record(f: &DataFile, spec: &PartitionSpec) -> Avro {
             kv_array(&f.null_value_counts, Avro::Long),
         ),
         ("nan_value_counts".into(), null()),
-        ("lower_bounds".into(), kv_array(&f.lower_bounds, Avro::Bytes)),
-        ("upper_bounds".into(), kv_array(&f.upper_bounds, Avro::Bytes)),
+        (
+            "lower_bounds".into(),
+            kv_array(&f.lower_bounds, Avro::Bytes),
+        ),
+        (
+            "upper_bounds".into(),
+            kv_array(&f.upper_bounds, Avro::Bytes),
+        ),
         ("key_metadata".into(), null()),
         ("split_offsets".into(), null()),
         (
@@ -337,7 +346,10 @@ pub fn write_manifest_list(
             )
         });
         Avro::Record(vec![
-            ("manifest_path".into(), Avro::String(m.manifest_path.clone())),
+            (
+                "manifest_path".into(),
+                Avro::String(m.manifest_path.clone()),
+            ),
             ("manifest_length".into(), Avro::Long(m.manifest_length)),
             ("partition_spec_id".into(), Avro::Int(m.partition_spec_id)),
             ("content".into(), Avro::Int(m.content)),
@@ -361,9 +373,15 @@ pub fn write_manifest_list(
                 "existing_rows_count".into(),
                 Avro::Long(m.existing_rows_count),
             ),
-            ("deleted_rows_count".into(), Avro::Long(m.deleted_rows_count)),
+            (
+                "deleted_rows_count".into(),
+                Avro::Long(m.deleted_rows_count),
+            ),
             ("partitions".into(), partitions),
-            ("key_metadata".into(), opt(m.key_metadata.clone(), Avro::Bytes)),
+            (
+                "key_metadata".into(),
+                opt(m.key_metadata.clone(), Avro::Bytes),
+            ),
         ])
     });
     let metadata = [
@@ -402,8 +420,7 @@ pub fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFile>> {
                                     access::unwrap_union(access::field(p, "contains_null")?),
                                     Avro::Boolean(true)
                                 ),
-                                contains_nan: match access::opt(access::field(p, "contains_nan")?)
-                                {
+                                contains_nan: match access::opt(access::field(p, "contains_nan")?) {
                                     Some(Avro::Boolean(b)) => Some(*b),
                                     _ => None,
                                 },

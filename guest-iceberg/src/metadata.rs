@@ -100,7 +100,11 @@ impl TableMetadata {
             .map_err(|e| Error::corrupt(format!("Iceberg table metadata is not JSON: {e}")))?;
         let json = match v {
             Value::Object(m) => m,
-            _ => return Err(Error::corrupt("Iceberg table metadata is not a JSON object")),
+            _ => {
+                return Err(Error::corrupt(
+                    "Iceberg table metadata is not a JSON object",
+                ));
+            }
         };
         let m = TableMetadata { json };
         match m.json.get("format-version").and_then(Value::as_i64) {
@@ -112,7 +116,8 @@ impl TableMetadata {
     }
 
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        serde_json::to_vec_pretty(&self.json).map_err(|e| Error::internal(format!("encoding table metadata: {e}")))
+        serde_json::to_vec_pretty(&self.json)
+            .map_err(|e| Error::internal(format!("encoding table metadata: {e}")))
     }
 
     /// New table metadata as Iceberg's `TableMetadata.newTableMetadata` lays it out.
@@ -281,12 +286,13 @@ impl TableMetadata {
         let mut json = self.json.clone();
         let ts = snapshot.timestamp_ms;
         let previous_updated = self.last_updated_ms();
-        let push = |json: &mut Map<String, Value>, key: &str, v: Value| {
-            match json.get_mut(key).and_then(Value::as_array_mut) {
-                Some(a) => a.push(v),
-                None => {
-                    json.insert(key.to_string(), Value::Array(vec![v]));
-                }
+        let push = |json: &mut Map<String, Value>, key: &str, v: Value| match json
+            .get_mut(key)
+            .and_then(Value::as_array_mut)
+        {
+            Some(a) => a.push(v),
+            None => {
+                json.insert(key.to_string(), Value::Array(vec![v]));
             }
         };
         push(&mut json, "snapshots", snapshot.to_json());

@@ -193,12 +193,13 @@ impl PartitionSpec {
                     "Bucket key must be set for primary key Iceberg tables",
                 ));
             }
-            None => add(BUCKET_COLUMN, BUCKET_COLUMN.to_string(), Transform::Identity)?,
+            None => add(
+                BUCKET_COLUMN,
+                BUCKET_COLUMN.to_string(),
+                Transform::Identity,
+            )?,
         }
-        Ok(PartitionSpec {
-            spec_id: 0,
-            fields,
-        })
+        Ok(PartitionSpec { spec_id: 0, fields })
     }
 
     /// The result type of each partition field (the manifests' partition tuple schema).
@@ -207,7 +208,10 @@ impl PartitionSpec {
             .iter()
             .map(|f| {
                 let source = schema.field_by_id(f.source_id).ok_or_else(|| {
-                    bad(format!("source field {} of {} missing", f.source_id, f.name))
+                    bad(format!(
+                        "source field {} of {} missing",
+                        f.source_id, f.name
+                    ))
                 })?;
                 Ok(match f.transform {
                     Transform::Bucket(_) => IcebergType::Int,

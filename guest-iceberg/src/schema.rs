@@ -83,7 +83,12 @@ impl IcebergSchema {
         let identifier_field_ids = v
             .get("identifier-field-ids")
             .and_then(Value::as_array)
-            .map(|ids| ids.iter().filter_map(Value::as_i64).map(|i| i as i32).collect())
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(Value::as_i64)
+                    .map(|i| i as i32)
+                    .collect()
+            })
             .unwrap_or_default();
         Ok(IcebergSchema {
             schema_id,

@@ -316,7 +316,10 @@ mod tests {
     #[test]
     fn truncated_bounds_still_bound() {
         let long = Datum::Utf8("abcdefghijklmnopqrstuvwxyz".into());
-        assert_eq!(truncate_lower(&long), Datum::Utf8("abcdefghijklmnop".into()));
+        assert_eq!(
+            truncate_lower(&long),
+            Datum::Utf8("abcdefghijklmnop".into())
+        );
         assert_eq!(
             truncate_upper(&long),
             Some(Datum::Utf8("abcdefghijklmnoq".into()))

@@ -116,9 +116,13 @@ impl<S: Storage + Clone> IcebergWriter<S> {
             let key_columns = ids
                 .iter()
                 .map(|id| {
-                    schema.fields.iter().position(|f| f.id == *id).ok_or_else(|| {
-                        Error::corrupt(format!("identifier field {id} is not a column"))
-                    })
+                    schema
+                        .fields
+                        .iter()
+                        .position(|f| f.id == *id)
+                        .ok_or_else(|| {
+                            Error::corrupt(format!("identifier field {id} is not a column"))
+                        })
                 })
                 .collect::<Result<Vec<_>>>()?;
             Some(Delta {

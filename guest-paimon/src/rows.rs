@@ -12,8 +12,8 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use fluss_lake_guest_sdk::arrow_util::PARQUET_FIELD_ID_KEY;
 use fluss_lake_guest_sdk::{Error, Result};
 
-use fluss_lake_guest_sdk::convert::{constant_i32, i64_column, millis_column, to_file_array};
 use crate::schema::TableLayout;
+use fluss_lake_guest_sdk::convert::{constant_i32, i64_column, millis_column, to_file_array};
 
 /// The Arrow schema of the table's rows in data files: Paimon's field ids and the file types
 /// of [`crate::types::PaimonType::arrow_file_type`].

@@ -88,21 +88,29 @@ pub fn row_keys(columns: &[&dyn Array]) -> Result<Vec<Vec<u8>>> {
             DataType::Boolean => {
                 let a = col.as_boolean();
                 for (i, k) in keys.iter_mut().enumerate() {
-                    k.push(if a.is_null(i) { 0 } else { 1 + a.value(i) as u8 });
+                    k.push(if a.is_null(i) {
+                        0
+                    } else {
+                        1 + a.value(i) as u8
+                    });
                 }
             }
             DataType::Int8 => prim!(col.as_primitive::<Int8Type>()),
             DataType::Int16 => prim!(col.as_primitive::<Int16Type>()),
             DataType::Int32 | DataType::Date32 | DataType::Time32(_) => {
                 let data = col.to_data().into_builder().data_type(DataType::Int32);
-                prim!(&arrow_array::PrimitiveArray::<Int32Type>::from(data.build()?))
+                prim!(&arrow_array::PrimitiveArray::<Int32Type>::from(
+                    data.build()?
+                ))
             }
             DataType::Int64
             | DataType::Date64
             | DataType::Time64(_)
             | DataType::Timestamp(_, _) => {
                 let data = col.to_data().into_builder().data_type(DataType::Int64);
-                prim!(&arrow_array::PrimitiveArray::<Int64Type>::from(data.build()?))
+                prim!(&arrow_array::PrimitiveArray::<Int64Type>::from(
+                    data.build()?
+                ))
             }
             DataType::Float32 => prim!(col.as_primitive::<Float32Type>()),
             DataType::Float64 => prim!(col.as_primitive::<Float64Type>()),

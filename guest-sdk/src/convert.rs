@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, BinaryArray, PrimitiveArray, new_null_array};
 use arrow_schema::{DataType, TimeUnit};
-use crate::error::{Error, Result};
 
 fn unit_factor(u: TimeUnit) -> i64 {
     match u {
@@ -256,7 +256,10 @@ mod tests {
 
         let t: ArrayRef = Arc::new(Time32SecondArray::from(vec![Some(2), None]));
         let out = to_file_array(&t, &DataType::Time64(TimeUnit::Microsecond), true, "t").unwrap();
-        assert_eq!(out.as_primitive::<Time64MicrosecondType>().value(0), 2_000_000);
+        assert_eq!(
+            out.as_primitive::<Time64MicrosecondType>().value(0),
+            2_000_000
+        );
         assert!(out.is_null(1));
 
         let small: ArrayRef = Arc::new(PrimitiveArray::<Int16Type>::from(vec![Some(-3), None]));

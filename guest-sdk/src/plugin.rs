@@ -56,8 +56,11 @@ pub trait FormatWriter: Sized + 'static {
 pub trait FormatCommitter: Sized + 'static {
     fn open(context: CommitterContext, storage: HostStorage) -> Result<Self>;
     fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>>;
-    fn commit(&mut self, committable: &[u8], properties: &[(String, String)])
-    -> Result<CommitResult>;
+    fn commit(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+    ) -> Result<CommitResult>;
     fn abort(&self, committable: &[u8]) -> Result<()>;
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>>;
 }

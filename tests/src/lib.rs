@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod data;
 pub mod host;
+pub mod iceberg;
 pub mod lake_check;
 pub mod paimon;
 

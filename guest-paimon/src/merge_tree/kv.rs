@@ -283,7 +283,11 @@ mod tests {
                 Arc::new(StringArray::from(vec![Some("x"), None])),
                 Arc::new(Int32Array::from(vec![0, 0])),
                 Arc::new(Int64Array::from(vec![10, 11])),
-                fluss_lake_guest_sdk::convert::millis_column(&[1, 2], table_schema.field(5).data_type()).unwrap(),
+                fluss_lake_guest_sdk::convert::millis_column(
+                    &[1, 2],
+                    table_schema.field(5).data_type(),
+                )
+                .unwrap(),
             ],
         )
         .unwrap();
