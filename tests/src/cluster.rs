@@ -10,52 +10,89 @@ use crate::repo_root;
 #[derive(Debug, Clone)]
 pub struct ClusterInfo {
     pub bootstrap: String,
+    /// The lake format the cluster runs with (`datalake.format`).
+    pub format: String,
     pub paimon_warehouse: PathBuf,
+    pub iceberg_warehouse: PathBuf,
     pub remote_data_dir: PathBuf,
 }
 
 static CLUSTER: OnceLock<ClusterInfo> = OnceLock::new();
 
-/// The running cluster; starts it (once per test binary) if `cluster/status.sh` says it is down.
+fn work_dir() -> PathBuf {
+    std::env::var("CLUSTER_WORK_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target/fluss-cluster"))
+}
+
+/// The `datalake.format` of the cluster's current configuration.
+fn configured_format() -> Option<String> {
+    let yaml = std::fs::read_to_string(work_dir().join("conf/server.yaml")).ok()?;
+    yaml.lines()
+        .find_map(|l| l.strip_prefix("datalake.format:"))
+        .map(|v| v.trim().to_string())
+}
+
+fn run(script: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(repo_root().join(script))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {script}: {e}"))
+}
+
+/// The running cluster with the Paimon lake (the default); see [`ensure_format`].
 pub fn ensure() -> ClusterInfo {
-    CLUSTER
+    ensure_format("paimon")
+}
+
+/// The running cluster, (re)started with `datalake.format: <format>` when it is down or runs
+/// another lake format (the coordinator creates lake tables in one format per cluster). A
+/// restart starts clean. Once per test binary; a cluster that cannot start fails the test
+/// with the scripts' output.
+pub fn ensure_format(format: &str) -> ClusterInfo {
+    let info = CLUSTER
         .get_or_init(|| {
-            let root = repo_root();
-            let status = Command::new(root.join("cluster/status.sh"))
-                .output()
-                .expect("cannot run cluster/status.sh");
-            if !status.status.success() {
-                let setup = Command::new(root.join("cluster/setup.sh"))
-                    .output()
-                    .expect("cannot run cluster/setup.sh");
+            let up = run("cluster/status.sh", &[], &[]).status.success();
+            if !up || configured_format().as_deref() != Some(format) {
+                let _ = run("cluster/stop.sh", &[], &[]);
+                let with = format!("WITH_{}", format.to_ascii_uppercase());
+                let setup = run("cluster/setup.sh", &[], &[(with.as_str(), "1")]);
                 assert!(
                     setup.status.success(),
                     "cluster/setup.sh failed:\n{}\n{}",
                     String::from_utf8_lossy(&setup.stdout),
                     String::from_utf8_lossy(&setup.stderr)
                 );
-                let start = Command::new(root.join("cluster/start.sh"))
-                    .arg("--clean")
-                    .output()
-                    .expect("cannot run cluster/start.sh");
+                let start = run(
+                    "cluster/start.sh",
+                    &["--clean"],
+                    &[("DATALAKE_FORMAT", format)],
+                );
                 assert!(
                     start.status.success(),
-                    "the Fluss cluster did not start:\n{}\n{}",
+                    "the Fluss cluster did not start with datalake.format {format}:\n{}\n{}",
                     String::from_utf8_lossy(&start.stdout),
                     String::from_utf8_lossy(&start.stderr)
                 );
             }
-            let work = std::env::var("CLUSTER_WORK_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|_| root.join("target/fluss-cluster"));
+            let work = work_dir();
             ClusterInfo {
                 bootstrap: std::env::var("FLUSS_BOOTSTRAP")
                     .unwrap_or_else(|_| "127.0.0.1:9123".into()),
+                format: format.to_string(),
                 paimon_warehouse: work.join("paimon-warehouse"),
+                iceberg_warehouse: work.join("iceberg-warehouse"),
                 remote_data_dir: work.join("remote-data"),
             }
         })
-        .clone()
+        .clone();
+    assert_eq!(
+        info.format, format,
+        "this test binary already uses the cluster with datalake.format {}",
+        info.format
+    );
+    info
 }
 
 /// The last lines of the coordinator's log, for failure messages.
