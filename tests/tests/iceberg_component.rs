@@ -17,8 +17,8 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use fluss_lake_e2e::host::plugin;
 use fluss_lake_e2e::iceberg::{
-    ComponentDriver, SplitInput, iceberg_bucket, plan, read_batch, read_one, row_batch, rows,
-    snapshots,
+    ComponentDriver, SplitInput, iceberg_bucket, java_check, plan, read_batch, read_one, row_batch,
+    rows, snapshots,
 };
 use fluss_lake_e2e::unique_name;
 use fluss_lake_host::plugin::wit::{Column, TableInfo, TablePath};
@@ -389,6 +389,35 @@ async fn log_table_every_snapshot_reads_back_exactly() {
         );
     }
 
+    // Java Iceberg (what Fluss and the engines run) reads the same history and plans the
+    // same files at every snapshot
+    let java = &java_check(&[&dir])[0];
+    let java_snaps = java["snapshots"].as_array().unwrap();
+    assert_eq!(java_snaps.len(), 3);
+    for (k, js) in java_snaps.iter().enumerate() {
+        assert_eq!(js["id"].as_i64(), Some(ids[k]));
+        assert_eq!(js["sequence"], json!(k + 1));
+        assert_eq!(
+            js["summary"]["fluss-offsets"],
+            json!(offsets_property(k + 1)[0].1)
+        );
+        let tasks = js["tasks"].as_array().unwrap();
+        let planned: i64 = tasks.iter().map(|t| t["rows"].as_i64().unwrap()).sum();
+        assert_eq!(
+            planned,
+            expected[k].len() as i64,
+            "Java plan of snapshot {}",
+            k + 1
+        );
+        assert_eq!(tasks.len(), if k == 0 { 3 } else { 6 });
+    }
+    for f in java["fields"].as_array().unwrap() {
+        assert_eq!(
+            f["id"].as_i64(),
+            Some(field_ids[f["name"].as_str().unwrap()])
+        );
+    }
+
     // recovery: the newest snapshot Fluss has not registered, by sequence number
     let missing = driver.missing_snapshot(&t, None).await.unwrap();
     assert_eq!(missing, (ids[2], Some(offsets_property(3)[0].1.clone())));
@@ -439,6 +468,19 @@ async fn partitioned_table_with_bucket_key_uses_iceberg_bucket_partitions() {
     assert_eq!(
         plan(&dir, None, Some(("dt", "=", json!("2026-11-29 x/y"))))["files"],
         json!(4)
+    );
+    let java = &java_check(&[&dir])[0];
+    let tasks = java["snapshots"][0]["tasks"].as_array().unwrap();
+    assert_eq!(
+        tasks.len(),
+        8,
+        "Java plans one file per partition and bucket"
+    );
+    assert!(
+        tasks
+            .iter()
+            .any(|t| t["partition"].as_str().unwrap().contains("2026-11-29 x/y")),
+        "{tasks:?}"
     );
     let data = wh.join("fluss/log_partitioned/data");
     assert!(
@@ -604,5 +646,28 @@ async fn primary_key_table_deltas_read_back_through_equality_and_position_delete
     );
     let err = results[4].clone().unwrap_err();
     assert!(err.contains("equality deletes"), "{err}");
+
+    // Java Iceberg attaches the deletes as the spec says: round 2's equality deletes to
+    // round 1's files only, its position deletes to its own files.
+    let java = &java_check(&[&dir])[0];
+    let js = java["snapshots"].as_array().unwrap();
+    assert_eq!(js.len(), 3);
+    let tasks = |k: usize| js[k]["tasks"].as_array().unwrap().clone();
+    assert!(
+        tasks(0)
+            .iter()
+            .all(|t| t["equality_deletes"] == 0 && t["position_deletes"] == 0)
+    );
+    let round1_files: Vec<Value> = tasks(0).iter().map(|t| t["file"].clone()).collect();
+    for t in tasks(1) {
+        let older = round1_files.contains(&t["file"]);
+        assert_eq!(t["equality_deletes"].as_i64().unwrap() > 0, older, "{t}");
+    }
+    assert!(
+        tasks(1)
+            .iter()
+            .any(|t| t["position_deletes"].as_i64().unwrap() > 0)
+    );
+    assert_eq!(java["identifier_field_ids"], json!([1]));
     std::fs::remove_dir_all(&wh).ok();
 }

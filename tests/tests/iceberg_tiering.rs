@@ -13,7 +13,7 @@ use arrow::datatypes::{DataType, Field, Schema as ArrowSchema, TimeUnit};
 use fluss::client::FlussAdmin;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
-use fluss_lake_e2e::iceberg::{plan, rows, snapshots};
+use fluss_lake_e2e::iceberg::{java_check, plan, rows, snapshots};
 use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::{cluster, data, host, unique_name};
 use serde_json::{Value, json};
@@ -234,6 +234,25 @@ async fn log_table_tiers_into_iceberg_over_three_rounds() {
     let old = rows(&dir, Some(snap1), "pyiceberg");
     assert_eq!(old.len(), 30_000, "time travel to round 1");
 
+    // Java Iceberg plans exactly the rows of each registered snapshot.
+    let java = &java_check(&[&dir])[0];
+    let planned = |id: i64| -> i64 {
+        let s = java["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"].as_i64() == Some(id))
+            .unwrap_or_else(|| panic!("Java does not see snapshot {id}"));
+        s["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["rows"].as_i64().unwrap())
+            .sum()
+    };
+    assert_eq!(planned(snap1), 30_000);
+    assert_eq!(planned(snap2), 42_000);
+
     // Idle: nothing new is committed while no data arrives.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(
@@ -371,6 +390,13 @@ async fn primary_key_table_tiers_into_iceberg_with_deletes() {
             .all(|o| ["append", "overwrite", "delete"].contains(&o.as_str())),
         "{ops:?}"
     );
+    let java = &java_check(&[&dir])[0];
+    assert_eq!(
+        java["snapshots"].as_array().unwrap().len(),
+        ops.len(),
+        "Java Iceberg reads every snapshot"
+    );
+    assert_eq!(java["identifier_field_ids"], json!([1]));
     let mut h = host_process.unwrap();
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
 }
