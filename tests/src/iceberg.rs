@@ -274,17 +274,6 @@ impl ComponentDriver {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bucket_function_matches_the_iceberg_spec() {
-        // The Iceberg spec's test vector: hash(34L) = 2017239379.
-        assert_eq!(iceberg_bucket(34, i32::MAX), 2017239379 % i32::MAX);
-    }
-}
-
 /// Java Iceberg's view of tables (`tests/java/IcebergCheck.java`, run with the Iceberg jars
 /// of Fluss's own Iceberg plugin that `cluster/setup.sh` installs): one JSON object per
 /// table with its schema, spec, snapshots and every snapshot's scan plan. Fails (never
@@ -351,4 +340,15 @@ pub fn java_check(table_dirs: &[&Path]) -> Vec<Value> {
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_function_matches_the_iceberg_spec() {
+        // The Iceberg spec's test vector: hash(34L) = 2017239379.
+        assert_eq!(iceberg_bucket(34, i32::MAX), 2017239379);
+    }
 }
