@@ -7,8 +7,11 @@
 //! Optimistic concurrency: the metadata version is published with put-if-absent; on a
 //! conflict the round's manifests are rebuilt on the new current metadata and retried.
 
+use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::wit::{CommitResult, CommittedSnapshot, ReadableSnapshot, TieringStats};
+use fluss_lake_guest_sdk::wit::{
+    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
+};
 use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, clock};
 
 use crate::hadoop_tables::{self, Loaded};
@@ -140,18 +143,17 @@ fn summary(
     s
 }
 
-impl<S: Storage> IcebergCommitter<S> {
-    pub fn new(storage: S) -> Self {
-        IcebergCommitter { storage }
+impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
+    fn open(_context: CommitterContext, storage: S) -> Result<Self> {
+        Ok(IcebergCommitter { storage })
     }
 
-    fn load(&self) -> Result<Loaded> {
-        hadoop_tables::load(&self.storage)?
-            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
+    fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
+        to_committable(write_results)
     }
 
     /// Publishes the committable as a new snapshot carrying `properties`.
-    pub fn commit(
+    fn commit(
         &mut self,
         committable: &[u8],
         properties: &[(String, String)],
@@ -170,6 +172,62 @@ impl<S: Storage> IcebergCommitter<S> {
             }
         }
         Err(last_conflict.unwrap_or_else(|| Error::conflict("Iceberg commit kept conflicting")))
+    }
+
+    /// Deletes the round's files (nothing refers to them).
+    fn abort(&self, committable: &[u8]) -> Result<()> {
+        let files = WritePayload::decode(committable)?.files;
+        let location = self.load()?.metadata.location()?.to_string();
+        for f in files {
+            match relative_path(&location, &f.file_path) {
+                Ok(rel) => self.storage.delete(rel)?,
+                Err(e) => fluss_lake_guest_sdk::warn!("not deleting {}: {e}", f.file_path),
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest snapshot committed by Fluss if it is newer (by sequence number: snapshot
+    /// ids are random) than the one Fluss knows (Fluss `getMissingLakeSnapshot`).
+    fn get_missing_lake_snapshot(
+        &self,
+        latest_fluss_snapshot_id: Option<i64>,
+    ) -> Result<Option<CommittedSnapshot>> {
+        let Some(loaded) = hadoop_tables::load(&self.storage)? else {
+            return Ok(None);
+        };
+        let snapshots = loaded.metadata.snapshots()?;
+        let Some(latest) = snapshots
+            .iter()
+            .rev()
+            .find(|s| s.summary_value(COMMIT_USER) == Some(FLUSS_COMMIT_USER))
+        else {
+            return Ok(None);
+        };
+        if let Some(known) = latest_fluss_snapshot_id {
+            let known = snapshots
+                .iter()
+                .find(|s| s.snapshot_id == known)
+                .ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "Referenced Fluss snapshot {known} not found in Iceberg table"
+                    ))
+                })?;
+            if latest.sequence_number <= known.sequence_number {
+                return Ok(None);
+            }
+        }
+        Ok(Some(CommittedSnapshot {
+            snapshot_id: latest.snapshot_id,
+            properties: latest.summary.clone(),
+        }))
+    }
+}
+
+impl<S: Storage> IcebergCommitter<S> {
+    fn load(&self) -> Result<Loaded> {
+        hadoop_tables::load(&self.storage)?
+            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
     }
 
     fn try_commit(
@@ -272,53 +330,142 @@ impl<S: Storage> IcebergCommitter<S> {
             },
         })
     }
+}
 
-    /// Deletes the round's files (nothing refers to them).
-    pub fn abort(&self, committable: &[u8]) -> Result<()> {
-        let files = WritePayload::decode(committable)?.files;
-        let location = self.load()?.metadata.location()?.to_string();
-        for f in files {
-            match relative_path(&location, &f.file_path) {
-                Ok(rel) => self.storage.delete(rel)?,
-                Err(e) => fluss_lake_guest_sdk::warn!("not deleting {}: {e}", f.file_path),
-            }
-        }
-        Ok(())
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use fluss_lake_guest_sdk::ipc::{ChangeType, make_changelog_batch, make_row_batch};
+    use fluss_lake_guest_sdk::plugin::FormatWriter;
+    use fluss_lake_guest_sdk::storage::MemoryStorage;
+    use fluss_lake_guest_sdk::testing::{committer_context, pk_table, writer_context};
+
+    use super::*;
+    use crate::catalog::create_table_if_missing;
+    use crate::writer::IcebergWriter;
+
+    fn batch(ids: &[i32]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, false),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int32Array::from(ids.to_vec())),
+                Arc::new(StringArray::from_iter_values(
+                    ids.iter().map(|i| format!("n{i}")),
+                )),
+            ],
+        )
+        .unwrap()
     }
 
-    /// The newest snapshot committed by Fluss if it is newer (by sequence number: snapshot
-    /// ids are random) than the one Fluss knows (Fluss `getMissingLakeSnapshot`).
-    pub fn get_missing_lake_snapshot(
-        &self,
-        latest_fluss_snapshot_id: Option<i64>,
-    ) -> Result<Option<CommittedSnapshot>> {
-        let Some(loaded) = hadoop_tables::load(&self.storage)? else {
-            return Ok(None);
-        };
-        let snapshots = loaded.metadata.snapshots()?;
-        let Some(latest) = snapshots
-            .iter()
-            .rev()
-            .find(|s| s.summary_value(COMMIT_USER) == Some(FLUSS_COMMIT_USER))
-        else {
-            return Ok(None);
-        };
-        if let Some(known) = latest_fluss_snapshot_id {
-            let known = snapshots
-                .iter()
-                .find(|s| s.snapshot_id == known)
-                .ok_or_else(|| {
-                    Error::corrupt(format!(
-                        "Referenced Fluss snapshot {known} not found in Iceberg table"
-                    ))
-                })?;
-            if latest.sequence_number <= known.sequence_number {
-                return Ok(None);
-            }
-        }
-        Ok(Some(CommittedSnapshot {
-            snapshot_id: latest.snapshot_id,
-            properties: latest.summary.clone(),
-        }))
+    #[test]
+    fn deltas_commits_recovery_and_abort() {
+        let storage = MemoryStorage::new();
+        let t = pk_table(
+            "db",
+            "t",
+            &[("id", "INT", false), ("name", "STRING", true)],
+            &["id"],
+            1,
+            &[],
+        );
+        let config = [("warehouse", "/wh")];
+        let pairs = fluss_lake_guest_sdk::testing::pairs(&config);
+        assert!(create_table_if_missing(&storage, &t, &pairs).unwrap());
+        let mut c = IcebergCommitter::open(committer_context(&t, &config), &storage).unwrap();
+
+        // round 1: inserts 1..=3, then 2 updated within the round (position delete)
+        let mut w = IcebergWriter::open(&writer_context(&t, 0, None, &config), &storage).unwrap();
+        let kinds = [
+            ChangeType::Insert,
+            ChangeType::Insert,
+            ChangeType::Insert,
+            ChangeType::UpdateBefore,
+            ChangeType::UpdateAfter,
+        ];
+        w.write(make_changelog_batch(&batch(&[1, 2, 3, 2, 2]), &kinds, 0, 9).unwrap())
+            .unwrap();
+        let r1 = w.complete().unwrap();
+        assert_eq!(r1.record_count, 5);
+        let files = WritePayload::decode(&r1.payload).unwrap().files;
+        let contents: Vec<FileContent> = files.iter().map(|f| f.content).collect();
+        assert_eq!(contents, [FileContent::Data, FileContent::PositionDeletes]);
+        assert_eq!(
+            files[1].referenced_data_file.as_deref(),
+            Some(files[0].file_path.as_str())
+        );
+        let props = vec![("fluss-offsets".to_string(), "/o/1".to_string())];
+        let committable = c.to_committable(&[r1.payload]).unwrap();
+        let first = c.commit(&committable, &props).unwrap();
+        assert_eq!(first.stats.record_count, Some(4));
+
+        // round 2: delete 1 (an older row: equality delete)
+        let mut w = IcebergWriter::open(&writer_context(&t, 0, None, &config), &storage).unwrap();
+        w.write(make_changelog_batch(&batch(&[1]), &[ChangeType::Delete], 5, 9).unwrap())
+            .unwrap();
+        let r2 = w.complete().unwrap();
+        let files = WritePayload::decode(&r2.payload).unwrap().files;
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].content, FileContent::EqualityDeletes);
+        assert_eq!(files[0].equality_ids, Some(vec![1]));
+        let props2 = vec![("fluss-offsets".to_string(), "/o/2".to_string())];
+        let second = c
+            .commit(&c.to_committable(&[r2.payload]).unwrap(), &props2)
+            .unwrap();
+
+        let m = hadoop_tables::load(&storage).unwrap().unwrap().metadata;
+        let snaps = m.snapshots().unwrap();
+        assert_eq!(snaps.len(), 2);
+        assert_eq!(snaps[0].summary_value("operation"), Some("overwrite"));
+        assert_eq!(snaps[1].summary_value("operation"), Some("delete"));
+        assert_eq!(snaps[1].summary_value("total-equality-deletes"), Some("1"));
+        assert_eq!(snaps[1].summary_value("total-position-deletes"), Some("1"));
+        let list = storage
+            .get(relative_path(m.location().unwrap(), &snaps[1].manifest_list).unwrap())
+            .unwrap();
+        assert_eq!(
+            read_manifest_list(&list).unwrap().len(),
+            3,
+            "2 new + 1 carried"
+        );
+
+        // an empty round still commits the offsets
+        let empty = c.commit(&to_committable(&[]).unwrap(), &props).unwrap();
+        assert_ne!(empty.snapshot_id, second.snapshot_id);
+        assert_eq!(
+            c.get_missing_lake_snapshot(Some(first.snapshot_id))
+                .unwrap()
+                .unwrap()
+                .snapshot_id,
+            empty.snapshot_id
+        );
+        assert!(
+            c.get_missing_lake_snapshot(Some(empty.snapshot_id))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            c.get_missing_lake_snapshot(Some(42)).is_err(),
+            "unknown snapshot"
+        );
+
+        // abort removes the round's files
+        let mut w = IcebergWriter::open(&writer_context(&t, 0, None, &config), &storage).unwrap();
+        w.write(make_row_batch(&batch(&[7]), 6, 9).unwrap())
+            .unwrap();
+        let r = w.complete().unwrap();
+        let path = WritePayload::decode(&r.payload).unwrap().files[0]
+            .file_path
+            .clone();
+        let rel = relative_path("/wh/db/t", &path).unwrap().to_string();
+        assert!(storage.head(&rel).unwrap().is_some());
+        c.abort(&c.to_committable(&[r.payload]).unwrap()).unwrap();
+        assert!(storage.head(&rel).unwrap().is_none());
     }
 }

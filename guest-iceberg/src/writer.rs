@@ -14,6 +14,7 @@ use fluss_lake_guest_sdk::arrow_util::row_keys;
 use fluss_lake_guest_sdk::deps::arrow_select::filter::filter_record_batch;
 use fluss_lake_guest_sdk::ipc::{ChangeType, decode_row_batch};
 use fluss_lake_guest_sdk::parquet::ParquetOptions;
+use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
 use fluss_lake_guest_sdk::{Error, Result, config};
@@ -63,8 +64,8 @@ pub struct IcebergWriter<S: Storage + Clone> {
     records: u64,
 }
 
-impl<S: Storage + Clone> IcebergWriter<S> {
-    pub fn open(context: &WriterContext, storage: S) -> Result<Self> {
+impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
+    fn open(context: &WriterContext, storage: S) -> Result<Self> {
         let table = &context.table;
         let loaded = hadoop_tables::load(&storage)?.ok_or_else(|| {
             Error::not_found(format!(
@@ -142,7 +143,7 @@ impl<S: Storage + Clone> IcebergWriter<S> {
         })
     }
 
-    pub fn write(&mut self, batch: RowBatch) -> Result<()> {
+    fn write(&mut self, batch: RowBatch) -> Result<()> {
         let decoded = decode_row_batch(batch)?;
         let n = decoded.num_rows();
         if n == 0 {
@@ -216,7 +217,7 @@ impl<S: Storage + Clone> IcebergWriter<S> {
         Ok(())
     }
 
-    pub fn complete(self) -> Result<WriteResult> {
+    fn complete(self) -> Result<WriteResult> {
         let mut files = self.data.finish()?;
         if let Some(delta) = self.delta {
             files.extend(delta.eq_deletes.finish()?);

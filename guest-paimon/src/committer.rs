@@ -9,8 +9,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
+use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::wit::{CommitResult, CommittedSnapshot, ReadableSnapshot, TieringStats};
+use fluss_lake_guest_sdk::wit::{
+    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
+};
 use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, ResultExt, clock, config};
 
 use crate::commit_message::CommitMessage;
@@ -424,6 +427,29 @@ impl<S: Storage> PaimonCommitter<S> {
             id -= 1;
         }
         Ok(None)
+    }
+}
+
+/// The SDK's committer interface (the WIT adapter drives it).
+impl<S: Storage> FormatCommitter<S> for PaimonCommitter<S> {
+    fn open(context: CommitterContext, storage: S) -> Result<Self> {
+        Ok(PaimonCommitter::new(storage, context.config))
+    }
+    fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
+        to_committable(write_results)
+    }
+    fn commit(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+    ) -> Result<CommitResult> {
+        PaimonCommitter::commit(self, committable, properties)
+    }
+    fn abort(&self, committable: &[u8]) -> Result<()> {
+        PaimonCommitter::abort(self, committable)
+    }
+    fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>> {
+        PaimonCommitter::get_missing_lake_snapshot(self, latest)
     }
 }
 

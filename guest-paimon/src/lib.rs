@@ -25,12 +25,9 @@ pub mod types;
 pub mod writer;
 
 use fluss_lake_guest_sdk::Result;
-use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter, LakeFormat};
+use fluss_lake_guest_sdk::plugin::LakeFormat;
 use fluss_lake_guest_sdk::storage::HostStorage;
-use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, RowBatch, TableInfo, WriteResult,
-    WriterContext,
-};
+use fluss_lake_guest_sdk::wit::TableInfo;
 
 /// The format name this plugin writes (Fluss `table.datalake.format`).
 pub const FORMAT: &str = "paimon";
@@ -60,40 +57,6 @@ impl LakeFormat for Paimon {
         config: &[(String, String)],
     ) -> Result<bool> {
         catalog::create_table_if_missing(storage, table, config)
-    }
-}
-
-impl FormatWriter for writer::PaimonWriter<HostStorage> {
-    fn open(context: &WriterContext, storage: HostStorage) -> Result<Self> {
-        writer::PaimonWriter::open(context, storage)
-    }
-    fn write(&mut self, batch: RowBatch) -> Result<()> {
-        writer::PaimonWriter::write(self, batch)
-    }
-    fn complete(self) -> Result<WriteResult> {
-        writer::PaimonWriter::complete(self)
-    }
-}
-
-impl FormatCommitter for committer::PaimonCommitter<HostStorage> {
-    fn open(context: CommitterContext, storage: HostStorage) -> Result<Self> {
-        Ok(committer::PaimonCommitter::new(storage, context.config))
-    }
-    fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
-        committer::to_committable(write_results)
-    }
-    fn commit(
-        &mut self,
-        committable: &[u8],
-        properties: &[(String, String)],
-    ) -> Result<CommitResult> {
-        committer::PaimonCommitter::commit(self, committable, properties)
-    }
-    fn abort(&self, committable: &[u8]) -> Result<()> {
-        committer::PaimonCommitter::abort(self, committable)
-    }
-    fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>> {
-        committer::PaimonCommitter::get_missing_lake_snapshot(self, latest)
     }
 }
 

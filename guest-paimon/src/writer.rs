@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use fluss_lake_guest_sdk::parquet::ParquetOptions;
+use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
 use fluss_lake_guest_sdk::{Error, Result, config};
@@ -151,5 +152,18 @@ impl<S: Storage> PaimonWriter<S> {
             PaimonWriter::Append(w) => w.complete(),
             PaimonWriter::PrimaryKey(w) => w.complete(),
         }
+    }
+}
+
+/// The SDK's writer interface (the WIT adapter drives it).
+impl<S: Storage> FormatWriter<S> for PaimonWriter<S> {
+    fn open(context: &WriterContext, storage: S) -> Result<Self> {
+        PaimonWriter::open(context, storage)
+    }
+    fn write(&mut self, batch: RowBatch) -> Result<()> {
+        PaimonWriter::write(self, batch)
+    }
+    fn complete(self) -> Result<WriteResult> {
+        PaimonWriter::complete(self)
     }
 }

@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 
 use crate::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
 use crate::error::{Error, Result};
-use crate::storage::HostStorage;
+use crate::storage::{HostStorage, Storage};
 use crate::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, RowBatch, TableInfo,
     WriteResult, WriterContext,
@@ -25,9 +25,9 @@ pub trait LakeFormat: 'static {
     /// The plugin's own version.
     const VERSION: &'static str;
     /// Writes one bucket's rows of a round.
-    type Writer: FormatWriter;
+    type Writer: FormatWriter<HostStorage> + 'static;
     /// Commits a round's write results.
-    type Committer: FormatCommitter;
+    type Committer: FormatCommitter<HostStorage> + 'static;
 
     /// Where the table lives, relative to the warehouse.
     fn table_location(table: &TableInfo, config: &[(String, String)]) -> Result<String>;
@@ -45,16 +45,17 @@ pub trait LakeFormat: 'static {
     ) -> Result<bool>;
 }
 
-/// A format's writer for one split.
-pub trait FormatWriter: Sized + 'static {
-    fn open(context: &WriterContext, storage: HostStorage) -> Result<Self>;
+/// A format's writer for one split, over any [`Storage`] (the host's in the component,
+/// local or in-memory storage in native tests).
+pub trait FormatWriter<S: Storage>: Sized {
+    fn open(context: &WriterContext, storage: S) -> Result<Self>;
     fn write(&mut self, batch: RowBatch) -> Result<()>;
     fn complete(self) -> Result<WriteResult>;
 }
 
-/// A format's committer for one table round.
-pub trait FormatCommitter: Sized + 'static {
-    fn open(context: CommitterContext, storage: HostStorage) -> Result<Self>;
+/// A format's committer for one table round, over any [`Storage`].
+pub trait FormatCommitter<S: Storage>: Sized {
+    fn open(context: CommitterContext, storage: S) -> Result<Self>;
     fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>>;
     fn commit(
         &mut self,
@@ -110,7 +111,7 @@ impl<F: LakeFormat> catalog::Guest for Component<F> {
 /// The `lake-writer` resource of format `F`: the writer until `complete` takes it.
 pub struct WriterResource<W>(RefCell<Option<W>>);
 
-impl<W: FormatWriter> writer::GuestLakeWriter for WriterResource<W> {
+impl<W: FormatWriter<HostStorage> + 'static> writer::GuestLakeWriter for WriterResource<W> {
     fn open(context: WriterContext) -> std::result::Result<writer::LakeWriter, LakeError> {
         let w = wit(W::open(&context, HostStorage))?;
         Ok(writer::LakeWriter::new(WriterResource(RefCell::new(Some(
@@ -134,7 +135,9 @@ impl<F: LakeFormat> writer::Guest for Component<F> {
 /// The `lake-committer` resource of format `F`.
 pub struct CommitterResource<C>(RefCell<C>);
 
-impl<C: FormatCommitter> committer::GuestLakeCommitter for CommitterResource<C> {
+impl<C: FormatCommitter<HostStorage> + 'static> committer::GuestLakeCommitter
+    for CommitterResource<C>
+{
     fn open(context: CommitterContext) -> std::result::Result<committer::LakeCommitter, LakeError> {
         let c = wit(C::open(context, HostStorage))?;
         Ok(committer::LakeCommitter::new(CommitterResource(
