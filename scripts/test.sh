@@ -27,10 +27,12 @@ cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon -p fluss-lake-iceberg 
 
 step "plugins"
 scripts/build-plugins.sh
-step "plugin smoke test without the Rust host (wasmtime-py + pypaimon)"
-smoke_dir="$(mktemp -d)"
-target/venv/bin/python tests/python/wasm_smoke.py target/plugins/paimon.wasm "$smoke_dir"
-rm -rf "$smoke_dir"
+step "plugin smoke tests without the Rust host (wasmtime-py + pypaimon / pyiceberg)"
+for format in paimon iceberg; do
+  smoke_dir="$(mktemp -d)"
+  target/venv/bin/python tests/python/wasm_smoke.py "target/plugins/$format.wasm" "$smoke_dir"
+  rm -rf "$smoke_dir"
+done
 
 step "host"
 cargo build --release -p fluss-lake-host

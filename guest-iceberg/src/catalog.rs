@@ -74,7 +74,8 @@ pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
 
 /// Iceberg table properties for a Fluss table: `iceberg.<k>` passed through, other Fluss
 /// properties as `fluss.<k>`, merge-on-read for primary-key tables (Java's
-/// `buildTableProperties`), and the codec this plugin writes.
+/// `buildTableProperties`), and the codec this plugin writes (snappy; Java's tables say zstd,
+/// Iceberg's default, which needs a C toolchain in wasm).
 fn table_properties(table: &TableInfo) -> Vec<(String, String)> {
     let mut props = vec![(
         "write.parquet.compression-codec".to_string(),
@@ -86,6 +87,11 @@ fn table_properties(table: &TableInfo) -> Vec<(String, String)> {
         }
     }
     for (k, v) in table.properties.iter().chain(&table.custom_properties) {
+        // The lake catalog's own settings reach Fluss tables only after the lake table is
+        // created, so Java never copies them.
+        if k.starts_with("table.datalake.iceberg.") {
+            continue;
+        }
         match k.strip_prefix("iceberg.") {
             Some(rest) => props.push((rest.to_string(), v.clone())),
             None => props.push((format!("fluss.{k}"), v.clone())),

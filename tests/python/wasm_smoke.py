@@ -3,7 +3,8 @@
 wasmtime-py instantiates the component, Python implements the host imports (storage over a
 local directory, logging, clock), and the script drives the plugin through the WIT exports
 like the host does (validate, create table, writers, commit, empty commit, recovery query).
-For the paimon plugin it then reads the table back with pypaimon.
+It then reads the table back with the format's own reader: pypaimon for the paimon plugin,
+pyiceberg for the iceberg plugin.
 
   wasm_smoke.py <plugin.wasm> <warehouse-dir>
 
@@ -169,12 +170,12 @@ COLUMNS = [("id", "INT", False), ("name", "STRING", True), ("ts", "TIMESTAMP_LTZ
            ("amount", "DECIMAL(10, 2)", True)]
 
 
-def table_info(name):
+def table_info(name, fmt):
     return rec(
         table_id=7, path=rec(database="fluss", table=name), schema_id=0,
         columns=[rec(name=n, data_type=t, nullable=nl, comment=None) for n, t, nl in COLUMNS],
         primary_keys=[], bucket_keys=[], num_buckets=2, partition_keys=[],
-        properties=[("table.datalake.enabled", "true"), ("table.datalake.format", "paimon")],
+        properties=[("table.datalake.enabled", "true"), ("table.datalake.format", fmt)],
         custom_properties=[])
 
 
@@ -195,17 +196,21 @@ def batch_ipc(ids):
 
 def main(wasm, warehouse):
     table = "smoke"
-    storage = DirStorage(os.path.join(warehouse, "fluss.db", table))
+    storage = DirStorage(warehouse)
     p = Plugin(wasm, storage)
     info = p.call("plugin", "info")
-    assert info.format == "paimon" and get(info, "contract-version") == VER, vars(info)
-    t = table_info(table)
-    assert p.ok("plugin", "table-location", t, []) == f"fluss.db/{table}"
-    err = p.call("plugin", "validate-table", t, [])
+    fmt = info.format
+    assert fmt in ("paimon", "iceberg") and get(info, "contract-version") == VER, vars(info)
+    config = [("warehouse", warehouse)]
+    t = table_info(table, fmt)
+    location = p.ok("plugin", "table-location", t, config)
+    assert location == {"paimon": f"fluss.db/{table}", "iceberg": f"fluss/{table}"}[fmt], location
+    storage.root = os.path.join(warehouse, location)
+    err = p.call("plugin", "validate-table", t, config)
     assert err is not None and err.kind == "not-found", err
-    assert p.ok("catalog", "create-table-if-missing", t, []) is True
-    assert p.ok("catalog", "create-table-if-missing", t, []) is False
-    assert p.ok("plugin", "validate-table", t, []) is None
+    assert p.ok("catalog", "create-table-if-missing", t, config) is True
+    assert p.ok("catalog", "create-table-if-missing", t, config) is False
+    assert p.ok("plugin", "validate-table", t, config) is None
 
     payloads = []
     offsets = {0: 0, 1: 0}
@@ -223,35 +228,47 @@ def main(wasm, warehouse):
         payloads.append(result.payload)
         w.drop(p.store)
 
-    cctx = rec(table=t, config=[], tiering_config=[])
+    cctx = rec(table=t, config=config, tiering_config=[])
     c = p.ok("committer", "[static]lake-committer.open", cctx)
     committable = p.ok("committer", "[method]lake-committer.to-committable", c, payloads)
     res = p.ok("committer", "[method]lake-committer.commit", c, committable, [("fluss-offsets", "/o/1.offsets")])
-    assert get(res, "snapshot-id") == 1, vars(res)
+    first = get(res, "snapshot-id")
     assert get(res.stats, "record-count") == 5, vars(res.stats)
     empty = p.ok("committer", "[method]lake-committer.to-committable", c, [])
     res = p.ok("committer", "[method]lake-committer.commit", c, empty, [("fluss-offsets", "/o/2.offsets")])
-    assert get(res, "snapshot-id") == 2
-    missing = p.ok("committer", "[method]lake-committer.get-missing-lake-snapshot", c, None)
-    assert get(missing, "snapshot-id") == 2 and ("fluss-offsets", "/o/2.offsets") in missing.properties, vars(missing)
-    assert p.ok("committer", "[method]lake-committer.get-missing-lake-snapshot", c, 2) is None
+    second = get(res, "snapshot-id")
+    if fmt == "paimon":
+        assert (first, second) == (1, 2), (first, second)
+    missing = p.ok("committer", "[method]lake-committer.get-missing-lake-snapshot", c, first)
+    assert get(missing, "snapshot-id") == second and ("fluss-offsets", "/o/2.offsets") in missing.properties, vars(missing)
+    assert p.ok("committer", "[method]lake-committer.get-missing-lake-snapshot", c, second) is None
     c.drop(p.store)
 
-    from pypaimon import CatalogFactory
-    tbl = CatalogFactory.create({"warehouse": warehouse}).get_table(f"fluss.{table}")
-    rb = tbl.new_read_builder()
-    rows = rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
-    got = sorted((r["id"], r["name"], r["amount"], r["__bucket"], r["__offset"]) for r in rows)
     want = sorted([(i, f"name-{i}", decimal.Decimal(i) / 4, b, o)
                    for b, ids in [(0, [1, 2, 3]), (1, [4, 5])] for o, i in enumerate(ids)])
+    if fmt == "paimon":
+        from pypaimon import CatalogFactory
+        tbl = CatalogFactory.create({"warehouse": warehouse}).get_table(f"fluss.{table}")
+        rb = tbl.new_read_builder()
+        rows = rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
+        snap = tbl.snapshot_manager().get_latest_snapshot()
+        assert snap.id == 2 and snap.commit_user == "__fluss_lake_tiering"
+        assert snap.properties == {"fluss-offsets": "/o/2.offsets"} and snap.total_record_count == 5
+    else:
+        from pyiceberg.table import StaticTable
+        tbl = StaticTable.from_metadata(storage.root)
+        rows = tbl.scan().to_arrow().to_pylist()
+        snap = tbl.current_snapshot()
+        assert snap.snapshot_id == second, (snap.snapshot_id, second)
+        summary = snap.summary.model_dump()
+        assert summary["commit-user"] == "__fluss_lake_tiering", summary
+        assert summary["fluss-offsets"] == "/o/2.offsets" and summary["total-records"] == "5", summary
+    got = sorted((r["id"], r["name"], r["amount"], r["__bucket"], r["__offset"]) for r in rows)
     assert got == want, (got, want)
     ts = {r["id"]: r["ts"] for r in rows}
     assert ts[1] == datetime.datetime.fromtimestamp(1_700_000_000.001, datetime.timezone.utc).replace(
         tzinfo=ts[1].tzinfo), ts[1]
-    snap = tbl.snapshot_manager().get_latest_snapshot()
-    assert snap.id == 2 and snap.commit_user == "__fluss_lake_tiering"
-    assert snap.properties == {"fluss-offsets": "/o/2.offsets"} and snap.total_record_count == 5
-    print(f"wasm smoke test passed: {wasm} wrote a table pypaimon reads ({len(rows)} rows, 2 snapshots)")
+    print(f"wasm smoke test passed: {wasm} wrote a {fmt} table its reader reads ({len(rows)} rows, 2 snapshots)")
 
 
 if __name__ == "__main__":

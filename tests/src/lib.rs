@@ -2,6 +2,7 @@
 //! data and the independent lake readers.
 
 pub mod cluster;
+pub mod crash;
 pub mod data;
 pub mod host;
 pub mod iceberg;
@@ -37,4 +38,20 @@ pub fn unique_name(prefix: &str) -> String {
         .unwrap()
         .as_nanos();
     format!("{prefix}_{}_{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+/// A small deterministic generator (xorshift), so a failing randomized test can be replayed
+/// by its seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
 }

@@ -13,9 +13,9 @@ use arrow::datatypes::{DataType, Field, Schema as ArrowSchema, TimeUnit};
 use fluss::client::FlussAdmin;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
-use fluss_lake_e2e::iceberg::{java_check, plan, rows, snapshots};
+use fluss_lake_e2e::iceberg::{ComponentDriver, java_check, plan, rows, snapshots};
 use fluss_lake_e2e::lake_check::business;
-use fluss_lake_e2e::{cluster, data, host, unique_name};
+use fluss_lake_e2e::{Rng, cluster, crash, data, host, unique_name};
 use serde_json::{Value, json};
 
 const BUCKETS: i32 = 3;
@@ -135,19 +135,73 @@ async fn check_registered(
         .to_string();
     let file = offsets_path.strip_prefix("file:").unwrap_or(&offsets_path);
     let offsets: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let in_file: Vec<i64> = offsets["bucket_offsets"]
+    // {"bucket_offsets": [..]} or {"partition_offsets": [{"partition_id", "bucket_offsets"}]};
+    // -1 is "unknown" (never written)
+    let mut in_file: HashMap<(Option<i64>, i32), i64> = HashMap::new();
+    let mut add = |partition: Option<i64>, list: &Value| {
+        for (b, o) in list.as_array().unwrap().iter().enumerate() {
+            let o = o.as_i64().unwrap();
+            if o > 0 {
+                in_file.insert((partition, b as i32), o);
+            }
+        }
+    };
+    if let Some(list) = offsets.get("bucket_offsets") {
+        add(None, list);
+    }
+    for p in offsets["partition_offsets"]
         .as_array()
-        .unwrap()
+        .into_iter()
+        .flatten()
+    {
+        add(p["partition_id"].as_i64(), &p["bucket_offsets"]);
+    }
+    let want: HashMap<(Option<i64>, i32), i64> = ends
         .iter()
-        .map(|v| v.as_i64().unwrap())
+        .filter(|(_, o)| **o > 0)
+        .map(|(k, o)| (*k, *o))
         .collect();
-    let want: Vec<i64> = (0..BUCKETS)
-        .map(|b| ends.get(&(None, b)).copied().unwrap_or(0))
-        .collect();
-    // buckets never written are -1 (unknown) in the file
-    let in_file: Vec<i64> = in_file.into_iter().map(|o| o.max(0)).collect();
     assert_eq!(in_file, want, "the offsets file of snapshot {snap}");
     snap
+}
+
+/// The plugin's own `create-table-if-missing` (for tables the coordinator did not create)
+/// defines the table exactly as the coordinator's Java catalog did: same schema with field
+/// ids, identifier fields, partition spec, sort order and properties (but the Parquet codec).
+async fn assert_plugin_creates_the_same_table(admin: &FlussAdmin, path: &TablePath, dir: &Path) {
+    let info = admin.get_table_info(path).await.unwrap();
+    let wit = fluss_lake_host::fluss::table::to_wit(&info);
+    let wh = std::env::temp_dir().join(unique_name("iceberg-create"));
+    let driver = ComponentDriver::load(&host::plugin("iceberg"), &wh).await;
+    assert!(driver.create(&wit).await);
+    let ours_dir = driver.table_dir(&wit).await;
+    let read = |d: &Path| -> Value {
+        serde_json::from_slice(&std::fs::read(d.join("metadata/v1.metadata.json")).unwrap())
+            .unwrap()
+    };
+    let (java, ours) = (read(dir), read(&ours_dir));
+    for key in [
+        "format-version",
+        "last-column-id",
+        "current-schema-id",
+        "schemas",
+        "default-spec-id",
+        "partition-specs",
+        "last-partition-id",
+        "default-sort-order-id",
+        "sort-orders",
+        "current-snapshot-id",
+    ] {
+        assert_eq!(ours[key], java[key], "{key}");
+    }
+    let props = |v: &Value| -> BTreeMap<String, Value> {
+        let mut m: BTreeMap<String, Value> =
+            serde_json::from_value(v["properties"].clone()).unwrap();
+        m.remove("write.parquet.compression-codec");
+        m
+    };
+    assert_eq!(props(&ours), props(&java), "table properties");
+    std::fs::remove_dir_all(&wh).ok();
 }
 
 /// Every (bucket, offset) once, offsets of each bucket exactly 0..end.
@@ -187,6 +241,8 @@ async fn log_table_tiers_into_iceberg_over_three_rounds() {
         dir.join("metadata/v1.metadata.json").exists(),
         "the coordinator created the Iceberg table"
     );
+
+    assert_plugin_creates_the_same_table(&admin, &path, &dir).await;
 
     let mut expected = append(&conn, &path, 0, 30_000).await;
     let mut h = host::HostProcess::spawn(
@@ -273,49 +329,54 @@ struct Row {
     val: i64,
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
-fn fluss_row(id: i32, r: &Row) -> GenericRow<'static> {
-    let mut row = GenericRow::new(3);
+fn fluss_row(id: i32, r: &Row, region: Option<&str>) -> GenericRow<'static> {
+    let mut row = GenericRow::new(if region.is_some() { 4 } else { 3 });
     row.set_field(0, id);
     row.set_field(1, r.name.clone());
     row.set_field(2, r.val);
+    if let Some(region) = region {
+        row.set_field(3, region.to_string());
+    }
     row
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn primary_key_table_tiers_into_iceberg_with_deletes() {
+async fn run_primary_key(partitioned: bool) {
     let c = cluster::ensure_format("iceberg");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
-    let table = unique_name("ice_pk");
+    let table = unique_name(if partitioned { "ice_pk_part" } else { "ice_pk" });
     let path = TablePath::new("fluss", &table);
-    let schema = Schema::builder()
+    let mut schema = Schema::builder()
         .column("id", DataTypes::int())
         .column("name", DataTypes::string())
-        .column("val", DataTypes::bigint())
-        .primary_key(vec!["id"])
-        .unwrap()
-        .build()
-        .unwrap();
-    let descriptor = TableDescriptor::builder()
-        .schema(schema)
+        .column("val", DataTypes::bigint());
+    if partitioned {
+        schema = schema.column("region", DataTypes::string());
+    }
+    let pk = if partitioned {
+        vec!["id", "region"]
+    } else {
+        vec!["id"]
+    };
+    let mut descriptor = TableDescriptor::builder()
+        .schema(schema.primary_key(pk).unwrap().build().unwrap())
         .distributed_by(Some(BUCKETS), vec!["id".to_string()])
         .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", "2s")
-        .build()
-        .unwrap();
-    data::create_table(&admin, &path, &descriptor).await;
+        .property("table.datalake.freshness", "2s");
+    if partitioned {
+        descriptor = descriptor.partitioned_by(vec!["region"]);
+    }
+    data::create_table(&admin, &path, &descriptor.build().unwrap()).await;
+    let regions: Vec<Option<&str>> = if partitioned {
+        for r in ["eu", "us"] {
+            data::create_partition(&admin, &path, &[("region", r)]).await;
+        }
+        vec![Some("eu"), Some("us")]
+    } else {
+        vec![None]
+    };
     let dir = c.iceberg_warehouse.join("fluss").join(&table);
+    assert_plugin_creates_the_same_table(&admin, &path, &dir).await;
     let writer = conn
         .get_table(&path)
         .await
@@ -326,24 +387,25 @@ async fn primary_key_table_tiers_into_iceberg_with_deletes() {
         .unwrap();
     let mut host_process: Option<host::HostProcess> = None;
     let mut rng = Rng(0x1ce_be49);
-    let mut model: BTreeMap<i32, Row> = BTreeMap::new();
+    let mut model: BTreeMap<(i32, Option<&str>), Row> = BTreeMap::new();
     for round in 0..3 {
         // upserts (new keys, and updates of keys of this and earlier rounds), then deletes
         for _ in 0..1_200 {
             let id = rng.below(1_500) as i32;
+            let region = regions[rng.below(regions.len() as u64) as usize];
             let r = Row {
                 name: format!("r{round}-{}", rng.below(10_000)),
                 val: rng.below(1 << 40) as i64,
             };
-            writer.upsert(&fluss_row(id, &r)).unwrap();
-            model.insert(id, r);
+            writer.upsert(&fluss_row(id, &r, region)).unwrap();
+            model.insert((id, region), r);
         }
         if round > 0 {
-            let live: Vec<i32> = model.keys().copied().collect();
+            let live: Vec<(i32, Option<&str>)> = model.keys().copied().collect();
             for _ in 0..200 {
-                let id = live[rng.below(live.len() as u64) as usize];
-                if let Some(r) = model.remove(&id) {
-                    writer.delete(&fluss_row(id, &r)).unwrap();
+                let (id, region) = live[rng.below(live.len() as u64) as usize];
+                if let Some(r) = model.remove(&(id, region)) {
+                    writer.delete(&fluss_row(id, &r, region)).unwrap();
                 }
             }
         }
@@ -361,11 +423,19 @@ async fn primary_key_table_tiers_into_iceberg_with_deletes() {
         });
         let ends = data::all_log_end_offsets(&admin, &path).await;
         let snap = check_registered(&admin, &path, &dir, &ends, h).await;
-        let expected: Vec<Value> = model
-            .iter()
-            .map(|(id, r)| json!({"id": id, "name": r.name, "val": r.val}))
-            .collect();
-        let got = business(&rows(&dir, Some(snap), "duckdb"));
+        let expected: Vec<Value> = sorted(
+            model
+                .iter()
+                .map(|((id, region), r)| {
+                    let mut v = json!({"id": id, "name": r.name, "val": r.val});
+                    if let Some(region) = region {
+                        v["region"] = json!(region);
+                    }
+                    v
+                })
+                .collect(),
+        );
+        let got = sorted(business(&rows(&dir, Some(snap), "duckdb")));
         assert_eq!(
             got.len(),
             expected.len(),
@@ -377,7 +447,10 @@ async fn primary_key_table_tiers_into_iceberg_with_deletes() {
         );
         if round == 0 {
             // Inserts and same-round updates only (position deletes): pyiceberg reads it too.
-            assert_eq!(business(&rows(&dir, Some(snap), "pyiceberg")), expected);
+            assert_eq!(
+                sorted(business(&rows(&dir, Some(snap), "pyiceberg"))),
+                expected
+            );
         }
     }
     let ops: Vec<String> = snapshots(&dir)
@@ -396,7 +469,38 @@ async fn primary_key_table_tiers_into_iceberg_with_deletes() {
         ops.len(),
         "Java Iceberg reads every snapshot"
     );
-    assert_eq!(java["identifier_field_ids"], json!([1]));
+    let identifiers = if partitioned {
+        json!([1, 4])
+    } else {
+        json!([1])
+    };
+    assert_eq!(java["identifier_field_ids"], identifiers);
     let mut h = host_process.unwrap();
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+}
+
+/// Canonical rows in a total order (keys may repeat across partitions).
+fn sorted(mut rows: Vec<Value>) -> Vec<Value> {
+    rows.sort_by_key(|r| r.to_string());
+    rows
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn primary_key_table_tiers_into_iceberg_with_deletes() {
+    run_primary_key(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitioned_primary_key_table_tiers_into_iceberg_with_deletes() {
+    run_primary_key(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_across_random_crashes() {
+    let c = cluster::ensure_format("iceberg");
+    let warehouse = c.iceberg_warehouse.clone();
+    crash::exactly_once_across_random_crashes(&c, "iceberg", |table| {
+        rows(&warehouse.join("fluss").join(table), None, "pyiceberg")
+    })
+    .await;
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::lake_check::business;
-use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
+use fluss_lake_e2e::{Rng, cluster, data, host, paimon, unique_name};
 use serde_json::{Value, json};
 
 const BUCKETS: i32 = 3;
@@ -46,17 +46,6 @@ fn descriptor(partitioned: bool) -> TableDescriptor {
         b = b.partitioned_by(vec!["region"]);
     }
     b.build().unwrap()
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 /// The Fluss row for a key and its values.

@@ -1,8 +1,10 @@
 //! Measures the host's tiering throughput on the running cluster.
 //!
-//! `bench log <rows>`: a 3-bucket log table with the standard columns.
-//! `bench pk <changes>`: a 3-bucket primary-key table receiving upserts (a third of them
-//! updates of earlier keys) and deletes.
+//! `bench log <rows> [format]`: a 3-bucket log table with the standard columns.
+//! `bench pk <changes> [format]`: a 3-bucket primary-key table receiving upserts (a third of
+//! them updates of earlier keys) and deletes.
+//! `format` is the lake format (`paimon`, the default, or `iceberg`): the cluster is
+//! restarted with it when it runs another one, and the host loads that plugin.
 //!
 //! Rows are written first; then one host tiers the backlog. Reported: wall time from the
 //! first round's start to the last commit (from the host's log), rows per second, and host
@@ -50,7 +52,8 @@ async fn main() {
         .get(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let c = cluster::ensure();
+    let format = args.get(3).map(String::as_str).unwrap_or("paimon");
+    let c = cluster::ensure_format(format);
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name(&format!("bench_{kind}")));
@@ -106,7 +109,7 @@ async fn main() {
     );
     let log_name = format!("{}-bench-host", path.table());
     let mut h = host::HostProcess::spawn(
-        &host::args(&c.bootstrap, &[host::plugin("paimon")], &[]),
+        &host::args(&c.bootstrap, &[host::plugin(format)], &[]),
         &log_name,
     );
     data::wait_for_all_lake_offsets(&admin, &path, &ends, Duration::from_secs(900))
@@ -138,7 +141,7 @@ async fn main() {
     let wall = end - start;
     h.terminate(Duration::from_secs(30));
     println!(
-        "{kind}: {changes} records tiered in {wall:.2}s over {rounds} round(s): {:.0} records/s; host CPU {cpu:.2}s (incl. startup): {:.0} records per CPU-second",
+        "{kind} ({format}): {changes} records tiered in {wall:.2}s over {rounds} round(s): {:.0} records/s; host CPU {cpu:.2}s (incl. startup): {:.0} records per CPU-second",
         changes as f64 / wall,
         changes as f64 / cpu
     );
