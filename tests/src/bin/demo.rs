@@ -1,15 +1,21 @@
 //! The README's demo: create a lake-enabled Fluss log table on the running cluster, write
-//! rows, run the host with the Paimon plugin, and print what landed in the lake as pypaimon
-//! reads it.
+//! rows, run the host with the lake format's plugin (`demo [paimon|iceberg]`, Paimon by
+//! default; the cluster is restarted with that format if needed), and print what landed in
+//! the lake as the format's own reader (pypaimon, pyiceberg) reads it.
 
 use std::time::Duration;
 
 use fluss::metadata::TablePath;
-use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
+use fluss_lake_e2e::{cluster, data, host, iceberg, paimon, unique_name};
 
 #[tokio::main]
 async fn main() {
-    let c = cluster::ensure();
+    let format = std::env::args().nth(1).unwrap_or_else(|| "paimon".into());
+    if format != "paimon" && format != "iceberg" {
+        eprintln!("usage: demo [paimon|iceberg]");
+        std::process::exit(2);
+    }
+    let c = cluster::ensure_format(&format);
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let table = unique_name("demo_orders");
@@ -22,8 +28,8 @@ async fn main() {
 
     let args = host::args(
         &c.bootstrap,
-        &[host::plugin("paimon")],
-        &["--datalake.format", "paimon"],
+        &[host::plugin(&format)],
+        &["--datalake.format", &format],
     );
     println!("running: fluss-lake-host {}", args.join(" "));
     let mut h = host::HostProcess::spawn(&args, &format!("{table}-demo-host"));
@@ -40,14 +46,19 @@ async fn main() {
             std::process::exit(1);
         }
     }
-    let rows = paimon::rows(&c.paimon_warehouse, "fluss", &table, None);
-    let meta = paimon::snapshot(&c.paimon_warehouse, "fluss", &table, None);
-    println!(
-        "pypaimon reads {} rows from {}/fluss.db/{table}",
-        rows.len(),
-        c.paimon_warehouse.display()
-    );
-    println!("latest Paimon snapshot: {meta}");
+    let (rows, location, meta) = if format == "paimon" {
+        let rows = paimon::rows(&c.paimon_warehouse, "fluss", &table, None);
+        let meta = paimon::snapshot(&c.paimon_warehouse, "fluss", &table, None);
+        (rows, c.paimon_warehouse.join("fluss.db").join(&table), meta)
+    } else {
+        let dir = c.iceberg_warehouse.join("fluss").join(&table);
+        let rows = iceberg::rows(&dir, None, "pyiceberg");
+        let meta = iceberg::snapshots(&dir).pop().unwrap_or_default();
+        (rows, dir, meta)
+    };
+    let reader = if format == "paimon" { "pypaimon" } else { "pyiceberg" };
+    println!("{reader} reads {} rows from {}", rows.len(), location.display());
+    println!("latest {format} snapshot: {meta}");
     for r in rows.iter().take(3) {
         println!("  {r}");
     }
