@@ -56,8 +56,16 @@ async fn main() {
         let meta = iceberg::snapshots(&dir).pop().unwrap_or_default();
         (rows, dir, meta)
     };
-    let reader = if format == "paimon" { "pypaimon" } else { "pyiceberg" };
-    println!("{reader} reads {} rows from {}", rows.len(), location.display());
+    let reader = if format == "paimon" {
+        "pypaimon"
+    } else {
+        "pyiceberg"
+    };
+    println!(
+        "{reader} reads {} rows from {}",
+        rows.len(),
+        location.display()
+    );
     println!("latest {format} snapshot: {meta}");
     for r in rows.iter().take(3) {
         println!("  {r}");
