@@ -18,7 +18,7 @@ want="$(sha256sum "$REQS" | cut -d' ' -f1)"
 # extension directory (<site-packages>/duckdb_ext/extensions; duckdb_ext is a namespace package).
 CHECK='
 import importlib.util, os
-import pypaimon, pyarrow, wasmtime, pyiceberg, duckdb
+import pypaimon, pyarrow, wasmtime, pyiceberg, duckdb, lance
 from pyiceberg.table import StaticTable
 spec = importlib.util.find_spec("duckdb_ext")
 assert spec is not None, "duckdb_ext (duckdb-ext-iceberg) not installed"

@@ -13,7 +13,10 @@
  *   <prefix>pk          PK table, primary key id INT, 2 buckets
  *   <prefix>pk_part     partitioned PK table, primary key (dt, id), partitioned by dt, partition dt=2024-01-01
  * Output: one block per table, lines "KEY value" (TABLE_INFO, PROPERTY k=v, CUSTOM_PROPERTY k=v,
- * COLUMN id name type). Exit 0 on success. Existing tables are reused (ignoreIfExists).
+ * COLUMN id name type). A table the server refuses (e.g. PK tables with datalake.format=lance) is
+ * reported as "CREATE_FAILED <path> <exception>: <message>" (plus "CAUSE ..." lines) and the other
+ * tables are still created. Exit 0 if every table was created, 1 otherwise. Existing tables are
+ * reused (ignoreIfExists).
  */
 import org.apache.fluss.client.Connection;
 import org.apache.fluss.client.ConnectionFactory;
@@ -31,10 +34,12 @@ import org.apache.fluss.types.DataTypes;
 import java.util.Collections;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 public final class CreateTables {
     private static final String PARTITION = "2024-01-01";
+    private static int failures = 0;
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args.length > 0 ? args[0] : "127.0.0.1:9123";
@@ -59,6 +64,9 @@ public final class CreateTables {
                             .column("c_ts", DataTypes.TIMESTAMP(6))
                             .column("c_ts_ltz", DataTypes.TIMESTAMP_LTZ(3))
                             .column("c_bytes", DataTypes.BYTES())
+                            .column("c_float", DataTypes.FLOAT())
+                            .column("c_tinyint", DataTypes.TINYINT())
+                            .column("c_smallint", DataTypes.SMALLINT())
                             .build();
             create(admin, TablePath.of(db, prefix + "log_types"), lake().schema(types).distributedBy(3), false);
 
@@ -105,6 +113,10 @@ public final class CreateTables {
                             .property("table.auto-partition.enabled", "false"),
                     true);
         }
+        if (failures > 0) {
+            System.out.println("FAILED " + failures + " table(s)");
+            System.exit(1);
+        }
     }
 
     private static TableDescriptor.Builder lake() {
@@ -115,10 +127,21 @@ public final class CreateTables {
 
     private static void create(Admin admin, TablePath path, TableDescriptor.Builder builder, boolean partitioned)
             throws Exception {
-        admin.createTable(path, builder.build(), true).get(60, TimeUnit.SECONDS);
-        if (partitioned) {
-            admin.createPartition(path, new PartitionSpec(Collections.singletonMap("dt", PARTITION)), true)
-                    .get(60, TimeUnit.SECONDS);
+        try {
+            admin.createTable(path, builder.build(), true).get(60, TimeUnit.SECONDS);
+            if (partitioned) {
+                admin.createPartition(path, new PartitionSpec(Collections.singletonMap("dt", PARTITION)), true)
+                        .get(60, TimeUnit.SECONDS);
+            }
+        } catch (ExecutionException e) {
+            failures++;
+            Throwable t = e.getCause() != null ? e.getCause() : e;
+            System.out.println("== TABLE " + path);
+            System.out.println("CREATE_FAILED " + path + " " + t.getClass().getName() + ": " + t.getMessage());
+            for (Throwable c = t.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+                System.out.println("CAUSE " + c.getClass().getName() + ": " + c.getMessage());
+            }
+            return;
         }
         TableInfo info = admin.getTableInfo(path).get(30, TimeUnit.SECONDS);
         System.out.println("== TABLE " + path);

@@ -1,0 +1,220 @@
+//! Commits a round as one Lance version: the splits' data files become new fragments, the
+//! manifest of version `v + 1` lists the previous fragments plus them, and its transaction
+//! (an `Append`) carries `commit-user=__fluss_lake_tiering` and `fluss-offsets` in
+//! `transaction_properties`, as Fluss's Java `LanceLakeCommitter` commits. Empty rounds
+//! commit too. The snapshot id Fluss records is the version number.
+
+use std::collections::HashMap;
+
+use fluss_lake_guest_sdk::plugin::FormatCommitter;
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::wit::{
+    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
+};
+use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, clock};
+
+use crate::file_writer::{FILE_MAJOR_VERSION, FILE_MINOR_VERSION};
+use crate::proto::lance::table as pb;
+use crate::versions::{self, Naming};
+use crate::writer::WritePayload;
+
+/// Transaction property naming who committed (Java: `commit-user`).
+pub const COMMIT_USER: &str = "commit-user";
+const MAX_COMMIT_ATTEMPTS: usize = 10;
+
+pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let mut all = WritePayload::default();
+    for r in write_results {
+        all.files.extend(WritePayload::decode(r)?.files);
+    }
+    all.encode()
+}
+
+/// This plugin's `writer_version` in the manifests it writes.
+pub fn writer_version() -> pb::manifest::WriterVersion {
+    pb::manifest::WriterVersion {
+        library: "fluss-lake-lance".to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        prerelease: None,
+        build_metadata: None,
+    }
+}
+
+pub fn now() -> prost_types::Timestamp {
+    let ms = clock::now_millis();
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    }
+}
+
+pub struct LanceCommitter<S: Storage> {
+    storage: S,
+}
+
+impl<S: Storage> LanceCommitter<S> {
+    fn try_commit(
+        &self,
+        files: &WritePayload,
+        properties: &[(String, String)],
+    ) -> Result<CommitResult> {
+        let (read_version, naming) = versions::latest(&self.storage)?
+            .ok_or_else(|| Error::not_found("Lance dataset has no versions"))?;
+        let raw = self.storage.get(&naming.path(read_version))?;
+        let base = versions::decode_manifest(&raw)?;
+        let index_section = match base.index_section {
+            Some(pos) => Some(versions::index_section(&raw, pos)?),
+            None => None,
+        };
+        let field_ids: Vec<i32> = base.fields.iter().map(|f| f.id).collect();
+        let mut next_id = base
+            .max_fragment_id
+            .map(|m| m as u64 + 1)
+            .or_else(|| base.fragments.iter().map(|f| f.id + 1).max())
+            .unwrap_or(0);
+        let new_fragments: Vec<pb::DataFragment> = files
+            .files
+            .iter()
+            .map(|f| {
+                let id = next_id;
+                next_id += 1;
+                pb::DataFragment {
+                    id,
+                    files: vec![pb::DataFile {
+                        path: f.path.clone(),
+                        fields: field_ids.clone(),
+                        column_indices: (0..field_ids.len() as i32).collect(),
+                        file_major_version: FILE_MAJOR_VERSION,
+                        file_minor_version: FILE_MINOR_VERSION,
+                        file_size_bytes: f.size,
+                        base_id: None,
+                    }],
+                    physical_rows: f.rows,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let mut tx_properties: HashMap<String, String> = properties.iter().cloned().collect();
+        tx_properties.insert(COMMIT_USER.to_string(), FLUSS_COMMIT_USER.to_string());
+        let tx = pb::Transaction {
+            read_version,
+            uuid: uuid::Uuid::new_v4().to_string(),
+            transaction_properties: tx_properties,
+            operation: Some(pb::transaction::Operation::Append(
+                pb::transaction::Append {
+                    fragments: new_fragments.clone(),
+                },
+            )),
+            ..Default::default()
+        };
+        let tx_file = versions::write_transaction(&self.storage, &tx)?;
+        let mut manifest = base.clone();
+        manifest.version = read_version + 1;
+        manifest.fragments.extend(new_fragments);
+        manifest.max_fragment_id = next_id
+            .checked_sub(1)
+            .map(|m| m as u32)
+            .or(base.max_fragment_id);
+        manifest.transaction_file = tx_file.clone();
+        manifest.transaction_section = None;
+        manifest.timestamp = Some(now());
+        manifest.writer_version = Some(writer_version());
+        manifest.tag = String::new();
+        if let Err(e) =
+            versions::publish(&self.storage, &manifest, index_section.as_deref(), naming)
+        {
+            let _ = self
+                .storage
+                .delete(&format!("{}/{tx_file}", versions::TRANSACTIONS_DIR));
+            return Err(e);
+        }
+        let rows: u64 = manifest.fragments.iter().map(|f| f.physical_rows).sum();
+        let size: u64 = manifest
+            .fragments
+            .iter()
+            .flat_map(|f| &f.files)
+            .map(|f| f.file_size_bytes)
+            .sum();
+        fluss_lake_guest_sdk::info!(
+            "committed Lance version {} ({} new fragments)",
+            manifest.version,
+            files.files.len()
+        );
+        Ok(CommitResult {
+            snapshot_id: manifest.version as i64,
+            readable: ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: None,
+            stats: TieringStats {
+                file_size: Some(size as i64),
+                record_count: Some(rows as i64),
+            },
+        })
+    }
+}
+
+impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
+    fn open(_context: CommitterContext, storage: S) -> Result<Self> {
+        Ok(LanceCommitter { storage })
+    }
+
+    fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
+        to_committable(write_results)
+    }
+
+    fn commit(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+    ) -> Result<CommitResult> {
+        let files = WritePayload::decode(committable)?;
+        let mut last = None;
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            match self.try_commit(&files, properties) {
+                Err(e) if e.kind() == ErrorKind::Conflict => {
+                    fluss_lake_guest_sdk::warn!("{e}; retrying on the new version");
+                    last = Some(e);
+                }
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::conflict("Lance commit kept conflicting")))
+    }
+
+    /// Deletes the round's data files (no manifest refers to them).
+    fn abort(&self, committable: &[u8]) -> Result<()> {
+        for f in WritePayload::decode(committable)?.files {
+            self.storage.delete(&format!("data/{}", f.path))?;
+        }
+        Ok(())
+    }
+
+    /// The newest version whose transaction Fluss committed, if newer than the one Fluss
+    /// knows (Java's `getMissingLakeSnapshot`: versions are scanned newest first).
+    fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>> {
+        let all = versions::all(&self.storage)?;
+        for (version, naming) in all.into_iter().rev() {
+            if latest.is_some_and(|l| version as i64 <= l) {
+                return Ok(None);
+            }
+            let manifest = versions::read(&self.storage, version, naming)?;
+            let Some(tx) = versions::read_transaction(&self.storage, &manifest)? else {
+                continue;
+            };
+            if tx
+                .transaction_properties
+                .get(COMMIT_USER)
+                .map(String::as_str)
+                == Some(FLUSS_COMMIT_USER)
+            {
+                return Ok(Some(CommittedSnapshot {
+                    snapshot_id: version as i64,
+                    properties: tx.transaction_properties.into_iter().collect(),
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The naming new datasets get: V1, as Fluss's Java Lance catalog (Lance 0.33) creates them.
+pub const NEW_DATASET_NAMING: Naming = Naming::V1;

@@ -1,0 +1,57 @@
+//! Lance lake-format plugin for the Fluss lake tiering host.
+//!
+//! Writes Lance datasets the way Fluss 0.9's Java Lance plugin lays them out
+//! (`<warehouse>/<db>/<table>.lance`, the Fluss columns only, log tables only): each round
+//! appends one fragment per data file in one new version whose transaction carries the Fluss
+//! commit user and offsets. The Lance Rust crates do not build for `wasm32-wasip2`, so the
+//! data files (Lance file format 2.0, [`file_writer`]) and the manifests and transactions
+//! ([`versions`], protobuf types generated from Lance's `.proto` files into [`proto`]) are
+//! encoded here. Plain Rust over the SDK's
+//! [`Storage`](fluss_lake_guest_sdk::storage::Storage); [`Lance`] hands it to the SDK's WIT
+//! adapter.
+
+pub mod catalog;
+pub mod committer;
+pub mod file_writer;
+pub mod proto;
+pub mod schema;
+pub mod versions;
+pub mod writer;
+
+use fluss_lake_guest_sdk::Result;
+use fluss_lake_guest_sdk::plugin::LakeFormat;
+use fluss_lake_guest_sdk::storage::HostStorage;
+use fluss_lake_guest_sdk::wit::TableInfo;
+
+/// The format name this plugin writes (Fluss `table.datalake.format`).
+pub const FORMAT: &str = "lance";
+
+/// The plugin: Lance's table operations, writer and committer over the host's storage.
+pub struct Lance;
+
+impl LakeFormat for Lance {
+    const FORMAT: &'static str = FORMAT;
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    type Writer = writer::LanceWriter<HostStorage>;
+    type Committer = committer::LanceCommitter<HostStorage>;
+
+    fn table_location(table: &TableInfo, _config: &[(String, String)]) -> Result<String> {
+        catalog::table_location(table)
+    }
+    fn validate_table(
+        storage: &HostStorage,
+        table: &TableInfo,
+        _config: &[(String, String)],
+    ) -> Result<()> {
+        catalog::validate_table(storage, table)
+    }
+    fn create_table_if_missing(
+        storage: &HostStorage,
+        table: &TableInfo,
+        _config: &[(String, String)],
+    ) -> Result<bool> {
+        catalog::create_table_if_missing(storage, table)
+    }
+}
+
+fluss_lake_guest_sdk::export_lake_format!(crate::Lance);
