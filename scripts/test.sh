@@ -14,8 +14,8 @@ rustup component add rustfmt clippy >/dev/null
 step "python readers"
 scripts/setup-python.sh
 
-step "Fluss jars from Maven Central (Paimon and Iceberg lake plugins)"
-WITH_ICEBERG=1 cluster/setup.sh
+step "Fluss jars from Maven Central (Paimon, Iceberg and Lance lake plugins)"
+WITH_ICEBERG=1 WITH_LANCE=1 cluster/setup.sh
 
 step "format"
 cargo fmt --all -- --check
@@ -23,7 +23,7 @@ cargo fmt --all -- --check
 step "lints (host target)"
 cargo clippy --workspace --all-targets --release -- -D warnings
 step "lints (wasm32-wasip2 guests)"
-cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon -p fluss-lake-iceberg -p fluss-lake-test-null --target wasm32-wasip2 --profile guest -- -D warnings
+cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon -p fluss-lake-iceberg -p fluss-lake-lance -p fluss-lake-test-null --target wasm32-wasip2 --profile guest -- -D warnings
 
 step "plugins"
 scripts/build-plugins.sh

@@ -60,7 +60,8 @@ def canonical_column(column):
         return [None if v is None else v // 86_400_000 for v in column.cast(pa.int64()).to_pylist()]
     if pa.types.is_time(t):
         mul, div = _UNIT_TO_MILLIS[t.unit]
-        return [None if v is None else v * mul // div for v in column.cast(pa.int64()).to_pylist()]
+        raw = column.cast(pa.int32() if pa.types.is_time32(t) else pa.int64())
+        return [None if v is None else v * mul // div for v in raw.to_pylist()]
     if pa.types.is_decimal(t):
         q = decimal.Decimal(1).scaleb(-t.scale)
         return [None if v is None else str(decimal.Decimal(v).quantize(q)) for v in column.to_pylist()]

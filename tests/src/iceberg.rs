@@ -1,20 +1,10 @@
 //! Iceberg checks: the independent readers (pyiceberg, DuckDB's iceberg extension) run from
-//! the project's venv through `tests/python/iceberg_read.py`, a driver that runs a format
-//! plugin's `.wasm` in the host's plugin runtime against a local warehouse without Fluss,
+//! the project's venv through `tests/python/iceberg_read.py`, Java Iceberg's view of a table,
 //! and Iceberg's bucket function.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::process::Command;
 
-use arrow::array::RecordBatch;
-use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
-use fluss_lake_host::plugin::storage::ScopedStorage;
-use fluss_lake_host::plugin::wit::{
-    CommitResult, CommitterContext, RowBatch, TableInfo, WriterContext,
-};
-use fluss_lake_host::plugin::{Plugin, PluginInstance};
 use serde_json::Value;
 
 use crate::repo_root;
@@ -22,45 +12,7 @@ use crate::repo_root;
 /// Runs `iceberg_read.py` commands in one Python process; each command's output lines (as
 /// JSON), or `Err(message)` when the command raised.
 pub fn read_batch(commands: &[Vec<String>]) -> Vec<Result<Vec<Value>, String>> {
-    let py = repo_root().join("target/venv/bin/python");
-    assert!(
-        py.exists(),
-        "{} missing: run scripts/setup-python.sh",
-        py.display()
-    );
-    let mut child = Command::new(py)
-        .arg(repo_root().join("tests/python/iceberg_read.py"))
-        .arg("batch")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running iceberg_read.py");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for c in commands {
-            writeln!(stdin, "{}", serde_json::to_string(c).unwrap()).unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "iceberg_read.py batch failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect();
-    assert_eq!(lines.len(), commands.len(), "one result per command");
-    lines
-        .into_iter()
-        .map(|v| match v.get("error") {
-            Some(e) => Err(e.as_str().unwrap_or_default().to_string()),
-            None => Ok(v["out"].as_array().cloned().unwrap_or_default()),
-        })
-        .collect()
+    crate::python::batch("iceberg_read.py", commands)
 }
 
 /// One command's output; panics with the reader's error.
@@ -124,154 +76,6 @@ pub fn iceberg_bucket(value: i64, n: i32) -> i32 {
     h = h.wrapping_mul(0xc2b2ae35);
     h ^= h >> 16;
     ((h as i32) & i32::MAX) % n
-}
-
-/// One split of a round: its bucket, partition name and batches.
-pub struct SplitInput {
-    pub bucket: i32,
-    pub partition: Option<String>,
-    pub batches: Vec<RowBatch>,
-}
-
-/// A row batch as the host sends it: Arrow IPC plus per-row change types (empty = all
-/// appends), offsets and timestamps (millis).
-pub fn row_batch(
-    batch: &RecordBatch,
-    change_types: Vec<u8>,
-    first_offset: i64,
-    ts: i64,
-) -> RowBatch {
-    let n = batch.num_rows() as i64;
-    RowBatch {
-        ipc: fluss_lake_host::fluss::reader::encode_ipc(batch).expect("ipc"),
-        change_types,
-        log_offsets: (first_offset..first_offset + n).collect(),
-        timestamps: vec![ts; n as usize],
-    }
-}
-
-/// Runs a format plugin's `.wasm` in the host's plugin runtime (the same engine, limits and
-/// scoped storage the host uses), one instance per split and one for the committer, as a
-/// tiering round does.
-pub struct ComponentDriver {
-    plugin: Arc<Plugin>,
-    pub warehouse: PathBuf,
-    pub config: Vec<(String, String)>,
-}
-
-impl ComponentDriver {
-    pub async fn load(wasm: &Path, warehouse: &Path) -> Self {
-        let engine = Arc::new(
-            PluginEngine::new(EngineSettings {
-                cache_dir: None,
-                instance_memory_limit: 1 << 30,
-            })
-            .unwrap(),
-        );
-        let plugin = Plugin::load(engine, wasm).await.expect("plugin loads");
-        std::fs::create_dir_all(warehouse).unwrap();
-        ComponentDriver {
-            plugin: Arc::new(plugin),
-            warehouse: warehouse.to_path_buf(),
-            config: vec![("warehouse".to_string(), warehouse.display().to_string())],
-        }
-    }
-
-    async fn instance(&self, table: &TableInfo) -> PluginInstance {
-        let mut i = PluginInstance::new(&self.plugin, "test".into())
-            .await
-            .unwrap();
-        let location = i.table_location(table, &self.config).await.unwrap();
-        i.set_storage(
-            ScopedStorage::local(&self.warehouse.display().to_string(), &location).unwrap(),
-        );
-        i
-    }
-
-    /// The table's directory.
-    pub async fn table_dir(&self, table: &TableInfo) -> PathBuf {
-        let mut i = PluginInstance::new(&self.plugin, "test".into())
-            .await
-            .unwrap();
-        self.warehouse
-            .join(i.table_location(table, &self.config).await.unwrap())
-    }
-
-    pub async fn create(&self, table: &TableInfo) -> bool {
-        let mut i = self.instance(table).await;
-        let created = i
-            .create_table_if_missing(table, &self.config)
-            .await
-            .unwrap();
-        i.validate_table(table, &self.config).await.unwrap();
-        created
-    }
-
-    /// Writes the splits and commits them with `properties`.
-    pub async fn round(
-        &self,
-        table: &TableInfo,
-        splits: Vec<SplitInput>,
-        properties: Vec<(String, String)>,
-    ) -> CommitResult {
-        let mut results = Vec::new();
-        for (k, split) in splits.into_iter().enumerate() {
-            let mut i = self.instance(table).await;
-            let context = WriterContext {
-                table: table.clone(),
-                bucket: split.bucket,
-                partition_id: split.partition.as_ref().map(|_| 1),
-                partition_name: split.partition.clone(),
-                split_index: k as i32,
-                round_timestamp: 0,
-                config: self.config.clone(),
-            };
-            let w = i.open_writer(&context).await.unwrap();
-            for b in &split.batches {
-                i.write(&w, b).await.unwrap();
-            }
-            results.push(i.complete(w).await.unwrap().payload);
-        }
-        let mut i = self.instance(table).await;
-        let c = i
-            .open_committer(&CommitterContext {
-                table: table.clone(),
-                config: self.config.clone(),
-                tiering_config: Vec::new(),
-            })
-            .await
-            .unwrap();
-        let committable = i.to_committable(&c, &results).await.unwrap();
-        i.commit(&c, &committable, &properties).await.unwrap()
-    }
-
-    /// `get-missing-lake-snapshot(latest)`: the snapshot id and its `fluss-offsets`.
-    pub async fn missing_snapshot(
-        &self,
-        table: &TableInfo,
-        latest: Option<i64>,
-    ) -> Option<(i64, Option<String>)> {
-        let mut i = self.instance(table).await;
-        let c = i
-            .open_committer(&CommitterContext {
-                table: table.clone(),
-                config: self.config.clone(),
-                tiering_config: Vec::new(),
-            })
-            .await
-            .unwrap();
-        i.get_missing_lake_snapshot(&c, latest)
-            .await
-            .unwrap()
-            .map(|s| {
-                let offsets = s
-                    .properties
-                    .iter()
-                    .find(|(k, _)| k == "fluss-offsets")
-                    .map(|(_, v)| v.clone());
-                (s.snapshot_id, offsets)
-            })
-    }
 }
 
 /// Java Iceberg's view of tables (`tests/java/IcebergCheck.java`, run with the Iceberg jars

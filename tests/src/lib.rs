@@ -1,13 +1,17 @@
 //! Shared harness for the end-to-end tests: the real Fluss cluster, the host process, test
 //! data and the independent lake readers.
 
+pub mod all_types;
 pub mod cluster;
+pub mod component;
 pub mod crash;
 pub mod data;
 pub mod host;
 pub mod iceberg;
 pub mod lake_check;
+pub mod lance;
 pub mod paimon;
+pub mod python;
 
 use std::path::PathBuf;
 

@@ -9,198 +9,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{
-    ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array,
-    Int8Array, Int16Array, Int32Array, Int64Array, RecordBatch, StringArray, Time32SecondArray,
-    TimestampMicrosecondArray, TimestampMillisecondArray,
-};
-use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::array::{Float64Array, Int32Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use fluss_lake_e2e::all_types::{ALL_TYPES, all_types};
+use fluss_lake_e2e::component::{ComponentDriver, SplitInput, row_batch, table};
 use fluss_lake_e2e::host::plugin;
 use fluss_lake_e2e::iceberg::{
-    ComponentDriver, SplitInput, iceberg_bucket, java_check, plan, read_batch, read_one, row_batch,
-    rows, snapshots,
+    iceberg_bucket, java_check, plan, read_batch, read_one, rows, snapshots,
 };
 use fluss_lake_e2e::unique_name;
-use fluss_lake_host::plugin::wit::{Column, TableInfo, TablePath};
 use serde_json::{Value, json};
 
 const TS_MS: i64 = 1_700_000_000_123;
-
-fn table(
-    name: &str,
-    columns: &[(&str, &str, bool)],
-    primary_keys: &[&str],
-    bucket_keys: &[&str],
-    buckets: i32,
-    partition_keys: &[&str],
-) -> TableInfo {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    TableInfo {
-        table_id: 1,
-        path: TablePath {
-            database: "fluss".into(),
-            table: name.into(),
-        },
-        schema_id: 0,
-        columns: columns
-            .iter()
-            .map(|(n, t, nullable)| Column {
-                name: n.to_string(),
-                data_type: t.to_string(),
-                nullable: *nullable,
-                comment: None,
-            })
-            .collect(),
-        primary_keys: s(primary_keys),
-        bucket_keys: s(bucket_keys),
-        num_buckets: buckets,
-        partition_keys: s(partition_keys),
-        properties: vec![
-            ("table.datalake.enabled".into(), "true".into()),
-            ("table.datalake.format".into(), "iceberg".into()),
-        ],
-        custom_properties: Vec::new(),
-    }
-}
-
-const ALL_TYPES: &[(&str, &str, bool)] = &[
-    ("id", "INT", false),
-    ("big", "BIGINT", true),
-    ("name", "STRING", true),
-    ("score", "DOUBLE", true),
-    ("flag", "BOOLEAN", true),
-    ("amount", "DECIMAL(10, 2)", true),
-    ("day", "DATE", true),
-    ("ts", "TIMESTAMP(6)", true),
-    ("ltz", "TIMESTAMP_LTZ(3)", true),
-    ("bin", "BYTES", true),
-    ("tiny", "TINYINT", true),
-    ("small", "SMALLINT", true),
-    ("f", "FLOAT", true),
-    ("t", "TIME(0)", true),
-    ("code", "CHAR(3)", true),
-];
-
-fn nulls(id: i32) -> bool {
-    id % 7 == 3
-}
-
-/// Rows of the all-types table as fluss-rs hands them to the host, plus their canonical
-/// JSON (without system columns), as the readers print them.
-fn all_types(ids: &[i32], extra: Option<(&str, &str)>) -> (RecordBatch, Vec<Value>) {
-    let v = |id: i32| !nulls(id);
-    let mut fields = vec![
-        Field::new("id", DataType::Int32, false),
-        Field::new("big", DataType::Int64, true),
-        Field::new("name", DataType::Utf8, true),
-        Field::new("score", DataType::Float64, true),
-        Field::new("flag", DataType::Boolean, true),
-        Field::new("amount", DataType::Decimal128(10, 2), true),
-        Field::new("day", DataType::Date32, true),
-        Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), true),
-        Field::new(
-            "ltz",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            true,
-        ),
-        Field::new("bin", DataType::Binary, true),
-        Field::new("tiny", DataType::Int8, true),
-        Field::new("small", DataType::Int16, true),
-        Field::new("f", DataType::Float32, true),
-        Field::new("t", DataType::Time32(TimeUnit::Second), true),
-        Field::new("code", DataType::Utf8, true),
-    ];
-    let name = |id: i32| format!("name {id} {}", "é".repeat((id % 20) as usize));
-    let mut cols: Vec<ArrayRef> = vec![
-        Arc::new(Int32Array::from(ids.to_vec())),
-        Arc::new(Int64Array::from_iter(
-            ids.iter()
-                .map(|&i| v(i).then_some(i as i64 * 10_000_000_019)),
-        )),
-        Arc::new(StringArray::from_iter(
-            ids.iter().map(|&i| v(i).then(|| name(i))),
-        )),
-        Arc::new(Float64Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some(i as f64 * 0.5 - 3.0)),
-        )),
-        Arc::new(BooleanArray::from_iter(
-            ids.iter().map(|&i| v(i).then_some(i % 2 == 0)),
-        )),
-        Arc::new(
-            Decimal128Array::from_iter(ids.iter().map(|&i| v(i).then_some(i as i128 * 101 - 7)))
-                .with_precision_and_scale(10, 2)
-                .unwrap(),
-        ),
-        Arc::new(Date32Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some(19_000 + i)),
-        )),
-        Arc::new(TimestampMicrosecondArray::from_iter(ids.iter().map(|&i| {
-            v(i).then_some(1_600_000_000_000_000 + i as i64 * 1_000_003)
-        }))),
-        Arc::new(
-            TimestampMillisecondArray::from_iter(
-                ids.iter()
-                    .map(|&i| v(i).then_some(1_650_000_000_000 + i as i64 * 7)),
-            )
-            .with_timezone("UTC"),
-        ),
-        Arc::new(BinaryArray::from_iter(
-            ids.iter().map(|&i| v(i).then(|| vec![i as u8, 0xff, 0x00])),
-        )),
-        Arc::new(Int8Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some((i % 100) as i8)),
-        )),
-        Arc::new(Int16Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some(-(i as i16))),
-        )),
-        Arc::new(Float32Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some(i as f32 * 0.25)),
-        )),
-        Arc::new(Time32SecondArray::from_iter(
-            ids.iter().map(|&i| v(i).then_some(i * 61)),
-        )),
-        Arc::new(StringArray::from_iter(
-            ids.iter()
-                .map(|&i| v(i).then(|| format!("c{:02}", i % 100))),
-        )),
-    ];
-    if let Some((col, value)) = extra {
-        fields.push(Field::new(col, DataType::Utf8, true));
-        cols.push(Arc::new(StringArray::from(vec![value; ids.len()])));
-    }
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
-    let expected = ids
-        .iter()
-        .map(|&i| {
-            let n = nulls(i);
-            let opt = |x: Value| if n { Value::Null } else { x };
-            let unscaled = i as i128 * 101 - 7;
-            let sign = if unscaled < 0 { "-" } else { "" };
-            let mut o = json!({
-                "id": i,
-                "big": opt(json!(i as i64 * 10_000_000_019)),
-                "name": opt(json!(name(i))),
-                "score": opt(json!(i as f64 * 0.5 - 3.0)),
-                "flag": opt(json!(i % 2 == 0)),
-                "amount": opt(json!(format!("{sign}{}.{:02}", unscaled.abs() / 100, unscaled.abs() % 100))),
-                "day": opt(json!(19_000 + i)),
-                "ts": opt(json!(1_600_000_000_000_000 + i as i64 * 1_000_003)),
-                "ltz": opt(json!((1_650_000_000_000 + i as i64 * 7) * 1000)),
-                "bin": opt(json!(format!("{:02x}ff00", i as u8))),
-                "tiny": opt(json!(i % 100)),
-                "small": opt(json!(-i)),
-                "f": opt(json!(i as f64 * 0.25)),
-                "t": opt(json!(i as i64 * 61 * 1000)),
-                "code": opt(json!(format!("c{:02}", i % 100))),
-            });
-            if let Some((col, value)) = extra {
-                o[col] = json!(value);
-            }
-            o
-        })
-        .collect();
-    (batch, expected)
-}
 
 /// Adds the system columns a split writes to canonical rows.
 fn with_system(rows: Vec<Value>, bucket: i32, first_offset: i64) -> Vec<Value> {
@@ -247,7 +67,7 @@ fn parquet_files(dir: &Path) -> Vec<std::path::PathBuf> {
 async fn log_table_every_snapshot_reads_back_exactly() {
     let wh = std::env::temp_dir().join(unique_name("iceberg-wh"));
     let driver = ComponentDriver::load(&plugin("iceberg"), &wh).await;
-    let t = table("log_all_types", ALL_TYPES, &[], &[], 3, &[]);
+    let t = table("iceberg", "log_all_types", ALL_TYPES, &[], &[], 3, &[]);
     assert!(driver.create(&t).await);
     assert!(!driver.create(&t).await, "create is idempotent");
     let dir = driver.table_dir(&t).await;
@@ -435,7 +255,15 @@ async fn partitioned_table_with_bucket_key_uses_iceberg_bucket_partitions() {
     let driver = ComponentDriver::load(&plugin("iceberg"), &wh).await;
     let mut cols = ALL_TYPES.to_vec();
     cols.push(("dt", "STRING", true));
-    let t = table("log_partitioned", &cols, &[], &["id"], 4, &["dt"]);
+    let t = table(
+        "iceberg",
+        "log_partitioned",
+        &cols,
+        &[],
+        &["id"],
+        4,
+        &["dt"],
+    );
     assert!(driver.create(&t).await);
     let dir = driver.table_dir(&t).await;
     let mut expected = Vec::new();
@@ -506,7 +334,7 @@ async fn primary_key_table_deltas_read_back_through_equality_and_position_delete
         ("name", "STRING", true),
         ("score", "DOUBLE", true),
     ];
-    let t = table("pk", &cols, &["id"], &["id"], 2, &[]);
+    let t = table("iceberg", "pk", &cols, &["id"], &["id"], 2, &[]);
     assert!(driver.create(&t).await);
     let dir = driver.table_dir(&t).await;
     let schema = Arc::new(Schema::new(vec![

@@ -1,0 +1,208 @@
+//! Running a format plugin's `.wasm` without Fluss: the host's own plugin runtime (engine,
+//! limits, scoped storage) against a local warehouse, one instance per split and one for the
+//! committer as a tiering round does, with tables described as the host describes them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
+use fluss_lake_host::plugin::storage::ScopedStorage;
+use fluss_lake_host::plugin::wit::{
+    Column, CommitResult, CommitterContext, RowBatch, TableInfo, TablePath, WriterContext,
+};
+use fluss_lake_host::plugin::{Plugin, PluginInstance};
+
+/// A Fluss table `fluss.<name>` as the host describes it to plugins (lake format `format`).
+pub fn table(
+    format: &str,
+    name: &str,
+    columns: &[(&str, &str, bool)],
+    primary_keys: &[&str],
+    bucket_keys: &[&str],
+    buckets: i32,
+    partition_keys: &[&str],
+) -> TableInfo {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    TableInfo {
+        table_id: 1,
+        path: TablePath {
+            database: "fluss".into(),
+            table: name.into(),
+        },
+        schema_id: 0,
+        columns: columns
+            .iter()
+            .map(|(n, t, nullable)| Column {
+                name: n.to_string(),
+                data_type: t.to_string(),
+                nullable: *nullable,
+                comment: None,
+            })
+            .collect(),
+        primary_keys: s(primary_keys),
+        bucket_keys: s(bucket_keys),
+        num_buckets: buckets,
+        partition_keys: s(partition_keys),
+        properties: vec![
+            ("table.datalake.enabled".into(), "true".into()),
+            ("table.datalake.format".into(), format.into()),
+        ],
+        custom_properties: Vec::new(),
+    }
+}
+
+/// One split of a round: its bucket, partition name and batches.
+pub struct SplitInput {
+    pub bucket: i32,
+    pub partition: Option<String>,
+    pub batches: Vec<RowBatch>,
+}
+
+/// A row batch as the host sends it: Arrow IPC plus per-row change types (empty = all
+/// appends), offsets and timestamps (millis).
+pub fn row_batch(
+    batch: &RecordBatch,
+    change_types: Vec<u8>,
+    first_offset: i64,
+    ts: i64,
+) -> RowBatch {
+    let n = batch.num_rows() as i64;
+    RowBatch {
+        ipc: fluss_lake_host::fluss::reader::encode_ipc(batch).expect("ipc"),
+        change_types,
+        log_offsets: (first_offset..first_offset + n).collect(),
+        timestamps: vec![ts; n as usize],
+    }
+}
+
+/// Runs a format plugin's `.wasm` in the host's plugin runtime (the same engine, limits and
+/// scoped storage the host uses), one instance per split and one for the committer, as a
+/// tiering round does.
+pub struct ComponentDriver {
+    plugin: Arc<Plugin>,
+    pub warehouse: PathBuf,
+    pub config: Vec<(String, String)>,
+}
+
+impl ComponentDriver {
+    pub async fn load(wasm: &Path, warehouse: &Path) -> Self {
+        let engine = Arc::new(
+            PluginEngine::new(EngineSettings {
+                cache_dir: None,
+                instance_memory_limit: 1 << 30,
+            })
+            .unwrap(),
+        );
+        let plugin = Plugin::load(engine, wasm).await.expect("plugin loads");
+        std::fs::create_dir_all(warehouse).unwrap();
+        ComponentDriver {
+            plugin: Arc::new(plugin),
+            warehouse: warehouse.to_path_buf(),
+            config: vec![("warehouse".to_string(), warehouse.display().to_string())],
+        }
+    }
+
+    async fn instance(&self, table: &TableInfo) -> PluginInstance {
+        let mut i = PluginInstance::new(&self.plugin, "test".into())
+            .await
+            .unwrap();
+        let location = i.table_location(table, &self.config).await.unwrap();
+        i.set_storage(
+            ScopedStorage::local(&self.warehouse.display().to_string(), &location).unwrap(),
+        );
+        i
+    }
+
+    /// The table's directory.
+    pub async fn table_dir(&self, table: &TableInfo) -> PathBuf {
+        let mut i = PluginInstance::new(&self.plugin, "test".into())
+            .await
+            .unwrap();
+        self.warehouse
+            .join(i.table_location(table, &self.config).await.unwrap())
+    }
+
+    pub async fn create(&self, table: &TableInfo) -> bool {
+        self.try_create(table).await.unwrap()
+    }
+
+    /// `create-table-if-missing` then `validate-table`; the plugin's error as text.
+    pub async fn try_create(&self, table: &TableInfo) -> Result<bool, String> {
+        let mut i = self.instance(table).await;
+        let created = i
+            .create_table_if_missing(table, &self.config)
+            .await
+            .map_err(|e| e.to_string())?;
+        i.validate_table(table, &self.config)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(created)
+    }
+
+    /// Writes the splits and commits them with `properties`.
+    pub async fn round(
+        &self,
+        table: &TableInfo,
+        splits: Vec<SplitInput>,
+        properties: Vec<(String, String)>,
+    ) -> CommitResult {
+        let mut results = Vec::new();
+        for (k, split) in splits.into_iter().enumerate() {
+            let mut i = self.instance(table).await;
+            let context = WriterContext {
+                table: table.clone(),
+                bucket: split.bucket,
+                partition_id: split.partition.as_ref().map(|_| 1),
+                partition_name: split.partition.clone(),
+                split_index: k as i32,
+                round_timestamp: 0,
+                config: self.config.clone(),
+            };
+            let w = i.open_writer(&context).await.unwrap();
+            for b in &split.batches {
+                i.write(&w, b).await.unwrap();
+            }
+            results.push(i.complete(w).await.unwrap().payload);
+        }
+        let mut i = self.instance(table).await;
+        let c = i
+            .open_committer(&CommitterContext {
+                table: table.clone(),
+                config: self.config.clone(),
+                tiering_config: Vec::new(),
+            })
+            .await
+            .unwrap();
+        let committable = i.to_committable(&c, &results).await.unwrap();
+        i.commit(&c, &committable, &properties).await.unwrap()
+    }
+
+    /// `get-missing-lake-snapshot(latest)`: the snapshot id and its `fluss-offsets`.
+    pub async fn missing_snapshot(
+        &self,
+        table: &TableInfo,
+        latest: Option<i64>,
+    ) -> Option<(i64, Option<String>)> {
+        let mut i = self.instance(table).await;
+        let c = i
+            .open_committer(&CommitterContext {
+                table: table.clone(),
+                config: self.config.clone(),
+                tiering_config: Vec::new(),
+            })
+            .await
+            .unwrap();
+        i.get_missing_lake_snapshot(&c, latest)
+            .await
+            .unwrap()
+            .map(|s| {
+                let offsets = s
+                    .properties
+                    .iter()
+                    .find(|(k, _)| k == "fluss-offsets")
+                    .map(|(_, v)| v.clone());
+                (s.snapshot_id, offsets)
+            })
+    }
+}

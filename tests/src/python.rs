@@ -1,0 +1,53 @@
+//! The Python readers in `tests/python` (the formats' own, non-Rust implementations), run from
+//! the project's venv.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::repo_root;
+
+/// Runs commands of a reader script in `tests/python` (its `batch` mode) in one Python
+/// process; each command's output lines (as JSON), or `Err(message)` when the command raised.
+pub fn batch(script: &str, commands: &[Vec<String>]) -> Vec<Result<Vec<Value>, String>> {
+    let py = repo_root().join("target/venv/bin/python");
+    assert!(
+        py.exists(),
+        "{} missing: run scripts/setup-python.sh",
+        py.display()
+    );
+    let mut child = Command::new(py)
+        .arg(repo_root().join("tests/python").join(script))
+        .arg("batch")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running a reader script");
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for c in commands {
+            writeln!(stdin, "{}", serde_json::to_string(c).unwrap()).unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script} batch failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(lines.len(), commands.len(), "one result per command");
+    lines
+        .into_iter()
+        .map(|v| match v.get("error") {
+            Some(e) => Err(e.as_str().unwrap_or_default().to_string()),
+            None => Ok(v["out"].as_array().cloned().unwrap_or_default()),
+        })
+        .collect()
+}
