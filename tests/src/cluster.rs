@@ -14,6 +14,7 @@ pub struct ClusterInfo {
     pub format: String,
     pub paimon_warehouse: PathBuf,
     pub iceberg_warehouse: PathBuf,
+    pub lance_warehouse: PathBuf,
     pub remote_data_dir: PathBuf,
 }
 
@@ -83,6 +84,7 @@ pub fn ensure_format(format: &str) -> ClusterInfo {
                 format: format.to_string(),
                 paimon_warehouse: work.join("paimon-warehouse"),
                 iceberg_warehouse: work.join("iceberg-warehouse"),
+                lance_warehouse: work.join("lance-warehouse"),
                 remote_data_dir: work.join("remote-data"),
             }
         })
