@@ -27,8 +27,8 @@ cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon -p fluss-lake-iceberg 
 
 step "plugins"
 scripts/build-plugins.sh
-step "plugin smoke tests without the Rust host (wasmtime-py + pypaimon / pyiceberg)"
-for format in paimon iceberg; do
+step "plugin smoke tests without the Rust host (wasmtime-py + pypaimon / pyiceberg / pylance)"
+for format in paimon iceberg lance; do
   smoke_dir="$(mktemp -d)"
   target/venv/bin/python tests/python/wasm_smoke.py "target/plugins/$format.wasm" "$smoke_dir"
   rm -rf "$smoke_dir"

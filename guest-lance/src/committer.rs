@@ -218,3 +218,131 @@ impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
 
 /// The naming new datasets get: V1, as Fluss's Java Lance catalog (Lance 0.33) creates them.
 pub const NEW_DATASET_NAMING: Naming = Naming::V1;
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use fluss_lake_guest_sdk::ipc::make_row_batch;
+    use fluss_lake_guest_sdk::plugin::FormatWriter;
+    use fluss_lake_guest_sdk::storage::{MemoryStorage, ObjectMeta};
+    use fluss_lake_guest_sdk::testing::{committer_context, log_table, writer_context};
+    use fluss_lake_guest_sdk::wit::TableInfo;
+
+    use super::*;
+    use crate::catalog::create_table_if_missing;
+    use crate::writer::LanceWriter;
+
+    fn table() -> TableInfo {
+        log_table(
+            "db",
+            "t",
+            &[("id", "INT", false), ("name", "STRING", true)],
+            &[],
+            1,
+            &[],
+        )
+    }
+
+    fn write(storage: &dyn Storage, t: &TableInfo, ids: &[i32]) -> Vec<u8> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, false),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int32Array::from(ids.to_vec())),
+                Arc::new(StringArray::from(vec![Some("x"); ids.len()])),
+            ],
+        )
+        .unwrap();
+        let mut w = LanceWriter::open(&writer_context(t, 0, None, &[]), storage).unwrap();
+        w.write(make_row_batch(&batch, 0, 0).unwrap()).unwrap();
+        w.complete().unwrap().payload
+    }
+
+    /// Storage that lets another writer publish the next version right before our first
+    /// manifest write, as a concurrent committer would.
+    struct Racing<'a> {
+        inner: &'a MemoryStorage,
+        raced: Cell<bool>,
+        rival: Box<dyn Fn(&MemoryStorage) + 'a>,
+    }
+
+    impl Storage for Racing<'_> {
+        fn get(&self, p: &str) -> Result<Vec<u8>> {
+            self.inner.get(p)
+        }
+        fn put(&self, p: &str, d: &[u8]) -> Result<()> {
+            self.inner.put(p, d)
+        }
+        fn put_if_absent(&self, p: &str, d: &[u8]) -> Result<()> {
+            if p.starts_with(versions::VERSIONS_DIR) && !self.raced.replace(true) {
+                (self.rival)(self.inner);
+            }
+            self.inner.put_if_absent(p, d)
+        }
+        fn list(&self, p: &str) -> Result<Vec<ObjectMeta>> {
+            self.inner.list(p)
+        }
+        fn delete(&self, p: &str) -> Result<()> {
+            self.inner.delete(p)
+        }
+        fn head(&self, p: &str) -> Result<Option<ObjectMeta>> {
+            self.inner.head(p)
+        }
+    }
+
+    #[test]
+    fn races_retry_and_abort_cleans_up() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        assert!(create_table_if_missing(&storage, &t).unwrap());
+        let mine = write(&storage, &t, &[1, 2]);
+        let theirs = write(&storage, &t, &[3]);
+        let racing = Racing {
+            inner: &storage,
+            raced: Cell::new(false),
+            rival: Box::new(|s: &MemoryStorage| {
+                let mut c = LanceCommitter::open(committer_context(&t, &[]), s).unwrap();
+                let committable = c.to_committable(std::slice::from_ref(&theirs)).unwrap();
+                assert_eq!(c.commit(&committable, &[]).unwrap().snapshot_id, 2);
+            }),
+        };
+        let mut c = LanceCommitter::open(committer_context(&t, &[]), &racing).unwrap();
+        let committable = c.to_committable(&[mine]).unwrap();
+        let r = c
+            .commit(&committable, &[("fluss-offsets".into(), "/o".into())])
+            .unwrap();
+        assert_eq!(
+            r.snapshot_id, 3,
+            "lost the race for 2, committed on top of it"
+        );
+        assert_eq!(r.stats.record_count, Some(3));
+        let m = versions::read(&storage, 3, Naming::V1).unwrap();
+        let ids: Vec<u64> = m.fragments.iter().map(|f| f.id).collect();
+        assert_eq!(ids, [0, 1], "fragment ids continue after the rival's");
+        assert_eq!(m.max_fragment_id, Some(1));
+        let tx = versions::read_transaction(&storage, &m).unwrap().unwrap();
+        assert_eq!(tx.read_version, 2);
+        assert_eq!(
+            c.get_missing_lake_snapshot(Some(2))
+                .unwrap()
+                .unwrap()
+                .snapshot_id,
+            3
+        );
+
+        // abort deletes the round's data files
+        let aborted = write(&storage, &t, &[9]);
+        let files = WritePayload::decode(&aborted).unwrap().files;
+        let path = format!("data/{}", files[0].path);
+        assert!(storage.head(&path).unwrap().is_some());
+        c.abort(&c.to_committable(&[aborted]).unwrap()).unwrap();
+        assert!(storage.head(&path).unwrap().is_none());
+    }
+}

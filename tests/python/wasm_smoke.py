@@ -200,11 +200,12 @@ def main(wasm, warehouse):
     p = Plugin(wasm, storage)
     info = p.call("plugin", "info")
     fmt = info.format
-    assert fmt in ("paimon", "iceberg") and get(info, "contract-version") == VER, vars(info)
+    assert fmt in ("paimon", "iceberg", "lance") and get(info, "contract-version") == VER, vars(info)
     config = [("warehouse", warehouse)]
     t = table_info(table, fmt)
     location = p.ok("plugin", "table-location", t, config)
-    assert location == {"paimon": f"fluss.db/{table}", "iceberg": f"fluss/{table}"}[fmt], location
+    assert location == {"paimon": f"fluss.db/{table}", "iceberg": f"fluss/{table}",
+                        "lance": f"fluss/{table}.lance"}[fmt], location
     storage.root = os.path.join(warehouse, location)
     err = p.call("plugin", "validate-table", t, config)
     assert err is not None and err.kind == "not-found", err
@@ -237,8 +238,8 @@ def main(wasm, warehouse):
     empty = p.ok("committer", "[method]lake-committer.to-committable", c, [])
     res = p.ok("committer", "[method]lake-committer.commit", c, empty, [("fluss-offsets", "/o/2.offsets")])
     second = get(res, "snapshot-id")
-    if fmt == "paimon":
-        assert (first, second) == (1, 2), (first, second)
+    if fmt in ("paimon", "lance"):
+        assert (first, second) == {"paimon": (1, 2), "lance": (2, 3)}[fmt], (first, second)
     missing = p.ok("committer", "[method]lake-committer.get-missing-lake-snapshot", c, first)
     assert get(missing, "snapshot-id") == second and ("fluss-offsets", "/o/2.offsets") in missing.properties, vars(missing)
     assert p.ok("committer", "[method]lake-committer.get-missing-lake-snapshot", c, second) is None
@@ -254,6 +255,18 @@ def main(wasm, warehouse):
         snap = tbl.snapshot_manager().get_latest_snapshot()
         assert snap.id == 2 and snap.commit_user == "__fluss_lake_tiering"
         assert snap.properties == {"fluss-offsets": "/o/2.offsets"} and snap.total_record_count == 5
+    elif fmt == "lance":
+        import lance
+
+        ds = lance.dataset(storage.root)
+        rows = ds.to_table().to_pylist()
+        tx = ds.read_transaction(second)
+        assert tx.transaction_properties == {"commit-user": "__fluss_lake_tiering",
+                                             "fluss-offsets": "/o/2.offsets"}, tx
+        # Lance datasets hold the Fluss columns only: no __bucket / __offset
+        want = sorted((i, n, a) for i, n, a, _, _ in want)
+        got = sorted((r["id"], r["name"], r["amount"]) for r in rows)
+        assert got == want, (got, want)
     else:
         from pyiceberg.table import StaticTable
         tbl = StaticTable.from_metadata(storage.root)
@@ -263,8 +276,9 @@ def main(wasm, warehouse):
         summary = snap.summary.model_dump()
         assert summary["commit-user"] == "__fluss_lake_tiering", summary
         assert summary["fluss-offsets"] == "/o/2.offsets" and summary["total-records"] == "5", summary
-    got = sorted((r["id"], r["name"], r["amount"], r["__bucket"], r["__offset"]) for r in rows)
-    assert got == want, (got, want)
+    if fmt != "lance":
+        got = sorted((r["id"], r["name"], r["amount"], r["__bucket"], r["__offset"]) for r in rows)
+        assert got == want, (got, want)
     ts = {r["id"]: r["ts"] for r in rows}
     assert ts[1] == datetime.datetime.fromtimestamp(1_700_000_000.001, datetime.timezone.utc).replace(
         tzinfo=ts[1].tzinfo), ts[1]

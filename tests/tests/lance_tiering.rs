@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::lake_check::business;
-use fluss_lake_e2e::{cluster, data, host, lance, unique_name};
+use fluss_lake_e2e::{cluster, crash, data, host, lance, unique_name};
 use serde_json::Value;
 
 const BUCKETS: i32 = 3;
@@ -139,4 +139,17 @@ async fn log_table_tiers_into_lance_over_three_rounds() {
     );
     assert!(h.exited().is_none(), "host exited:\n{}", h.log());
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_across_random_crashes() {
+    let c = cluster::ensure_format("lance");
+    let warehouse = c.lance_warehouse.clone();
+    crash::exactly_once_across_random_crashes(&c, "lance", |table| {
+        lance::rows(
+            &warehouse.join("fluss").join(format!("{table}.lance")),
+            None,
+        )
+    })
+    .await;
 }
