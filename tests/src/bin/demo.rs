@@ -1,18 +1,18 @@
 //! The README's demo: create a lake-enabled Fluss log table on the running cluster, write
-//! rows, run the host with the lake format's plugin (`demo [paimon|iceberg]`, Paimon by
+//! rows, run the host with the lake format's plugin (`demo [paimon|iceberg|lance]`, Paimon by
 //! default; the cluster is restarted with that format if needed), and print what landed in
-//! the lake as the format's own reader (pypaimon, pyiceberg) reads it.
+//! the lake as the format's own reader (pypaimon, pyiceberg, pylance) reads it.
 
 use std::time::Duration;
 
 use fluss::metadata::TablePath;
-use fluss_lake_e2e::{cluster, data, host, iceberg, paimon, unique_name};
+use fluss_lake_e2e::{cluster, data, host, iceberg, lance, paimon, unique_name};
 
 #[tokio::main]
 async fn main() {
     let format = std::env::args().nth(1).unwrap_or_else(|| "paimon".into());
-    if format != "paimon" && format != "iceberg" {
-        eprintln!("usage: demo [paimon|iceberg]");
+    if !["paimon", "iceberg", "lance"].contains(&format.as_str()) {
+        eprintln!("usage: demo [paimon|iceberg|lance]");
         std::process::exit(2);
     }
     let c = cluster::ensure_format(&format);
@@ -50,16 +50,24 @@ async fn main() {
         let rows = paimon::rows(&c.paimon_warehouse, "fluss", &table, None);
         let meta = paimon::snapshot(&c.paimon_warehouse, "fluss", &table, None);
         (rows, c.paimon_warehouse.join("fluss.db").join(&table), meta)
+    } else if format == "lance" {
+        let dir = c
+            .lance_warehouse
+            .join("fluss")
+            .join(format!("{table}.lance"));
+        let rows = lance::rows(&dir, None);
+        let version = *lance::versions(&dir).last().unwrap();
+        (rows, dir.clone(), lance::transaction(&dir, version))
     } else {
         let dir = c.iceberg_warehouse.join("fluss").join(&table);
         let rows = iceberg::rows(&dir, None, "pyiceberg");
         let meta = iceberg::snapshots(&dir).pop().unwrap_or_default();
         (rows, dir, meta)
     };
-    let reader = if format == "paimon" {
-        "pypaimon"
-    } else {
-        "pyiceberg"
+    let reader = match format.as_str() {
+        "paimon" => "pypaimon",
+        "iceberg" => "pyiceberg",
+        _ => "pylance",
     };
     println!(
         "{reader} reads {} rows from {}",
