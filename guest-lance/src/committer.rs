@@ -221,15 +221,16 @@ pub const NEW_DATASET_NAMING: Naming = Naming::V1;
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
     use std::sync::Arc;
 
     use arrow_array::{Int32Array, RecordBatch, StringArray};
     use arrow_schema::{DataType, Field, Schema};
     use fluss_lake_guest_sdk::ipc::make_row_batch;
     use fluss_lake_guest_sdk::plugin::FormatWriter;
-    use fluss_lake_guest_sdk::storage::{MemoryStorage, ObjectMeta};
-    use fluss_lake_guest_sdk::testing::{committer_context, log_table, writer_context};
+    use fluss_lake_guest_sdk::storage::MemoryStorage;
+    use fluss_lake_guest_sdk::testing::{
+        RacingStorage, committer_context, log_table, writer_context,
+    };
     use fluss_lake_guest_sdk::wit::TableInfo;
 
     use super::*;
@@ -265,38 +266,6 @@ mod tests {
         w.complete().unwrap().payload
     }
 
-    /// Storage that lets another writer publish the next version right before our first
-    /// manifest write, as a concurrent committer would.
-    struct Racing<'a> {
-        inner: &'a MemoryStorage,
-        raced: Cell<bool>,
-        rival: Box<dyn Fn(&MemoryStorage) + 'a>,
-    }
-
-    impl Storage for Racing<'_> {
-        fn get(&self, p: &str) -> Result<Vec<u8>> {
-            self.inner.get(p)
-        }
-        fn put(&self, p: &str, d: &[u8]) -> Result<()> {
-            self.inner.put(p, d)
-        }
-        fn put_if_absent(&self, p: &str, d: &[u8]) -> Result<()> {
-            if p.starts_with(versions::VERSIONS_DIR) && !self.raced.replace(true) {
-                (self.rival)(self.inner);
-            }
-            self.inner.put_if_absent(p, d)
-        }
-        fn list(&self, p: &str) -> Result<Vec<ObjectMeta>> {
-            self.inner.list(p)
-        }
-        fn delete(&self, p: &str) -> Result<()> {
-            self.inner.delete(p)
-        }
-        fn head(&self, p: &str) -> Result<Option<ObjectMeta>> {
-            self.inner.head(p)
-        }
-    }
-
     #[test]
     fn races_retry_and_abort_cleans_up() {
         let storage = MemoryStorage::new();
@@ -304,15 +273,15 @@ mod tests {
         assert!(create_table_if_missing(&storage, &t).unwrap());
         let mine = write(&storage, &t, &[1, 2]);
         let theirs = write(&storage, &t, &[3]);
-        let racing = Racing {
-            inner: &storage,
-            raced: Cell::new(false),
-            rival: Box::new(|s: &MemoryStorage| {
-                let mut c = LanceCommitter::open(committer_context(&t, &[]), s).unwrap();
+        let racing = RacingStorage::new(
+            &storage,
+            |p| p.starts_with(versions::VERSIONS_DIR),
+            || {
+                let mut c = LanceCommitter::open(committer_context(&t, &[]), &storage).unwrap();
                 let committable = c.to_committable(std::slice::from_ref(&theirs)).unwrap();
                 assert_eq!(c.commit(&committable, &[]).unwrap().snapshot_id, 2);
-            }),
-        };
+            },
+        );
         let mut c = LanceCommitter::open(committer_context(&t, &[]), &racing).unwrap();
         let committable = c.to_committable(&[mine]).unwrap();
         let r = c

@@ -455,14 +455,13 @@ impl<S: Storage> FormatCommitter<S> for PaimonCommitter<S> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
     use std::sync::Arc;
 
     use arrow_array::{Int32Array, RecordBatch, StringArray};
     use arrow_schema::{DataType, Field, Schema};
     use fluss_lake_guest_sdk::ipc::make_row_batch;
-    use fluss_lake_guest_sdk::storage::{MemoryStorage, ObjectMeta};
-    use fluss_lake_guest_sdk::testing::{log_table, writer_context};
+    use fluss_lake_guest_sdk::storage::MemoryStorage;
+    use fluss_lake_guest_sdk::testing::{RacingStorage, log_table, writer_context};
     use fluss_lake_guest_sdk::wit::TableInfo;
 
     use super::*;
@@ -563,38 +562,6 @@ mod tests {
         );
     }
 
-    /// Storage that lets a competing committer publish snapshot `race_at` just before ours.
-    struct Racing<'a> {
-        inner: &'a MemoryStorage,
-        race_at: i64,
-        raced: Cell<bool>,
-        competitor: Box<dyn Fn() + 'a>,
-    }
-
-    impl Storage for Racing<'_> {
-        fn get(&self, p: &str) -> Result<Vec<u8>> {
-            self.inner.get(p)
-        }
-        fn put(&self, p: &str, d: &[u8]) -> Result<()> {
-            self.inner.put(p, d)
-        }
-        fn put_if_absent(&self, p: &str, d: &[u8]) -> Result<()> {
-            if p == crate::snapshot::snapshot_path(self.race_at) && !self.raced.replace(true) {
-                (self.competitor)();
-            }
-            self.inner.put_if_absent(p, d)
-        }
-        fn list(&self, p: &str) -> Result<Vec<ObjectMeta>> {
-            self.inner.list(p)
-        }
-        fn delete(&self, p: &str) -> Result<()> {
-            self.inner.delete(p)
-        }
-        fn head(&self, p: &str) -> Result<Option<ObjectMeta>> {
-            self.inner.head(p)
-        }
-    }
-
     #[test]
     fn retries_when_another_commit_wins_the_snapshot_id() {
         let storage = MemoryStorage::new();
@@ -602,15 +569,14 @@ mod tests {
         create_table_if_missing(&storage, &t, &[]).unwrap();
         let ours = write_round(&storage, &t, 0, &[1, 2], 0);
         let theirs = write_round(&storage, &t, 1, &[3, 4, 5], 0);
-        let racing = Racing {
-            inner: &storage,
-            race_at: 1,
-            raced: Cell::new(false),
-            competitor: Box::new(|| {
+        let racing = RacingStorage::new(
+            &storage,
+            |p| p == crate::snapshot::snapshot_path(1),
+            || {
                 let mut other = PaimonCommitter::new(&storage, vec![]);
                 other.commit(&theirs, &props(0)).unwrap();
-            }),
-        };
+            },
+        );
         let mut c = PaimonCommitter::new(&racing, vec![]);
         let res = c.commit(&ours, &props(1)).unwrap();
         assert_eq!(res.snapshot_id, 2);

@@ -105,3 +105,52 @@ pub fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
+
+/// Storage for commit-race tests: before the first `put-if-absent` of a path `race_on`
+/// selects, it runs `rival` (a competing committer publishing the same version), then lets
+/// the call proceed, so the committer under test loses the race exactly once.
+pub struct RacingStorage<'a> {
+    inner: &'a crate::storage::MemoryStorage,
+    race_on: Box<dyn Fn(&str) -> bool + 'a>,
+    rival: Box<dyn Fn() + 'a>,
+    raced: std::cell::Cell<bool>,
+}
+
+impl<'a> RacingStorage<'a> {
+    pub fn new(
+        inner: &'a crate::storage::MemoryStorage,
+        race_on: impl Fn(&str) -> bool + 'a,
+        rival: impl Fn() + 'a,
+    ) -> Self {
+        RacingStorage {
+            inner,
+            race_on: Box::new(race_on),
+            rival: Box::new(rival),
+            raced: std::cell::Cell::new(false),
+        }
+    }
+}
+
+impl crate::storage::Storage for RacingStorage<'_> {
+    fn get(&self, p: &str) -> crate::Result<Vec<u8>> {
+        self.inner.get(p)
+    }
+    fn put(&self, p: &str, d: &[u8]) -> crate::Result<()> {
+        self.inner.put(p, d)
+    }
+    fn put_if_absent(&self, p: &str, d: &[u8]) -> crate::Result<()> {
+        if (self.race_on)(p) && !self.raced.replace(true) {
+            (self.rival)();
+        }
+        self.inner.put_if_absent(p, d)
+    }
+    fn list(&self, p: &str) -> crate::Result<Vec<crate::storage::ObjectMeta>> {
+        self.inner.list(p)
+    }
+    fn delete(&self, p: &str) -> crate::Result<()> {
+        self.inner.delete(p)
+    }
+    fn head(&self, p: &str) -> crate::Result<Option<crate::storage::ObjectMeta>> {
+        self.inner.head(p)
+    }
+}

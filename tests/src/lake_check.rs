@@ -43,3 +43,62 @@ pub fn assert_no_duplicate_offsets(
     }
     counts
 }
+
+/// Waits until Fluss's latest lake snapshot covers `ends` (see
+/// [`crate::data::wait_for_all_lake_offsets`]); panics with the host's and the coordinator's
+/// logs. Returns the snapshot id.
+pub async fn wait_registered(
+    admin: &fluss::client::FlussAdmin,
+    path: &fluss::metadata::TablePath,
+    ends: &HashMap<(Option<i64>, i32), i64>,
+    host: &crate::host::HostProcess,
+) -> i64 {
+    crate::data::wait_for_all_lake_offsets(admin, path, ends, std::time::Duration::from_secs(180))
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e}\nhost log:\n{}\ncoordinator:\n{}",
+                host.log(),
+                crate::cluster::coordinator_log_tail(40)
+            )
+        })
+}
+
+/// The offsets in a Fluss offsets file (what `fluss-offsets` names): (partition, bucket) →
+/// offset, from `{"bucket_offsets": [..]}` or `{"partition_offsets": [{"partition_id",
+/// "bucket_offsets"}]}`; unknown (-1) and zero offsets are left out.
+pub fn read_offsets_file(path: &str) -> HashMap<(Option<i64>, i32), i64> {
+    let file = path.strip_prefix("file:").unwrap_or(path);
+    let offsets: Value = serde_json::from_str(
+        &std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}")),
+    )
+    .unwrap();
+    let mut out = HashMap::new();
+    let mut add = |partition: Option<i64>, list: &Value| {
+        for (b, o) in list.as_array().unwrap().iter().enumerate() {
+            let o = o.as_i64().unwrap();
+            if o > 0 {
+                out.insert((partition, b as i32), o);
+            }
+        }
+    };
+    if let Some(list) = offsets.get("bucket_offsets") {
+        add(None, list);
+    }
+    for p in offsets["partition_offsets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        add(p["partition_id"].as_i64(), &p["bucket_offsets"]);
+    }
+    out
+}
+
+/// `ends` without the empty buckets, to compare with [`read_offsets_file`].
+pub fn nonzero(ends: &HashMap<(Option<i64>, i32), i64>) -> HashMap<(Option<i64>, i32), i64> {
+    ends.iter()
+        .filter(|(_, o)| **o > 0)
+        .map(|(k, o)| (*k, *o))
+        .collect()
+}

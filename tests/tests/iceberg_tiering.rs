@@ -15,7 +15,7 @@ use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::component::ComponentDriver;
 use fluss_lake_e2e::iceberg::{java_check, plan, rows, snapshots};
-use fluss_lake_e2e::lake_check::business;
+use fluss_lake_e2e::lake_check::{business, nonzero, read_offsets_file, wait_registered};
 use fluss_lake_e2e::{Rng, cluster, crash, data, host, unique_name};
 use serde_json::{Value, json};
 
@@ -113,15 +113,7 @@ async fn check_registered(
     ends: &HashMap<(Option<i64>, i32), i64>,
     h: &host::HostProcess,
 ) -> i64 {
-    let snap = data::wait_for_all_lake_offsets(admin, path, ends, Duration::from_secs(180))
-        .await
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e}\nhost log:\n{}\ncoordinator:\n{}",
-                h.log(),
-                cluster::coordinator_log_tail(40)
-            )
-        });
+    let snap = wait_registered(admin, path, ends, h).await;
     let snaps = snapshots(dir);
     let last = snaps.last().expect("an Iceberg snapshot");
     assert_eq!(
@@ -134,35 +126,11 @@ async fn check_registered(
         .as_str()
         .expect("fluss-offsets")
         .to_string();
-    let file = offsets_path.strip_prefix("file:").unwrap_or(&offsets_path);
-    let offsets: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    // {"bucket_offsets": [..]} or {"partition_offsets": [{"partition_id", "bucket_offsets"}]};
-    // -1 is "unknown" (never written)
-    let mut in_file: HashMap<(Option<i64>, i32), i64> = HashMap::new();
-    let mut add = |partition: Option<i64>, list: &Value| {
-        for (b, o) in list.as_array().unwrap().iter().enumerate() {
-            let o = o.as_i64().unwrap();
-            if o > 0 {
-                in_file.insert((partition, b as i32), o);
-            }
-        }
-    };
-    if let Some(list) = offsets.get("bucket_offsets") {
-        add(None, list);
-    }
-    for p in offsets["partition_offsets"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        add(p["partition_id"].as_i64(), &p["bucket_offsets"]);
-    }
-    let want: HashMap<(Option<i64>, i32), i64> = ends
-        .iter()
-        .filter(|(_, o)| **o > 0)
-        .map(|(k, o)| (*k, *o))
-        .collect();
-    assert_eq!(in_file, want, "the offsets file of snapshot {snap}");
+    assert_eq!(
+        read_offsets_file(&offsets_path),
+        nonzero(ends),
+        "the offsets file of snapshot {snap}"
+    );
     snap
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use fluss::metadata::TablePath;
-use fluss_lake_e2e::lake_check::business;
+use fluss_lake_e2e::lake_check::{business, nonzero, read_offsets_file, wait_registered};
 use fluss_lake_e2e::{cluster, crash, data, host, lance, unique_name};
 use serde_json::Value;
 
@@ -28,15 +28,7 @@ async fn check_registered(
     ends: &HashMap<(Option<i64>, i32), i64>,
     h: &host::HostProcess,
 ) -> u64 {
-    let snap = data::wait_for_all_lake_offsets(admin, path, ends, Duration::from_secs(180))
-        .await
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e}\nhost log:\n{}\ncoordinator:\n{}",
-                h.log(),
-                cluster::coordinator_log_tail(40)
-            )
-        }) as u64;
+    let snap = wait_registered(admin, path, ends, h).await as u64;
     assert_eq!(
         lance::versions(dataset).last(),
         Some(&snap),
@@ -47,18 +39,11 @@ async fn check_registered(
     let offsets_path = tx["properties"]["fluss-offsets"]
         .as_str()
         .expect("fluss-offsets");
-    let file = offsets_path.strip_prefix("file:").unwrap_or(offsets_path);
-    let offsets: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let in_file: Vec<i64> = offsets["bucket_offsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_i64().unwrap().max(0))
-        .collect();
-    let want: Vec<i64> = (0..BUCKETS)
-        .map(|b| ends.get(&(None, b)).copied().unwrap_or(0))
-        .collect();
-    assert_eq!(in_file, want, "the offsets file of version {snap}");
+    assert_eq!(
+        read_offsets_file(offsets_path),
+        nonzero(ends),
+        "the offsets file of version {snap}"
+    );
     snap
 }
 
