@@ -16,12 +16,7 @@ use crate::versions;
 
 /// `<db>/<table>.lance`.
 pub fn table_location(table: &TableInfo) -> Result<String> {
-    let (db, t) = (&table.path.database, &table.path.table);
-    for part in [db, t] {
-        if part.is_empty() || part.contains('/') || part == "." || part == ".." {
-            return Err(Error::invalid_input(format!("invalid table path {db}.{t}")));
-        }
-    }
+    let (db, t) = fluss_lake_guest_sdk::storage::table_path_segments(table)?;
     Ok(format!("{db}/{t}.lance"))
 }
 

@@ -15,12 +15,7 @@ pub const SYSTEM_COLUMNS_CONFIG: &str = "create-system-columns";
 
 /// `<db>.db/<table>`, the Paimon filesystem catalog layout.
 pub fn table_location(table: &TableInfo) -> Result<String> {
-    let (db, t) = (&table.path.database, &table.path.table);
-    for part in [db, t] {
-        if part.is_empty() || part.contains('/') || part == "." || part == ".." {
-            return Err(Error::invalid_input(format!("invalid table path {db}.{t}")));
-        }
-    }
+    let (db, t) = fluss_lake_guest_sdk::storage::table_path_segments(table)?;
     Ok(format!("{db}.db/{t}"))
 }
 
