@@ -42,6 +42,7 @@ pub mod deps {
     pub use arrow_schema;
     pub use arrow_select;
     pub use parquet;
+    pub use serde_json;
     pub use uuid;
 }
 
