@@ -13,6 +13,8 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::plugin::source::{PluginFile, PluginSource};
+use crate::tiering::routing::RouteRule;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -38,9 +40,35 @@ pub struct Cli {
     #[arg(long = "fluss.bootstrap.servers", value_name = "HOST:PORT")]
     pub bootstrap_servers: String,
 
-    /// A lake-format plugin (.wasm component). Repeat to serve several formats.
-    #[arg(long = "plugin", value_name = "PATH", required = true)]
-    pub plugins: Vec<PathBuf>,
+    /// A lake-format plugin (.wasm component), optionally pinned to its SHA-256
+    /// (`PATH#sha256=HEX`: any other contents are refused). Repeat to serve several formats.
+    #[arg(long = "plugin", value_name = "PATH[#sha256=HEX]", value_parser = PluginFile::parse)]
+    pub plugins: Vec<PluginFile>,
+
+    /// A directory of plugins: every `*.wasm` file in it, looked at again on every reload
+    /// (files added, replaced or removed). Repeatable.
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+
+    /// Routes tables to a plugin by name pattern, overriding their `table.datalake.format`:
+    /// `DATABASE.TABLE=FORMAT` with `*`/`?` wildcards, e.g. `'sales.*=delta'`. Repeatable; the
+    /// first matching rule wins. A table's custom property `lake.plugin` wins over every rule.
+    /// Fluss's union read cannot read tables tiered to another format than their own.
+    #[arg(long = "route", value_name = "DATABASE.TABLE=FORMAT", value_parser = RouteRule::parse)]
+    pub routes: Vec<RouteRule>,
+
+    /// How often plugin files are checked for changes (hot swap); `0` checks only on SIGHUP.
+    #[arg(long = "plugin-watch-interval", value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub plugin_watch_interval: Duration,
+
+    /// Longest time one call into a plugin may run before it is interrupted (a write of one
+    /// batch, a commit).
+    #[arg(long = "plugin-call-timeout", value_name = "DURATION", default_value = "10min", value_parser = parse_duration)]
+    pub plugin_call_timeout: Duration,
+
+    /// Largest write result, committable or property set a plugin may return from one call.
+    #[arg(long = "plugin-max-result-size", value_name = "SIZE", default_value = "64mb", value_parser = parse_size)]
+    pub plugin_max_result_size: usize,
 
     /// Lake format whose plugin must be loaded at startup (FlussLakeTiering's required option).
     /// Tables are still routed by their own `table.datalake.format` property.
@@ -116,7 +144,12 @@ pub struct Cli {
 #[derive(Debug, Clone)]
 pub struct HostConfig {
     pub bootstrap_servers: String,
-    pub plugins: Vec<PathBuf>,
+    /// `--plugin` and `--plugin-dir`, in command-line order (files first).
+    pub plugins: Vec<PluginSource>,
+    pub routes: Vec<RouteRule>,
+    pub plugin_watch_interval: Duration,
+    pub plugin_call_timeout: Duration,
+    pub plugin_max_result_size: usize,
     pub required_format: Option<String>,
     pub poll_table_interval: Duration,
     pub heartbeat_interval: Duration,
@@ -145,9 +178,24 @@ impl HostConfig {
         let (rest, prefixed) = split_prefixed(args.into_iter().collect())
             .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg + "\n"))?;
         let cli = Cli::try_parse_from(rest)?;
+        if cli.plugins.is_empty() && cli.plugin_dirs.is_empty() {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "at least one --plugin or --plugin-dir is required\n",
+            ));
+        }
         let mut config = HostConfig {
             bootstrap_servers: cli.bootstrap_servers,
-            plugins: cli.plugins,
+            plugins: cli
+                .plugins
+                .into_iter()
+                .map(PluginSource::File)
+                .chain(cli.plugin_dirs.into_iter().map(PluginSource::Dir))
+                .collect(),
+            routes: cli.routes,
+            plugin_watch_interval: cli.plugin_watch_interval,
+            plugin_call_timeout: cli.plugin_call_timeout,
+            plugin_max_result_size: cli.plugin_max_result_size,
             required_format: cli.datalake_format.map(|f| f.to_ascii_lowercase()),
             poll_table_interval: cli.poll_table_interval,
             heartbeat_interval: cli.heartbeat_interval,

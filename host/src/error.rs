@@ -15,6 +15,9 @@ pub enum ErrorKind {
     PluginLoad,
     /// A plugin returned an error or trapped while tiering a table.
     Plugin,
+    /// A plugin broke a sandbox limit: memory, call deadline, size of a result, or a storage
+    /// location outside its table. The instance is discarded and the table's round fails.
+    PluginLimit,
     /// No loaded plugin serves the table's lake format.
     NoPlugin,
     /// The network or a server could not be reached; usually transient.
@@ -44,6 +47,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Config => "configuration error",
             ErrorKind::PluginLoad => "plugin load error",
             ErrorKind::Plugin => "plugin error",
+            ErrorKind::PluginLimit => "plugin sandbox limit",
             ErrorKind::NoPlugin => "no plugin for format",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Protocol => "protocol error",

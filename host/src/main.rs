@@ -7,7 +7,11 @@ use fluss_lake_host::startup;
 use fluss_lake_host::tiering::service::TieringService;
 
 fn main() -> ExitCode {
-    let config = match HostConfig::from_args(std::env::args()) {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("plugins") {
+        return plugins_command(&args);
+    }
+    let config = match HostConfig::from_args(args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -45,8 +49,50 @@ fn main() -> ExitCode {
     }
 }
 
+/// `fluss-lake-host plugins inspect PATH`.
+fn plugins_command(args: &[String]) -> ExitCode {
+    use clap::Parser;
+    use fluss_lake_host::plugin::inspect::{InspectCli, inspect};
+    if args.get(2).map(String::as_str) != Some("inspect") {
+        eprintln!(
+            "usage: fluss-lake-host plugins inspect PATH[#sha256=HEX] [--plugin-memory-limit SIZE]"
+        );
+        return ExitCode::from(2);
+    }
+    let cli = match InspectCli::try_parse_from(args[2..].iter()) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(inspect(&cli, &mut std::io::stdout())) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 async fn run(config: HostConfig) -> fluss_lake_host::Result<()> {
     let plugins = startup::load_plugins(&config).await?;
+    tokio::spawn(plugins.clone().watch(config.plugin_watch_interval));
     let ctx = startup::connect(config, plugins).await?;
     let service = TieringService::start(ctx).await?;
     service.run(shutdown_signal()).await

@@ -11,19 +11,28 @@ use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
 use crate::coordinator::client::CoordinatorLocator;
 use crate::error::{Error, ErrorKind, Result};
-use crate::plugin::PluginRegistry;
+use crate::plugin::PluginSet;
 use crate::plugin::engine::{EngineSettings, PluginEngine};
 use crate::tiering::round::TieringContext;
 
 /// How long startup waits for the Fluss cluster to answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginRegistry>> {
+pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
     let engine = Arc::new(PluginEngine::new(EngineSettings {
         cache_dir: config.plugin_cache_dir.clone(),
         instance_memory_limit: config.plugin_memory_limit,
+        call_timeout: config.plugin_call_timeout,
+        max_result_bytes: config.plugin_max_result_size,
     })?);
-    let registry = PluginRegistry::load(engine, &config.plugins).await?;
+    let plugins = PluginSet::load(engine, config.plugins.clone()).await?;
+    let registry = plugins.current();
+    if registry.is_empty() {
+        return Err(Error::new(
+            ErrorKind::NoPlugin,
+            "no plugin found: --plugin-dir holds no *.wasm file",
+        ));
+    }
     if let Some(format) = &config.required_format
         && registry.get(format).is_none()
     {
@@ -35,7 +44,7 @@ pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginRegistry>> {
             ),
         ));
     }
-    Ok(Arc::new(registry))
+    Ok(Arc::new(plugins))
 }
 
 /// Finds the coordinator through fluss-rs's view of the cluster's server nodes.
@@ -60,10 +69,7 @@ impl CoordinatorLocator for AdminLocator {
     }
 }
 
-pub async fn connect(
-    config: HostConfig,
-    plugins: Arc<PluginRegistry>,
-) -> Result<Arc<TieringContext>> {
+pub async fn connect(config: HostConfig, plugins: Arc<PluginSet>) -> Result<Arc<TieringContext>> {
     let servers = config.bootstrap_servers.clone();
     let unreachable = |e: Option<fluss::error::Error>| {
         let err = Error::new(
@@ -95,5 +101,6 @@ pub async fn connect(
         admin,
         coordinator,
         plugins,
+        locations: Default::default(),
     }))
 }

@@ -89,8 +89,8 @@ impl ComponentDriver {
     pub async fn load(wasm: &Path, warehouse: &Path) -> Self {
         let engine = Arc::new(
             PluginEngine::new(EngineSettings {
-                cache_dir: None,
                 instance_memory_limit: 1 << 30,
+                ..EngineSettings::default()
             })
             .unwrap(),
         );

@@ -6,8 +6,8 @@
 //! new host version never loads stale code.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
@@ -20,7 +20,28 @@ pub struct EngineSettings {
     pub cache_dir: Option<PathBuf>,
     /// Linear-memory ceiling of one plugin instance, in bytes.
     pub instance_memory_limit: usize,
+    /// Longest time one call into a plugin may run before it is interrupted.
+    pub call_timeout: Duration,
+    /// Largest byte payload (write result, committable, location, properties) a plugin may
+    /// hand back to the host from one call.
+    pub max_result_bytes: usize,
 }
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            instance_memory_limit: 2 << 30,
+            call_timeout: Duration::from_secs(600),
+            max_result_bytes: 64 << 20,
+        }
+    }
+}
+
+/// How often the engine's epoch advances. Every tick running guest code yields to the async
+/// runtime (so a long `write` never starves other tables) and checks its call deadline (so an
+/// endless loop is interrupted); 10 ms keeps the cost of both far below 1%.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 pub struct PluginEngine {
     engine: Engine,
@@ -31,12 +52,14 @@ impl PluginEngine {
     pub fn new(settings: EngineSettings) -> Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);
+        config.epoch_interruption(true);
         let engine = Engine::new(&config).map_err(|e| {
             Error::new(
                 ErrorKind::Internal,
                 format!("cannot create the wasm engine: {e:#}"),
             )
         })?;
+        spawn_epoch_ticker(&engine)?;
         Ok(Self { engine, settings })
     }
 
@@ -51,7 +74,7 @@ impl PluginEngine {
     /// Loads a component from `bytes` (read from `origin`), through the cache when enabled.
     /// Returns the component and the SHA-256 of the file.
     pub fn load(&self, origin: &Path, bytes: &[u8]) -> Result<(Component, String)> {
-        let digest = hex::encode(Sha256::digest(bytes));
+        let digest = super::source::digest(bytes);
         let load_err = |what: String| {
             Error::new(
                 ErrorKind::PluginLoad,
@@ -104,6 +127,27 @@ impl PluginEngine {
             .map_err(|e| load_err(format!("cannot load compiled component: {e:#}")))?;
         Ok((component, digest))
     }
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] for as long as the engine lives.
+fn spawn_epoch_ticker(engine: &Engine) -> Result<()> {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("wasm-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("cannot start the wasm epoch thread: {e}"),
+            )
+        })
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -1,21 +1,48 @@
 //! What the host gives a plugin instance: storage, logging and a clock — nothing else.
 //!
 //! WASI is linked only because Rust's standard library for wasm32-wasip2 imports it; the
-//! WASI context grants no directories, no environment, no arguments and no network, so the
-//! `storage` import below is a plugin's only way to data.
+//! WASI context grants no directories, no environment, no arguments, no sockets and no name
+//! lookups, and its clocks are frozen at the epoch, so the `storage` import below is a
+//! plugin's only way to data and the `clock` import its only time. Randomness stays (UUIDs
+//! of data files need it; it reveals nothing).
+
+use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{StoreLimits, StoreLimitsBuilder};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::fluss::lake::{clock, logging, storage, types};
+use super::sandbox::{SandboxLimits, truncate_message};
 use super::storage::{ObjectInfo, ScopedStorage, StorageError, StorageErrorKind};
+
+/// WASI's clocks as the sandbox shows them: always the epoch.
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FrozenClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
 
 /// Per-instance state: the sandbox's WASI context, its limits and the table scope.
 pub struct InstanceState {
     wasi: WasiCtx,
     table: ResourceTable,
-    pub(super) limits: StoreLimits,
+    pub(super) limits: SandboxLimits,
+    /// When the call in progress must end; checked on every epoch tick.
+    pub(super) deadline: Option<Instant>,
     /// The table this instance works for; `None` until a round gives it one, and every
     /// storage call fails until then.
     pub(super) storage: Option<ScopedStorage>,
@@ -25,18 +52,18 @@ pub struct InstanceState {
 
 impl InstanceState {
     pub fn new(memory_limit: usize, log_context: String) -> Self {
-        let wasi = WasiCtx::builder().build();
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(memory_limit)
-            .instances(4)
-            .tables(64)
-            .memories(4)
-            .trap_on_grow_failure(true)
+        let wasi = WasiCtx::builder()
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .wall_clock(FrozenClock)
+            .monotonic_clock(FrozenClock)
             .build();
         Self {
             wasi,
             table: ResourceTable::new(),
-            limits,
+            limits: SandboxLimits::new(memory_limit),
+            deadline: None,
             storage: None,
             log_context,
         }
@@ -117,6 +144,7 @@ impl storage::Host for InstanceState {
 
 impl logging::Host for InstanceState {
     async fn log(&mut self, level: logging::Level, message: String) {
+        let message = truncate_message(message);
         let ctx = &self.log_context;
         match level {
             logging::Level::Trace => tracing::trace!(target: "plugin", "[{ctx}] {message}"),

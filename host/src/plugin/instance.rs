@@ -3,6 +3,11 @@
 //! An instance serves one table at a time (its storage is scoped to that table) and is
 //! single-threaded; the host runs one instance per concurrently written split plus one for
 //! the commit. After a trap an instance is poisoned and must be dropped.
+//!
+//! Every call runs under the [`sandbox`](super::sandbox) limits: a deadline, the memory
+//! ceiling and a bound on the size of what it returns.
+
+use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
@@ -11,9 +16,22 @@ use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
 use super::host_api::InstanceState;
 use super::registry::Plugin;
+use super::sandbox::{self, DeadlineExceeded, check_result_size, truncate_message};
 use super::storage::ScopedStorage;
 use super::wit;
 use crate::error::{Error, ErrorKind, Result};
+
+/// Calls into the guest with the call's deadline armed; a trap becomes a host [`Error`].
+macro_rules! guest_call {
+    ($self:ident, $name:expr, |$b:ident, $s:ident| $call:expr) => {{
+        $self.store.data_mut().deadline = Some(Instant::now() + $self.call_timeout);
+        let $b = &$self.bindings;
+        let $s = &mut $self.store;
+        let r = $call.await;
+        $self.store.data_mut().deadline = None;
+        r.map_err(|e| $self.trap($name, e))
+    }};
+}
 
 pub type Config = Vec<(String, String)>;
 
@@ -21,6 +39,8 @@ pub struct PluginInstance {
     store: Store<InstanceState>,
     bindings: LakePlugin,
     plugin_name: String,
+    call_timeout: Duration,
+    max_result_bytes: usize,
 }
 
 /// A writer resource living inside a [`PluginInstance`].
@@ -37,6 +57,9 @@ impl PluginInstance {
             InstanceState::new(settings.instance_memory_limit, log_context),
         );
         store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| sandbox::on_epoch(ctx.data().deadline));
+        store.data_mut().deadline = Some(Instant::now() + settings.call_timeout);
         let bindings = plugin
             .pre()
             .instantiate_async(&mut store)
@@ -47,10 +70,13 @@ impl PluginInstance {
                     format!("cannot instantiate plugin {}: {e:#}", plugin.name()),
                 )
             })?;
+        store.data_mut().deadline = None;
         Ok(Self {
             store,
             bindings,
             plugin_name: plugin.name().to_string(),
+            call_timeout: settings.call_timeout,
+            max_result_bytes: settings.max_result_bytes,
         })
     }
 
@@ -59,10 +85,30 @@ impl PluginInstance {
         self.store.data_mut().storage = Some(storage);
     }
 
+    /// Names the limit a trap came from, if any.
     fn trap(&self, call: &str, e: wasmtime::Error) -> Error {
+        let name = &self.plugin_name;
+        if e.downcast_ref::<DeadlineExceeded>().is_some() {
+            return Error::new(
+                ErrorKind::PluginLimit,
+                format!(
+                    "plugin {name} ran past its {:?} call deadline in {call} and was interrupted",
+                    self.call_timeout
+                ),
+            );
+        }
+        if let Some(requested) = self.store.data().limits.memory_exceeded {
+            return Error::new(
+                ErrorKind::PluginLimit,
+                format!(
+                    "plugin {name} exceeded its memory limit of {} bytes in {call} (asked for {requested})",
+                    self.store.data().limits.memory_limit()
+                ),
+            );
+        }
         Error::new(
             ErrorKind::Plugin,
-            format!("plugin {} trapped in {call}: {e:#}", self.plugin_name),
+            format!("plugin {name} trapped in {call}: {e:#}"),
         )
     }
 
@@ -71,17 +117,29 @@ impl PluginInstance {
             ErrorKind::Plugin,
             format!(
                 "plugin {} failed in {call} ({:?}): {}",
-                self.plugin_name, e.kind, e.message
+                self.plugin_name,
+                e.kind,
+                truncate_message(e.message)
             ),
         )
     }
 
+    fn check_size(&self, call: &str, what: &str, len: usize) -> Result<()> {
+        check_result_size(&self.plugin_name, call, what, len, self.max_result_bytes)
+    }
+
     pub async fn info(&mut self) -> Result<PluginInfo> {
-        self.bindings
-            .fluss_lake_plugin()
-            .call_info(&mut self.store)
-            .await
-            .map_err(|e| self.trap("info", e))
+        let mut info = guest_call!(self, "info", |b, s| b.fluss_lake_plugin().call_info(s))?;
+        for field in [
+            &mut info.format,
+            &mut info.plugin_version,
+            &mut info.contract_version,
+        ] {
+            if field.len() > 256 {
+                *field = truncate_message(std::mem::take(field))[..256].to_string();
+            }
+        }
+        Ok(info)
     }
 
     pub async fn table_location(
@@ -89,22 +147,27 @@ impl PluginInstance {
         table: &wit::TableInfo,
         config: &Config,
     ) -> Result<String> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "table-location", |b, s| b
             .fluss_lake_plugin()
-            .call_table_location(&mut self.store, table, config)
-            .await
-            .map_err(|e| self.trap("table-location", e))?;
-        r.map_err(|e| self.plugin_error("table-location", e))
+            .call_table_location(s, table, config))?;
+        let location = r.map_err(|e| self.plugin_error("table-location", e))?;
+        if location.len() > sandbox::MAX_LOCATION_CHARS {
+            return Err(Error::new(
+                ErrorKind::PluginLimit,
+                format!(
+                    "plugin {} returned a {}-byte table location",
+                    self.plugin_name,
+                    location.len()
+                ),
+            ));
+        }
+        Ok(location)
     }
 
     pub async fn validate_table(&mut self, table: &wit::TableInfo, config: &Config) -> Result<()> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "validate-table", |b, s| b
             .fluss_lake_plugin()
-            .call_validate_table(&mut self.store, table, config)
-            .await
-            .map_err(|e| self.trap("validate-table", e))?;
+            .call_validate_table(s, table, config))?;
         r.map_err(|e| self.plugin_error("validate-table", e))
     }
 
@@ -113,66 +176,49 @@ impl PluginInstance {
         table: &wit::TableInfo,
         config: &Config,
     ) -> Result<bool> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "create-table-if-missing", |b, s| b
             .fluss_lake_catalog()
-            .call_create_table_if_missing(&mut self.store, table, config)
-            .await
-            .map_err(|e| self.trap("create-table-if-missing", e))?;
+            .call_create_table_if_missing(s, table, config))?;
         r.map_err(|e| self.plugin_error("create-table-if-missing", e))
     }
 
     pub async fn open_writer(&mut self, context: &wit::WriterContext) -> Result<WriterHandle> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "writer.open", |b, s| b
             .fluss_lake_writer()
             .lake_writer()
-            .call_open(&mut self.store, context)
-            .await
-            .map_err(|e| self.trap("writer.open", e))?;
+            .call_open(s, context))?;
         r.map(WriterHandle)
             .map_err(|e| self.plugin_error("writer.open", e))
     }
 
     pub async fn write(&mut self, writer: &WriterHandle, batch: &wit::RowBatch) -> Result<()> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "writer.write", |b, s| b
             .fluss_lake_writer()
             .lake_writer()
-            .call_write(&mut self.store, writer.0, batch)
-            .await
-            .map_err(|e| self.trap("writer.write", e))?;
+            .call_write(s, writer.0, batch))?;
         r.map_err(|e| self.plugin_error("writer.write", e))
     }
 
     /// Completes and drops the writer.
     pub async fn complete(&mut self, writer: WriterHandle) -> Result<wit::WriteResult> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "writer.complete", |b, s| b
             .fluss_lake_writer()
             .lake_writer()
-            .call_complete(&mut self.store, writer.0)
-            .await
-            .map_err(|e| self.trap("writer.complete", e))?;
-        writer
-            .0
-            .resource_drop_async(&mut self.store)
-            .await
-            .map_err(|e| self.trap("writer drop", e))?;
-        r.map_err(|e| self.plugin_error("writer.complete", e))
+            .call_complete(s, writer.0))?;
+        guest_call!(self, "writer drop", |_b, s| writer.0.resource_drop_async(s))?;
+        let result = r.map_err(|e| self.plugin_error("writer.complete", e))?;
+        self.check_size("writer.complete", "write result", result.payload.len())?;
+        Ok(result)
     }
 
     pub async fn open_committer(
         &mut self,
         context: &wit::CommitterContext,
     ) -> Result<CommitterHandle> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "committer.open", |b, s| b
             .fluss_lake_committer()
             .lake_committer()
-            .call_open(&mut self.store, context)
-            .await
-            .map_err(|e| self.trap("committer.open", e))?;
+            .call_open(s, context))?;
         r.map(CommitterHandle)
             .map_err(|e| self.plugin_error("committer.open", e))
     }
@@ -182,14 +228,13 @@ impl PluginInstance {
         c: &CommitterHandle,
         results: &[Vec<u8>],
     ) -> Result<Vec<u8>> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "committer.to-committable", |b, s| b
             .fluss_lake_committer()
             .lake_committer()
-            .call_to_committable(&mut self.store, c.0, results)
-            .await
-            .map_err(|e| self.trap("committer.to-committable", e))?;
-        r.map_err(|e| self.plugin_error("committer.to-committable", e))
+            .call_to_committable(s, c.0, results))?;
+        let committable = r.map_err(|e| self.plugin_error("committer.to-committable", e))?;
+        self.check_size("committer.to-committable", "committable", committable.len())?;
+        Ok(committable)
     }
 
     pub async fn commit(
@@ -198,24 +243,18 @@ impl PluginInstance {
         committable: &[u8],
         properties: &Config,
     ) -> Result<wit::CommitResult> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "committer.commit", |b, s| b
             .fluss_lake_committer()
             .lake_committer()
-            .call_commit(&mut self.store, c.0, committable, properties)
-            .await
-            .map_err(|e| self.trap("committer.commit", e))?;
+            .call_commit(s, c.0, committable, properties))?;
         r.map_err(|e| self.plugin_error("committer.commit", e))
     }
 
     pub async fn abort(&mut self, c: &CommitterHandle, committable: &[u8]) -> Result<()> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "committer.abort", |b, s| b
             .fluss_lake_committer()
             .lake_committer()
-            .call_abort(&mut self.store, c.0, committable)
-            .await
-            .map_err(|e| self.trap("committer.abort", e))?;
+            .call_abort(s, c.0, committable))?;
         r.map_err(|e| self.plugin_error("committer.abort", e))
     }
 
@@ -224,20 +263,25 @@ impl PluginInstance {
         c: &CommitterHandle,
         latest_fluss_snapshot_id: Option<i64>,
     ) -> Result<Option<wit::CommittedSnapshot>> {
-        let r = self
-            .bindings
+        let r = guest_call!(self, "committer.get-missing-lake-snapshot", |b, s| b
             .fluss_lake_committer()
             .lake_committer()
-            .call_get_missing_lake_snapshot(&mut self.store, c.0, latest_fluss_snapshot_id)
-            .await
-            .map_err(|e| self.trap("committer.get-missing-lake-snapshot", e))?;
-        r.map_err(|e| self.plugin_error("committer.get-missing-lake-snapshot", e))
+            .call_get_missing_lake_snapshot(s, c.0, latest_fluss_snapshot_id))?;
+        let snapshot =
+            r.map_err(|e| self.plugin_error("committer.get-missing-lake-snapshot", e))?;
+        if let Some(s) = &snapshot {
+            let len = s.properties.iter().map(|(k, v)| k.len() + v.len()).sum();
+            self.check_size(
+                "committer.get-missing-lake-snapshot",
+                "snapshot properties",
+                len,
+            )?;
+        }
+        Ok(snapshot)
     }
 
     /// Drops the committer resource.
     pub async fn close_committer(&mut self, c: CommitterHandle) -> Result<()> {
-        c.0.resource_drop_async(&mut self.store)
-            .await
-            .map_err(|e| self.trap("committer drop", e))
+        guest_call!(self, "committer drop", |_b, s| c.0.resource_drop_async(s))
     }
 }

@@ -1,15 +1,24 @@
 //! The plugin runtime: WebAssembly components that implement the `fluss:lake` contract.
 //!
 //! - [`engine`] owns the wasmtime engine and the on-disk cache of compiled components.
-//! - [`registry`] loads `--plugin` files and answers "which plugin writes format X".
+//! - [`source`] names the plugin files: `--plugin PATH[#sha256=…]` and `--plugin-dir DIR`.
+//! - [`registry`] loads plugin files and answers "which plugin writes format X".
+//! - [`reload`] swaps in new plugin versions while the host runs (hot swap).
 //! - [`instance`] is one sandboxed instance of a plugin, with typed calls into it.
+//! - [`sandbox`] holds the limits instances run under: memory, deadlines, result sizes,
+//!   table locations.
 //! - [`host_api`] implements what the host provides to plugins: storage, logging, clock.
 //! - [`storage`] confines a plugin's storage calls to one table's lake location.
+//! - [`inspect`] is `fluss-lake-host plugins inspect PATH`.
 
 pub mod engine;
 pub mod host_api;
+pub mod inspect;
 pub mod instance;
 pub mod registry;
+pub mod reload;
+pub mod sandbox;
+pub mod source;
 pub mod storage;
 
 /// Rust bindings of the WIT world, generated at compile time from `wit/`.
@@ -25,6 +34,7 @@ pub mod bindings {
 pub use bindings::fluss::lake::types as wit;
 pub use instance::PluginInstance;
 pub use registry::{Plugin, PluginRegistry};
+pub use reload::PluginSet;
 
 /// The contract version this host implements (the WIT package version).
 pub const CONTRACT_VERSION: &str = "0.1.0";

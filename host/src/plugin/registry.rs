@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
@@ -10,6 +11,7 @@ use wasmtime::component::{HasSelf, Linker};
 use super::bindings::{LakePlugin, LakePluginPre};
 use super::engine::{EngineSettings, PluginEngine};
 use super::host_api::InstanceState;
+use super::source::{PluginFile, read_pinned};
 use super::{CONTRACT_VERSION, PluginInstance};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -23,19 +25,34 @@ pub struct Plugin {
     version: String,
     contract_version: String,
     size: u64,
+    /// How long creating the first instance took (pre-instantiated component).
+    instantiate_time: Duration,
 }
 
 impl Plugin {
     /// Loads, compiles (or fetches from the cache) and links a plugin file, then asks it who
     /// it is. Any failure is a [`ErrorKind::PluginLoad`] error naming the file.
     pub async fn load(engine: Arc<PluginEngine>, path: &Path) -> Result<Self> {
+        Self::load_file(
+            engine,
+            &PluginFile {
+                path: path.to_path_buf(),
+                sha256: None,
+            },
+        )
+        .await
+    }
+
+    /// Like [`load`](Self::load), refusing a file whose digest differs from its pin.
+    pub async fn load_file(engine: Arc<PluginEngine>, file: &PluginFile) -> Result<Self> {
+        let path = file.path.as_path();
         let load_err = |what: String| {
             Error::new(
                 ErrorKind::PluginLoad,
                 format!("plugin {}: {what}", path.display()),
             )
         };
-        let bytes = std::fs::read(path).map_err(|e| load_err(format!("cannot read: {e}")))?;
+        let bytes = read_pinned(file)?;
         let (component, digest) = engine.load(path, &bytes)?;
         let mut linker: Linker<InstanceState> = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
@@ -61,10 +78,13 @@ impl Plugin {
             version: String::new(),
             contract_version: String::new(),
             size: bytes.len() as u64,
+            instantiate_time: Duration::ZERO,
         };
+        let started = Instant::now();
         let mut instance = PluginInstance::new(&plugin, format!("{}", path.display()))
             .await
             .map_err(|e| load_err(e.message().to_string()))?;
+        plugin.instantiate_time = started.elapsed();
         let info = instance
             .info()
             .await
@@ -128,6 +148,32 @@ impl Plugin {
     pub fn size(&self) -> u64 {
         self.size
     }
+
+    pub fn instantiate_time(&self) -> Duration {
+        self.instantiate_time
+    }
+
+    /// `format version sha256:<first 12 hex digits>`, for logs.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} sha256:{}",
+            self.format,
+            self.version,
+            &self.digest[..12.min(self.digest.len())]
+        )
+    }
+}
+
+pub(super) fn log_loaded(plugin: &Plugin) {
+    tracing::info!(
+        format = plugin.format(),
+        version = plugin.version(),
+        contract = plugin.contract_version(),
+        path = %plugin.path().display(),
+        sha256 = plugin.digest(),
+        instantiate_us = plugin.instantiate_time().as_micros() as u64,
+        "loaded plugin"
+    );
 }
 
 /// Same major version, and before 1.0 the same minor version (semver's rule for 0.x).
@@ -150,34 +196,40 @@ pub struct PluginRegistry {
 
 impl PluginRegistry {
     /// Loads every plugin file; two plugins claiming one format is an error naming both.
-    pub async fn load(engine: Arc<PluginEngine>, paths: &[PathBuf]) -> Result<Self> {
+    pub async fn load(engine: Arc<PluginEngine>, files: &[PluginFile]) -> Result<Self> {
         let mut registry = Self::default();
-        for path in paths {
-            let plugin = Plugin::load(engine.clone(), path).await?;
-            if let Some(existing) = registry.by_format.get(plugin.format()) {
-                return Err(Error::new(
-                    ErrorKind::PluginLoad,
-                    format!(
-                        "plugins {} and {} both claim format '{}'",
-                        existing.path().display(),
-                        path.display(),
-                        plugin.format()
-                    ),
-                ));
-            }
-            tracing::info!(
-                format = plugin.format(),
-                version = plugin.version(),
-                contract = plugin.contract_version(),
-                path = %path.display(),
-                sha256 = plugin.digest(),
-                "loaded plugin"
-            );
-            registry
-                .by_format
-                .insert(plugin.format().to_string(), Arc::new(plugin));
+        for file in files {
+            let plugin = Plugin::load_file(engine.clone(), file).await?;
+            log_loaded(&plugin);
+            registry.insert(Arc::new(plugin))?;
         }
         Ok(registry)
+    }
+
+    /// Adds a plugin; refuses one whose format another plugin already serves.
+    pub fn insert(&mut self, plugin: Arc<Plugin>) -> Result<()> {
+        if let Some(existing) = self.by_format.get(plugin.format()) {
+            return Err(Error::new(
+                ErrorKind::PluginLoad,
+                format!(
+                    "plugins {} and {} both claim format '{}'",
+                    existing.path().display(),
+                    plugin.path().display(),
+                    plugin.format()
+                ),
+            ));
+        }
+        self.by_format.insert(plugin.format().to_string(), plugin);
+        Ok(())
+    }
+
+    /// The plugin loaded from `path`, if any.
+    pub fn by_path(&self, path: &Path) -> Option<Arc<Plugin>> {
+        self.by_format.values().find(|p| p.path() == path).cloned()
+    }
+
+    pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
+        self.by_format.values()
     }
 
     pub fn get(&self, format: &str) -> Option<Arc<Plugin>> {

@@ -4,6 +4,7 @@
 //!   flight, reports finished and failed tables, and reacts to fencing.
 //! - [`splits`]: which offsets of which buckets a round must tier (Flink's
 //!   `TieringSplitGenerator`).
+//! - [`routing`]: which plugin tiers a table (its format, or an override).
 //! - [`round`]: one table's round — validate, read every split through the plugin's writers.
 //! - [`commit`]: the two-phase commit of a round into the lake and into Fluss.
 //! - [`journal`]: the rounds in flight, on disk, so a restarted host hands them back at once.
@@ -11,6 +12,7 @@
 pub mod commit;
 pub mod journal;
 pub mod round;
+pub mod routing;
 pub mod service;
 pub mod splits;
 

@@ -24,8 +24,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
 use crate::fluss::{reader, table};
+use crate::plugin::sandbox::{LocationClaim, LocationClaims, check_location_names_table};
 use crate::plugin::storage::ScopedStorage;
-use crate::plugin::{Plugin, PluginInstance, PluginRegistry, wit};
+use crate::plugin::{Plugin, PluginInstance, PluginSet, wit};
+use crate::tiering::routing::{self, Route};
 
 /// Batches buffered between a bucket's reader and its writer.
 const CHANNEL_DEPTH: usize = 2;
@@ -36,7 +38,10 @@ pub struct TieringContext {
     pub conn: Arc<FlussConnection>,
     pub admin: Arc<FlussAdmin>,
     pub coordinator: Arc<CoordinatorClient>,
-    pub plugins: Arc<PluginRegistry>,
+    /// The plugins serving new rounds; swapped as a whole on hot swap.
+    pub plugins: Arc<PluginSet>,
+    /// The lake locations of the rounds in flight, which may never overlap.
+    pub locations: LocationClaims,
 }
 
 /// A table the coordinator assigned to this host.
@@ -67,6 +72,9 @@ pub struct ResolvedTable {
     pub plugin: Arc<Plugin>,
     pub plugin_config: Vec<(String, String)>,
     pub storage: ScopedStorage,
+    pub route: Route,
+    /// Held for the whole round: no other table may use this location meanwhile.
+    _location: LocationClaim,
 }
 
 pub async fn run_round(
@@ -179,31 +187,36 @@ fn max_round_duration(info: &fluss::metadata::TableInfo) -> Duration {
         .unwrap_or(Duration::from_secs(180))
 }
 
-/// Looks the table up, checks it is still the table that was assigned, finds its plugin and
-/// scopes a control instance of it to the table's lake location.
+/// Looks the table up, checks it is still the table that was assigned, routes it to a
+/// plugin and scopes a control instance of it to the table's lake location. A table routed
+/// to a format Fluss does not know gets its lake table created here, since the coordinator
+/// only creates lake tables of its own format.
 pub async fn resolve_table(
     ctx: &TieringContext,
     assignment: &Assignment,
 ) -> Result<(ResolvedTable, PluginInstance)> {
     let info = commit::current_table_info(ctx, assignment).await?;
-    let format = table::lake_format(&info)
-        .or_else(|| ctx.config.required_format.clone())
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::NoPlugin,
-                format!("{} has no table.datalake.format", assignment.path),
-            )
-        })?;
-    let plugin = ctx.plugins.get(&format).ok_or_else(|| {
+    let route = routing::route(
+        &assignment.path,
+        table::lake_format(&info).as_deref(),
+        info.get_custom_properties(),
+        &ctx.config.routes,
+        ctx.config.required_format.as_deref(),
+    )?;
+    let format = route.format.clone();
+    let plugins = ctx.plugins.current();
+    let plugin = plugins.get(&format).ok_or_else(|| {
         Error::new(
             ErrorKind::NoPlugin,
             format!(
-                "{} uses lake format '{format}' but no loaded plugin serves it (loaded: {})",
+                "{} is routed to lake format '{format}' ({:?}) but no loaded plugin serves it (loaded: {})",
                 assignment.path,
-                ctx.plugins.formats().join(", ")
+                route.source,
+                plugins.formats().join(", ")
             ),
         )
     })?;
+    tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, "table routed");
     let plugin_config = table::plugin_config(&info, &format, &ctx.config.lake_options_for(&format));
     let wit_info = table::to_wit(&info);
     let warehouse = plugin_config
@@ -221,8 +234,23 @@ pub async fn resolve_table(
         })?;
     let mut control = PluginInstance::new(&plugin, format!("{format} {}", assignment.path)).await?;
     let location = control.table_location(&wit_info, &plugin_config).await?;
+    check_location_names_table(
+        &location,
+        assignment.path.database(),
+        assignment.path.table(),
+    )?;
     let storage = ScopedStorage::local(&warehouse, &location)?;
+    let claim = ctx
+        .locations
+        .claim(storage.display_root(), assignment.table_id)?;
     control.set_storage(storage.clone());
+    if route.is_override()
+        && control
+            .create_table_if_missing(&wit_info, &plugin_config)
+            .await?
+    {
+        tracing::info!(table = %assignment.path, format, location = storage.display_root(), "created the lake table");
+    }
     Ok((
         ResolvedTable {
             info,
@@ -230,6 +258,8 @@ pub async fn resolve_table(
             plugin,
             plugin_config,
             storage,
+            route,
+            _location: claim,
         },
         control,
     ))

@@ -1,0 +1,180 @@
+//! Hot swap: the set of loaded plugins, replaced whole when plugin files change.
+//!
+//! A round takes the plugin it needs from [`PluginSet::current`] once, when it resolves its
+//! table, and keeps that `Arc<Plugin>` to the end: rounds in flight finish on the version
+//! they started with while the next rounds get the new one. A file whose new contents fail
+//! to load (corrupt, wrong contract, digest pin, a format another plugin serves) is refused
+//! and the version loaded before keeps serving. Reloads are triggered by SIGHUP and by a
+//! poll of the files' size and modification time.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use super::engine::PluginEngine;
+use super::registry::{Plugin, PluginRegistry, log_loaded};
+use super::source::{self, PluginSource};
+use crate::error::Result;
+
+pub struct PluginSet {
+    engine: Arc<PluginEngine>,
+    sources: Vec<PluginSource>,
+    current: RwLock<Arc<PluginRegistry>>,
+    /// Serializes reloads (SIGHUP and the poll may race).
+    reloading: tokio::sync::Mutex<Fingerprint>,
+}
+
+type Fingerprint = Vec<(PathBuf, u64, Option<SystemTime>)>;
+
+/// What one reload did, for logs and tests.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Files whose new version now serves (path, `format version sha256:…`).
+    pub loaded: Vec<(PathBuf, String)>,
+    /// Files whose new version was refused, with why; the previous version keeps serving.
+    pub refused: Vec<(PathBuf, String)>,
+    /// Files that disappeared; their format is no longer served.
+    pub removed: Vec<PathBuf>,
+}
+
+impl PluginSet {
+    /// Loads every plugin at startup, where any failure stops the host.
+    pub async fn load(engine: Arc<PluginEngine>, sources: Vec<PluginSource>) -> Result<Self> {
+        let fingerprint = source::fingerprint(&sources);
+        let files = source::expand(&sources)?;
+        let registry = PluginRegistry::load(engine.clone(), &files).await?;
+        Ok(Self {
+            engine,
+            sources,
+            current: RwLock::new(Arc::new(registry)),
+            reloading: tokio::sync::Mutex::new(fingerprint),
+        })
+    }
+
+    /// A single fixed registry (tests, `plugins inspect`).
+    pub fn fixed(engine: Arc<PluginEngine>, registry: PluginRegistry) -> Self {
+        Self {
+            engine,
+            sources: Vec::new(),
+            current: RwLock::new(Arc::new(registry)),
+            reloading: tokio::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The plugins serving new rounds now.
+    pub fn current(&self) -> Arc<PluginRegistry> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Re-reads the sources if their files changed since the last look (or always, when
+    /// `force`), loads what changed and swaps the registry.
+    pub async fn reload(&self, force: bool) -> ReloadReport {
+        let mut last = self.reloading.lock().await;
+        let fingerprint = source::fingerprint(&self.sources);
+        if !force && *last == fingerprint {
+            return ReloadReport::default();
+        }
+        *last = fingerprint;
+        let old = self.current();
+        let mut report = ReloadReport::default();
+        let files = match source::expand(&self.sources) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::error!("plugin reload: {e}; keeping every plugin as it is");
+                return report;
+            }
+        };
+        let mut next = PluginRegistry::default();
+        for file in &files {
+            let previous = old.by_path(&file.path);
+            let plugin = match self.load_if_changed(file, previous.as_ref()).await {
+                Ok(Some(new)) => {
+                    report.loaded.push((file.path.clone(), new.describe()));
+                    new
+                }
+                Ok(None) => previous.expect("unchanged means it was loaded"),
+                Err(e) => {
+                    tracing::error!(path = %file.path.display(), "refused the new version of a plugin, the previous one keeps serving: {e}");
+                    report.refused.push((file.path.clone(), e.to_string()));
+                    match previous {
+                        Some(p) => p,
+                        None => continue,
+                    }
+                }
+            };
+            if let Err(e) = next.insert(plugin.clone()) {
+                tracing::error!("refused a plugin on reload: {e}");
+                report.refused.push((file.path.clone(), e.to_string()));
+                // The format keeps its previous plugin if it had one.
+                if let Some(prev) = old.get(plugin.format())
+                    && next.get(prev.format()).is_none()
+                {
+                    let _ = next.insert(prev);
+                }
+            }
+        }
+        for plugin in old.plugins() {
+            if !files.iter().any(|f| f.path == plugin.path()) {
+                tracing::warn!(path = %plugin.path().display(), format = plugin.format(), "plugin file removed; its format is no longer served");
+                report.removed.push(plugin.path().to_path_buf());
+            }
+        }
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        for (path, what) in &report.loaded {
+            tracing::info!(path = %path.display(), plugin = %what, "plugin swapped in; rounds in flight finish on the previous version");
+        }
+        report
+    }
+
+    /// Loads `file` unless it still holds the version `previous` was loaded from.
+    async fn load_if_changed(
+        &self,
+        file: &source::PluginFile,
+        previous: Option<&Arc<Plugin>>,
+    ) -> Result<Option<Arc<Plugin>>> {
+        let bytes = source::read_pinned(file)?;
+        if previous.is_some_and(|p| p.digest() == source::digest(&bytes)) {
+            return Ok(None);
+        }
+        let plugin = Plugin::load_file(self.engine.clone(), file).await?;
+        log_loaded(&plugin);
+        Ok(Some(Arc::new(plugin)))
+    }
+
+    /// Reloads on SIGHUP and whenever the files change (polled every `interval`; zero turns
+    /// polling off). Runs until the process exits.
+    pub async fn watch(self: Arc<Self>, interval: Duration) {
+        #[cfg(unix)]
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        let poll = if interval.is_zero() {
+            Duration::from_secs(3600 * 24 * 365)
+        } else {
+            interval
+        };
+        loop {
+            #[cfg(unix)]
+            let force = match hup.as_mut() {
+                Some(h) => tokio::select! {
+                    _ = h.recv() => true,
+                    _ = tokio::time::sleep(poll) => false,
+                },
+                None => {
+                    tokio::time::sleep(poll).await;
+                    false
+                }
+            };
+            #[cfg(not(unix))]
+            let force = {
+                tokio::time::sleep(poll).await;
+                false
+            };
+            if force {
+                tracing::info!("SIGHUP: reloading plugins");
+            }
+            self.reload(force).await;
+        }
+    }
+}

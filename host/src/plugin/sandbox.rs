@@ -1,0 +1,253 @@
+//! The limits a plugin instance runs under, beyond what WebAssembly already isolates.
+//!
+//! - Memory: every linear memory and table growth goes through [`SandboxLimits`]; growing
+//!   past the instance's ceiling traps the instance (and only it), and the host reports the
+//!   limit by name rather than as an anonymous trap.
+//! - Time: the engine's epoch ticks every [`EPOCH_TICK`](super::engine::EPOCH_TICK). On every
+//!   tick a running call yields to the async runtime, so a long but honest `write` shares the
+//!   CPU with other tables, and then checks its deadline, so an endless loop is interrupted.
+//! - Size: what a call hands back to the host (write results, committables, locations,
+//!   snapshot properties, messages) is bounded, so a guest cannot make the host hold or
+//!   forward unbounded data.
+//! - Location: a table's lake location must name the table itself (`<database>…/<table>…`)
+//!   and may not overlap the location of another table this host is tiering; together with
+//!   [`storage`](super::storage) refusing `..` and absolute paths, a plugin cannot reach
+//!   another table's files.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use wasmtime::ResourceLimiter;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Tables and instances are tiny in practice; these caps only stop abuse.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+const MAX_INSTANCES: usize = 16;
+const MAX_TABLES: usize = 64;
+const MAX_MEMORIES: usize = 4;
+/// Longest error or log message kept from a plugin; the rest is cut.
+pub const MAX_MESSAGE_CHARS: usize = 8 * 1024;
+/// Longest table location a plugin may return.
+pub const MAX_LOCATION_CHARS: usize = 1024;
+
+/// Resource limits of one instance, remembering which limit was hit so that the trap it
+/// causes can be reported as "exceeded its memory limit" rather than as a generic trap.
+pub struct SandboxLimits {
+    memory_limit: usize,
+    pub(super) memory_exceeded: Option<usize>,
+}
+
+impl SandboxLimits {
+    pub fn new(memory_limit: usize) -> Self {
+        Self {
+            memory_limit,
+            memory_exceeded: None,
+        }
+    }
+
+    pub fn memory_limit(&self) -> usize {
+        self.memory_limit
+    }
+}
+
+impl ResourceLimiter for SandboxLimits {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_limit {
+            self.memory_exceeded = Some(desired);
+            return Err(wasmtime::Error::msg(format!(
+                "memory of {desired} bytes requested, over the instance limit of {} bytes",
+                self.memory_limit
+            )));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}
+
+/// The trap raised inside a call that ran past its deadline.
+#[derive(Debug)]
+pub struct DeadlineExceeded;
+
+impl std::fmt::Display for DeadlineExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("call deadline exceeded")
+    }
+}
+
+impl std::error::Error for DeadlineExceeded {}
+
+/// The epoch callback: yield every tick, trap once `deadline` has passed.
+pub fn on_epoch(deadline: Option<Instant>) -> wasmtime::Result<wasmtime::UpdateDeadline> {
+    match deadline {
+        Some(d) if Instant::now() >= d => Err(wasmtime::Error::new(DeadlineExceeded)),
+        _ => Ok(wasmtime::UpdateDeadline::Yield(1)),
+    }
+}
+
+/// Refuses a returned payload larger than `limit`.
+pub fn check_result_size(
+    plugin: &str,
+    call: &str,
+    what: &str,
+    len: usize,
+    limit: usize,
+) -> Result<()> {
+    if len > limit {
+        return Err(Error::new(
+            ErrorKind::PluginLimit,
+            format!(
+                "plugin {plugin} returned a {len}-byte {what} from {call}, over the {limit}-byte limit"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Cuts a plugin-supplied message to [`MAX_MESSAGE_CHARS`].
+pub fn truncate_message(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE_CHARS {
+        let mut cut = MAX_MESSAGE_CHARS;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push_str("… (truncated)");
+    }
+    message
+}
+
+/// Checks that a plugin's table location names its own table: at least two segments, the
+/// last starting with the table name and the one before it with the database name (Paimon
+/// `db.db/t`, Iceberg `db/t`, Lance `db/t.lance`, Delta `db/t`).
+pub fn check_location_names_table(location: &str, database: &str, table: &str) -> Result<()> {
+    let refuse = |why: &str| {
+        Error::new(
+            ErrorKind::PluginLimit,
+            format!("table location '{location}' for {database}.{table} {why}"),
+        )
+    };
+    if location.len() > MAX_LOCATION_CHARS {
+        return Err(refuse("is too long"));
+    }
+    let segments: Vec<&str> = location.trim_end_matches('/').split('/').collect();
+    let n = segments.len();
+    if n < 2 || !segments[n - 1].starts_with(table) || !segments[n - 2].starts_with(database) {
+        return Err(refuse(
+            "does not end with <database>…/<table>…: plugins may only write a table's own directory",
+        ));
+    }
+    Ok(())
+}
+
+/// The table locations in use by this host's rounds, so that no two tables share files.
+#[derive(Default)]
+pub struct LocationClaims {
+    claims: Arc<Mutex<HashMap<String, i64>>>,
+}
+
+/// Releases its location when dropped (the round ended, however).
+pub struct LocationClaim {
+    claims: Arc<Mutex<HashMap<String, i64>>>,
+    key: String,
+}
+
+impl Drop for LocationClaim {
+    fn drop(&mut self) {
+        self.claims
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
+    }
+}
+
+impl LocationClaims {
+    /// Claims `root` (the full warehouse path of a table's location) for `table_id`; refuses
+    /// when it equals, contains or lies inside a location claimed for another table.
+    pub fn claim(&self, root: &str, table_id: i64) -> Result<LocationClaim> {
+        let key = format!("{}/", root.trim_end_matches('/'));
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        for (other, owner) in claims.iter() {
+            if *owner != table_id && (other.starts_with(&key) || key.starts_with(other.as_str())) {
+                return Err(Error::new(
+                    ErrorKind::PluginLimit,
+                    format!(
+                        "table location {root} overlaps {} of table id {owner}: refused",
+                        other.trim_end_matches('/')
+                    ),
+                ));
+            }
+        }
+        claims.insert(key.clone(), table_id);
+        Ok(LocationClaim {
+            claims: self.claims.clone(),
+            key,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_must_name_their_table() {
+        for ok in ["db.db/t", "db/t", "db/t.lance", "wh/db/t/"] {
+            check_location_names_table(ok, "db", "t").unwrap();
+        }
+        for bad in ["t", "db/other", "other/t", "db/t/x"] {
+            assert_eq!(
+                check_location_names_table(bad, "db", "t")
+                    .unwrap_err()
+                    .kind(),
+                ErrorKind::PluginLimit,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn overlapping_claims_are_refused() {
+        let claims = LocationClaims::default();
+        let a = claims.claim("/wh/db/a", 1).unwrap();
+        assert!(claims.claim("/wh/db/a/sub", 2).is_err());
+        assert!(claims.claim("/wh/db", 2).is_err());
+        assert!(claims.claim("/wh/db/a", 2).is_err());
+        let _b = claims.claim("/wh/db/ab", 2).unwrap();
+        drop(a);
+        let _now_free = claims.claim("/wh/db/a/sub", 3).unwrap();
+    }
+
+    #[test]
+    fn long_messages_are_cut() {
+        let m = truncate_message("é".repeat(MAX_MESSAGE_CHARS));
+        assert!(m.len() < MAX_MESSAGE_CHARS + 20);
+        assert!(m.ends_with("(truncated)"));
+    }
+}
