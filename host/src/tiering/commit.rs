@@ -114,6 +114,7 @@ pub async fn commit_round(
 
     let properties = vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone())];
     let lake = instance.commit(&committer, &committable, &properties).await;
+    let lake = lake.and_then(|r| check_commit_result(resolved, r));
     let lake = match lake {
         Ok(r) => r,
         Err(e) => {
@@ -170,6 +171,7 @@ async fn prepare(
         .get_missing_lake_snapshot(committer, fluss_snapshot)
         .await?
     {
+        check_missing_snapshot(assignment, fluss_snapshot, &missing)?;
         recover_missing_snapshot(ctx, assignment, &missing).await?;
         return Err(Error::new(
             ErrorKind::Fenced,
@@ -313,6 +315,80 @@ pub async fn confirm_ownership(ctx: &TieringContext, assignment: &Assignment) ->
             ),
         )
         .with_code(err.error_code));
+    }
+    Ok(())
+}
+
+/// A plugin's commit result is checked before anything reaches Fluss: Fluss must never
+/// register a snapshot id a lake cannot have.
+fn check_commit_result(
+    resolved: &ResolvedTable,
+    r: wit::CommitResult,
+) -> Result<wit::CommitResult> {
+    let bad = |why: String| {
+        Error::new(
+            ErrorKind::Plugin,
+            format!(
+                "plugin {} returned a malformed commit result: {why}; nothing was registered in Fluss",
+                resolved.plugin.describe()
+            ),
+        )
+    };
+    if r.snapshot_id < 0 {
+        return Err(bad(format!("snapshot id {}", r.snapshot_id)));
+    }
+    if let Some(keep) = r.earliest_snapshot_to_keep
+        && keep > r.snapshot_id
+    {
+        return Err(bad(format!(
+            "earliest snapshot to keep {keep} is newer than the snapshot {}",
+            r.snapshot_id
+        )));
+    }
+    Ok(r)
+}
+
+/// A snapshot the plugin says Fluss missed is registered only if it can be one: newer than
+/// what Fluss knows, carrying an offsets file the coordinator wrote for this very table
+/// (`…/<database>/<table>-<table id>/…​.offsets`). A plugin cannot make Fluss adopt offsets
+/// of its own making.
+fn check_missing_snapshot(
+    assignment: &Assignment,
+    fluss_snapshot: Option<i64>,
+    missing: &wit::CommittedSnapshot,
+) -> Result<()> {
+    let bad = |why: String| {
+        Error::new(
+            ErrorKind::Plugin,
+            format!(
+                "{}: the plugin reported a malformed missing lake snapshot {}: {why}; not registered",
+                assignment.path, missing.snapshot_id
+            ),
+        )
+    };
+    if missing.snapshot_id < 0 || fluss_snapshot.is_some_and(|f| missing.snapshot_id <= f) {
+        return Err(bad(format!(
+            "not newer than Fluss's snapshot {fluss_snapshot:?}"
+        )));
+    }
+    let table_dir = format!(
+        "/{}/{}-{}/",
+        assignment.path.database(),
+        assignment.path.table(),
+        assignment.table_id
+    );
+    let offsets = missing
+        .properties
+        .iter()
+        .find(|(k, _)| k == FLUSS_OFFSETS_PROPERTY)
+        .map(|(_, v)| v.as_str());
+    if let Some(path) = offsets
+        && !path.trim_start().starts_with('{')
+        && (!path.contains(&table_dir) || !path.ends_with(".offsets") || path.contains("/../"))
+    {
+        return Err(bad(format!(
+            "its {FLUSS_OFFSETS_PROPERTY} file {path} is not one the coordinator wrote for this table"
+        )));
     }
     Ok(())
 }

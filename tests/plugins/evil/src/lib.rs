@@ -1,0 +1,248 @@
+//! Test fixture: an adversarial plugin for the made-up format `evil`.
+//!
+//! Each table picks one misbehaviour with its custom property `evil.mode` (or the plugin
+//! configuration key `mode`); the host must survive every one of them, fail only that
+//! table's round with a clear error, and keep every byte inside the table's location:
+//!
+//! | mode            | what the plugin does                                              |
+//! |-----------------|-------------------------------------------------------------------|
+//! | `trap`          | panics in `write`                                                 |
+//! | `loop`          | spins forever in `write`                                          |
+//! | `memory`        | allocates without end in `write`                                  |
+//! | `huge-result`   | returns a 100 MiB write result from `complete`                    |
+//! | `escape`        | writes `../`, absolute and `a/../../` paths through raw storage    |
+//! | `other-table`   | claims another table's directory as its location (`evil.target`)  |
+//! | `malformed`     | commits and returns snapshot id -7                                |
+//! | `forged-offsets`| claims a snapshot Fluss missed, with an offsets file of its own   |
+//! | `slow`          | an honest plugin whose every write computes a while               |
+//!
+//! Except for its mode, the plugin is a minimal honest lake: `write` stores one object per
+//! batch, `commit` publishes `snapshots/<n>` with put-if-absent.
+
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
+use std::cell::RefCell;
+
+use fluss_lake_guest_sdk::CONTRACT_VERSION;
+use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
+use fluss_lake_guest_sdk::bindings::fluss::lake::storage;
+use fluss_lake_guest_sdk::wit::{
+    CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, ReadableSnapshot,
+    RowBatch, TableInfo, TieringStats, WitErrorKind, WriteResult, WriterContext,
+};
+
+struct Evil;
+
+fn setting(table: &TableInfo, config: &[(String, String)], key: &str) -> Option<String> {
+    table
+        .custom_properties
+        .iter()
+        .find(|(k, _)| k == &format!("evil.{key}"))
+        .or_else(|| config.iter().find(|(k, _)| k == key))
+        .map(|(_, v)| v.clone())
+}
+
+fn mode(table: &TableInfo, config: &[(String, String)]) -> String {
+    setting(table, config, "mode").unwrap_or_default()
+}
+
+fn error(kind: WitErrorKind, message: String) -> LakeError {
+    LakeError { kind, message }
+}
+
+/// Burns CPU for about `millis` of guest time without any host call (so only epoch
+/// interruption can take the CPU back).
+fn compute(iterations: u64) -> u64 {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in 0..iterations {
+        x = std::hint::black_box(x.rotate_left(5) ^ i).wrapping_mul(0x100_0000_01B3);
+    }
+    x
+}
+
+impl plugin::Guest for Evil {
+    fn info() -> PluginInfo {
+        PluginInfo {
+            format: "evil".into(),
+            plugin_version: env!("CARGO_PKG_VERSION").into(),
+            contract_version: CONTRACT_VERSION.into(),
+        }
+    }
+
+    fn table_location(
+        table: TableInfo,
+        config: Vec<(String, String)>,
+    ) -> Result<String, LakeError> {
+        let db = &table.path.database;
+        if mode(&table, &config) == "other-table" {
+            let target = setting(&table, &config, "target").unwrap_or_else(|| "victim".into());
+            return Ok(format!("{db}/{target}"));
+        }
+        Ok(format!("{db}/{}", table.path.table))
+    }
+
+    fn validate_table(_table: TableInfo, _config: Vec<(String, String)>) -> Result<(), LakeError> {
+        Ok(())
+    }
+}
+
+impl catalog::Guest for Evil {
+    fn create_table_if_missing(
+        _table: TableInfo,
+        _config: Vec<(String, String)>,
+    ) -> Result<bool, LakeError> {
+        Ok(false)
+    }
+}
+
+struct EvilWriter {
+    mode: String,
+    compute: u64,
+    batches: RefCell<u64>,
+    rows: RefCell<u64>,
+    split: String,
+}
+
+impl writer::GuestLakeWriter for EvilWriter {
+    fn open(context: WriterContext) -> Result<writer::LakeWriter, LakeError> {
+        Ok(writer::LakeWriter::new(EvilWriter {
+            mode: mode(&context.table, &context.config),
+            compute: setting(&context.table, &context.config, "compute")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1 << 28),
+            batches: RefCell::new(0),
+            rows: RefCell::new(0),
+            split: format!("{}-{}", context.partition_id.unwrap_or(-1), context.bucket),
+        }))
+    }
+
+    fn write(&self, batch: RowBatch) -> Result<(), LakeError> {
+        match self.mode.as_str() {
+            "trap" => panic!("evil plugin: deliberate panic in write"),
+            "loop" => loop {
+                compute(1 << 20);
+            },
+            "memory" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![0xEE; 64 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "escape" => {
+                let mut refused = Vec::new();
+                for path in [
+                    "../escaped.txt",
+                    "/tmp/fluss-evil-escaped.txt",
+                    "a/../../escaped.txt",
+                    "../../../../../../tmp/fluss-evil-escaped.txt",
+                ] {
+                    match storage::put(path, b"escaped") {
+                        Ok(()) => {
+                            return Err(error(
+                                WitErrorKind::Internal,
+                                format!("ESCAPED: the host let me write {path}"),
+                            ));
+                        }
+                        Err(e) => refused.push(format!("{path}: {}", e.message)),
+                    }
+                }
+                return Err(error(
+                    WitErrorKind::InvalidInput,
+                    format!("every escape was refused: {}", refused.join("; ")),
+                ));
+            }
+            "slow" => {
+                // Hundreds of epoch ticks of pure computation (`evil.compute` iterations).
+                std::hint::black_box(compute(self.compute));
+            }
+            _ => {}
+        }
+        let n = *self.batches.borrow();
+        storage::put(&format!("data/{}-{n}", self.split), &batch.ipc)?;
+        *self.batches.borrow_mut() += 1;
+        *self.rows.borrow_mut() += batch.log_offsets.len() as u64;
+        Ok(())
+    }
+
+    fn complete(&self) -> Result<WriteResult, LakeError> {
+        let payload = if self.mode == "huge-result" {
+            vec![0xAB; 100 << 20]
+        } else {
+            self.split.clone().into_bytes()
+        };
+        Ok(WriteResult {
+            payload,
+            record_count: *self.rows.borrow(),
+            file_bytes: 0,
+        })
+    }
+}
+
+impl writer::Guest for Evil {
+    type LakeWriter = EvilWriter;
+}
+
+struct EvilCommitter {
+    mode: String,
+}
+
+impl committer::GuestLakeCommitter for EvilCommitter {
+    fn open(context: CommitterContext) -> Result<committer::LakeCommitter, LakeError> {
+        Ok(committer::LakeCommitter::new(EvilCommitter {
+            mode: mode(&context.table, &context.config),
+        }))
+    }
+
+    fn to_committable(&self, write_results: Vec<Vec<u8>>) -> Result<Vec<u8>, LakeError> {
+        Ok(write_results.join(&b','))
+    }
+
+    fn commit(
+        &self,
+        committable: Vec<u8>,
+        properties: Vec<(String, String)>,
+    ) -> Result<CommitResult, LakeError> {
+        let existing = storage::list_objects("snapshots/")?.len() as i64;
+        let id = existing + 1;
+        let mut body = committable;
+        for (k, v) in properties {
+            body.extend_from_slice(format!("\n{k}={v}").as_bytes());
+        }
+        storage::put_if_absent(&format!("snapshots/{id}"), &body)?;
+        let snapshot_id = if self.mode == "malformed" { -7 } else { id };
+        Ok(CommitResult {
+            snapshot_id,
+            readable: ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: None,
+            stats: TieringStats {
+                file_size: None,
+                record_count: None,
+            },
+        })
+    }
+
+    fn abort(&self, _committable: Vec<u8>) -> Result<(), LakeError> {
+        Ok(())
+    }
+
+    fn get_missing_lake_snapshot(
+        &self,
+        latest: Option<i64>,
+    ) -> Result<Option<CommittedSnapshot>, LakeError> {
+        if self.mode == "forged-offsets" {
+            // Claims a snapshot Fluss missed, with an offsets file of its own making.
+            return Ok(Some(CommittedSnapshot {
+                snapshot_id: latest.unwrap_or(0) + 1,
+                properties: vec![("fluss-offsets".into(), "/tmp/forged.offsets".into())],
+            }));
+        }
+        Ok(None)
+    }
+}
+
+impl committer::Guest for Evil {
+    type LakeCommitter = EvilCommitter;
+}
+
+fluss_lake_guest_sdk::export!(Evil);
