@@ -26,12 +26,15 @@ fn work_dir() -> PathBuf {
         .unwrap_or_else(|_| repo_root().join("target/fluss-cluster"))
 }
 
-/// The `datalake.format` of the cluster's current configuration.
+/// The `datalake.format` of the cluster's startup configuration (`none` when it sets none).
 fn configured_format() -> Option<String> {
     let yaml = std::fs::read_to_string(work_dir().join("conf/server.yaml")).ok()?;
-    yaml.lines()
-        .find_map(|l| l.strip_prefix("datalake.format:"))
-        .map(|v| v.trim().to_string())
+    Some(
+        yaml.lines()
+            .find_map(|l| l.strip_prefix("datalake.format:"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| "none".into()),
+    )
 }
 
 fn run(script: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
@@ -58,7 +61,11 @@ pub fn ensure_format(format: &str) -> ClusterInfo {
             if !up || configured_format().as_deref() != Some(format) {
                 let _ = run("cluster/stop.sh", &[], &[]);
                 let with = format!("WITH_{}", format.to_ascii_uppercase());
-                let setup = run("cluster/setup.sh", &[], &[(with.as_str(), "1")]);
+                let mut setup_env = vec![(with.as_str(), "1")];
+                if format == "none" {
+                    setup_env = vec![("WITH_ICEBERG", "1"), ("WITH_LANCE", "1")];
+                }
+                let setup = run("cluster/setup.sh", &[], &setup_env);
                 assert!(
                     setup.status.success(),
                     "cluster/setup.sh failed:\n{}\n{}",
@@ -95,6 +102,25 @@ pub fn ensure_format(format: &str) -> ClusterInfo {
         info.format
     );
     info
+}
+
+/// The running cluster started without a lake format and with every Java lake plugin
+/// installed, so that [`set_lake_format`] can switch the format at run time and the cluster
+/// holds tables of several formats at once.
+pub fn ensure_mixed() -> ClusterInfo {
+    ensure_format("none")
+}
+
+/// Switches the cluster's `datalake.format` (and its options) with AlterClusterConfigs;
+/// tables created from now on get `format`, existing ones keep theirs.
+pub fn set_lake_format(format: &str) {
+    let out = run("cluster/set-lake-format.sh", &[format], &[]);
+    assert!(
+        out.status.success(),
+        "cluster/set-lake-format.sh {format} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The last lines of the coordinator's log, for failure messages.

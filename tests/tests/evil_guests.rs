@@ -93,7 +93,7 @@ impl Suite {
         );
         t.custom_properties = vec![
             ("evil.mode".into(), mode.into()),
-            ("evil.target".into(), "victim".into()),
+            ("evil.target".into(), "fluss/victim".into()),
         ];
         self.split(&self.evil, &t)
             .await

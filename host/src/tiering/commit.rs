@@ -144,6 +144,7 @@ pub async fn commit_round(
         table = %assignment.path,
         snapshot = lake.snapshot_id,
         rows,
+        plugin = %resolved.plugin.describe(),
         "tiering round committed"
     );
     Ok(RoundOutcome {

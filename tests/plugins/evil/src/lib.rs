@@ -11,7 +11,7 @@
 //! | `memory`        | allocates without end in `write`                                  |
 //! | `huge-result`   | returns a 100 MiB write result from `complete`                    |
 //! | `escape`        | writes `../`, absolute and `a/../../` paths through raw storage    |
-//! | `other-table`   | claims another table's directory as its location (`evil.target`)  |
+//! | `other-table`   | claims another table's location (`evil.target`) as its own        |
 //! | `malformed`     | commits and returns snapshot id -7                                |
 //! | `forged-offsets`| claims a snapshot Fluss missed, with an offsets file of its own   |
 //! | `slow`          | an honest plugin whose every write computes a while               |
@@ -75,8 +75,8 @@ impl plugin::Guest for Evil {
     ) -> Result<String, LakeError> {
         let db = &table.path.database;
         if mode(&table, &config) == "other-table" {
-            let target = setting(&table, &config, "target").unwrap_or_else(|| "victim".into());
-            return Ok(format!("{db}/{target}"));
+            // `evil.target`: another table's location, e.g. `fluss.db/orders` (Paimon's).
+            return Ok(setting(&table, &config, "target").unwrap_or_else(|| format!("{db}/victim")));
         }
         Ok(format!("{db}/{}", table.path.table))
     }

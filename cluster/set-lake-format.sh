@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Switches the running cluster's lake format without a restart (AlterClusterConfigs), with the
+# same per-format options start.sh writes to server.yaml. Tables created afterwards get the new
+# format; existing tables keep theirs. The cluster must have been started with
+# DATALAKE_FORMAT=none (the coordinator refuses datalake.* options of two formats at once) and
+# the format's Java plugin installed (WITH_<FORMAT>=1 cluster/setup.sh).
+#
+#   cluster/set-lake-format.sh paimon|iceberg|lance
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+
+FORMAT="${1:-}"
+case "$FORMAT" in
+  paimon)  OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE") ;;
+  iceberg) OPTS=(type=hadoop "warehouse=$ICEBERG_WAREHOUSE") ;;
+  lance)   OPTS=("warehouse=$LANCE_WAREHOUSE") ;;
+  *) die "usage: $0 paimon|iceberg|lance" ;;
+esac
+[ -f "$FLUSS_DIST_DIR/.$FORMAT.ok" ] || die "plugins/$FORMAT missing; run: WITH_${FORMAT^^}=1 cluster/setup.sh"
+[ -f "$FLUSS_DIST_DIR/.client.ok" ] || die "Java client tools missing; run WITH_CLIENT=1 cluster/setup.sh"
+if grep -q '^datalake\.' "$CONF_DIR/server.yaml" 2>/dev/null; then
+  die "server.yaml sets datalake.* options; start the cluster with DATALAKE_FORMAT=none to switch formats at run time"
+fi
+for o in "${OPTS[@]}"; do [[ "$o" == warehouse=* ]] && mkdir -p "${o#warehouse=}"; done
+"$JAVA" -Xmx256m $FLUSS_JVM_OPTS -Dlog4j2.level=ERROR \
+  -cp "$(jar_cp "$FLUSS_DIST_DIR/lib-client"):$FLUSS_DIST_DIR/tools-classes" \
+  SetLakeFormat "$BOOTSTRAP" "$FORMAT" "${OPTS[@]}"
