@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod component;
 pub mod crash;
 pub mod data;
+pub mod delta;
 pub mod host;
 pub mod iceberg;
 pub mod lake_check;
