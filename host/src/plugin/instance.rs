@@ -106,9 +106,18 @@ impl PluginInstance {
                 ),
             );
         }
+        // One line for the operator; the wasm backtrace goes to the debug log.
+        tracing::debug!(plugin = %name, call, "plugin trap: {e:?}");
+        let what = match e.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::UnreachableCodeReached) => {
+                "wasm `unreachable` executed (a panic or abort in the plugin)".to_string()
+            }
+            Some(trap) => trap.to_string(),
+            None => e.root_cause().to_string(),
+        };
         Error::new(
             ErrorKind::Plugin,
-            format!("plugin {name} trapped in {call}: {e:#}"),
+            format!("plugin {name} trapped in {call}: {what}"),
         )
     }
 

@@ -1,0 +1,183 @@
+//! The adversarial guest suite inside a live host on a real cluster: tables routed to the
+//! `evil` plugin (one misbehaviour each) fail their rounds with clear errors, again and
+//! again, while a Paimon table in the same host keeps tiering exactly; the host never
+//! exits, Fluss registers no lake snapshot for any evil table, and nothing is written
+//! outside the evil tables' own locations.
+
+use std::time::Duration;
+
+use fluss::metadata::{TableDescriptor, TablePath};
+use fluss_lake_e2e::lake_check::{business, wait_registered};
+use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
+use serde_json::Value;
+
+/// Mode → what the host log must say about it.
+const MODES: &[(&str, &str)] = &[
+    ("trap", "trapped in writer.write"),
+    ("loop", "call deadline in writer.write and was interrupted"),
+    (
+        "memory",
+        "exceeded its memory limit of 536870912 bytes in writer.write",
+    ),
+    (
+        "huge-result",
+        "write result from writer.complete, over the 8388608-byte limit",
+    ),
+    ("escape", "every escape was refused"),
+    (
+        "other-table",
+        "plugins may only write a table's own directory",
+    ),
+    (
+        "malformed",
+        "returned a malformed commit result: snapshot id -7",
+    ),
+    (
+        "forged-offsets",
+        "is not one the coordinator wrote for this table",
+    ),
+];
+
+fn evil_table(mode: &str, target: &str) -> TableDescriptor {
+    let base = data::lake_log_table(1, Some("id"), "2s");
+    let mut builder = TableDescriptor::builder()
+        .schema(base.schema().clone())
+        .distributed_by(Some(1), vec!["id".to_string()])
+        .custom_property("evil.mode", mode)
+        .custom_property("evil.target", target);
+    for (k, v) in base.properties() {
+        builder = builder.property(k.clone(), v.clone());
+    }
+    builder.build().unwrap()
+}
+
+fn expected(upto: i64) -> Vec<Value> {
+    data::sorted_by_id(data::canonical_rows(&data::batch(0, upto as usize)))
+}
+
+fn all_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evil_plugins_fail_their_own_tables_only() {
+    let c = cluster::ensure_mixed();
+    cluster::set_lake_format("paimon");
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
+    let admin = conn.get_admin().unwrap();
+    let id = unique_name("evil");
+    let good = TablePath::new("fluss", format!("{id}_good"));
+    data::create_table(&admin, &good, &data::lake_log_table(2, Some("id"), "2s")).await;
+    // The other-table mode claims the good table's Paimon location as its own.
+    let good_location = format!("fluss.db/{}", good.table());
+    let mut evil = Vec::new();
+    for (mode, _) in MODES {
+        let path = TablePath::new("fluss", format!("{id}_{}", mode.replace('-', "_")));
+        data::create_table(&admin, &path, &evil_table(mode, &good_location)).await;
+        data::write_rows(&conn, &path, 0, 100, 100).await;
+        evil.push(path);
+    }
+    let _ = std::fs::remove_file("/tmp/fluss-evil-escaped.txt");
+
+    let wh = c.paimon_warehouse.display().to_string();
+    let route = format!("fluss.{id}_*=evil");
+    let mut h = host::HostProcess::spawn(
+        &host::args(
+            &c.bootstrap,
+            &[host::plugin("paimon"), host::plugin("evil")],
+            &[
+                // The first rule keeps the good table on Paimon; the second sends every
+                // other table of this test to the evil plugin.
+                "--route",
+                &format!("fluss.{id}_good=paimon"),
+                "--route",
+                &route,
+                "--datalake.evil.warehouse",
+                &wh,
+                "--plugin-call-timeout",
+                "3s",
+                "--plugin-memory-limit",
+                "512mb",
+                "--plugin-max-result-size",
+                "8mb",
+                "--lake.tiering.max-concurrent-tables",
+                "10",
+                "--tiering.poll.table.interval",
+                "1s",
+                "--tiering.heartbeat.interval",
+                "2s",
+            ],
+        ),
+        &format!("{id}-host"),
+    );
+
+    // The good table tiers, round after round, while the evil ones fail around it.
+    for wave in 0..3 {
+        data::write_rows(&conn, &good, wave * 5_000, 5_000, 2_500).await;
+        let ends = data::all_log_end_offsets(&admin, &good).await;
+        wait_registered(&admin, &good, &ends, &h).await;
+    }
+    for (mode, needle) in MODES {
+        h.wait_for_log(needle, Duration::from_secs(120)).await;
+        let _ = mode;
+    }
+    let log = h.log();
+    assert!(!log.contains("ESCAPED"), "{log}");
+    assert!(h.exited().is_none(), "host exited:\n{log}");
+
+    assert_eq!(
+        business(&paimon::rows(
+            &c.paimon_warehouse,
+            "fluss",
+            good.table(),
+            None
+        )),
+        expected(15_000),
+        "the good table holds exactly the Fluss data"
+    );
+    for path in &evil {
+        let snapshot = admin.get_latest_lake_snapshot(path).await;
+        assert!(
+            snapshot.is_err(),
+            "Fluss registered a lake snapshot for {path}: {:?}",
+            snapshot.map(|s| s.snapshot_id)
+        );
+    }
+    // Evil writes stay under `<warehouse>/fluss/<evil table>/`; nothing escaped.
+    assert!(!std::path::Path::new("/tmp/fluss-evil-escaped.txt").exists());
+    for f in all_files(&c.paimon_warehouse.join("fluss")) {
+        let rel = f.strip_prefix(c.paimon_warehouse.join("fluss")).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .to_string();
+        assert!(
+            top.starts_with(&format!("{id}_")),
+            "evil file outside its table: {}",
+            f.display()
+        );
+    }
+    for f in all_files(&c.paimon_warehouse.join(&good_location)) {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            !name.starts_with("-1-"),
+            "evil file in the good table: {}",
+            f.display()
+        );
+    }
+    assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+}
