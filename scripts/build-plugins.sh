@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds every guest plugin (each guest-*/ crate with [package.metadata.fluss-lake] format = "...")
-# as a WebAssembly component and copies it to target/plugins/<format>.wasm.
+# as a WebAssembly component and copies it to target/plugins/<format>.wasm, then runs the
+# build.sh of every third-party example plugin (examples/*/), which does the same.
 #
 #   scripts/build-plugins.sh            # all plugins, --profile guest (LTO, opt-level 3)
 #   PROFILE=dev scripts/build-plugins.sh
@@ -50,4 +51,9 @@ for i in "${!packages[@]}"; do
     fi
     cp "$wasm" "$ROOT/target/plugins/${formats[$i]}.wasm"
     echo "target/plugins/${formats[$i]}.wasm ($(stat -c %s "$wasm") bytes)"
+done
+
+# Third-party example plugins: their own workspaces, each with its own build script.
+for build in examples/*/build.sh; do
+    PROFILE="$PROFILE" bash "$build"
 done

@@ -19,11 +19,17 @@ WITH_ICEBERG=1 WITH_LANCE=1 cluster/setup.sh
 
 step "format"
 cargo fmt --all -- --check
+for example in examples/*/Cargo.toml; do cargo fmt --manifest-path "$example" -- --check; done
 
 step "lints (host target)"
 cargo clippy --workspace --all-targets --release -- -D warnings
 step "lints (wasm32-wasip2 guests)"
-cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon -p fluss-lake-iceberg -p fluss-lake-lance -p fluss-lake-test-null --target wasm32-wasip2 --profile guest -- -D warnings
+cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon -p fluss-lake-iceberg -p fluss-lake-lance -p fluss-lake-test-null -p fluss-lake-test-evil --target wasm32-wasip2 --profile guest -- -D warnings
+step "third-party example plugins (own workspaces, SDK only): lints and unit tests"
+for example in examples/*/Cargo.toml; do
+  cargo clippy --manifest-path "$example" --target-dir target --target wasm32-wasip2 --profile guest -- -D warnings
+  cargo test --manifest-path "$example" --target-dir target --release
+done
 
 step "plugins"
 scripts/build-plugins.sh

@@ -5,8 +5,8 @@
 #   examples/guest-delta/build.sh             # --profile guest (LTO, opt-level 3)
 #   PROFILE=dev examples/guest-delta/build.sh
 #
-# The plugin is its own cargo workspace and always builds into examples/guest-delta/target
-# (whatever CARGO_TARGET_DIR says, so the component is found below).
+# The plugin is its own cargo workspace; it builds into the repository's target/ (or
+# CARGO_TARGET_DIR) so that the dependencies it shares with the other plugins compile once.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,11 +18,12 @@ if ! rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
     rustup target add "$TARGET"
 fi
 
-cargo build --manifest-path "$HERE/Cargo.toml" --target-dir "$HERE/target" \
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+cargo build --manifest-path "$HERE/Cargo.toml" --target-dir "$TARGET_DIR" \
     --target "$TARGET" --profile "$PROFILE"
 
-outdir="$HERE/target/$TARGET/$PROFILE"
-[[ "$PROFILE" == dev ]] && outdir="$HERE/target/$TARGET/debug"
+outdir="$TARGET_DIR/$TARGET/$PROFILE"
+[[ "$PROFILE" == dev ]] && outdir="$TARGET_DIR/$TARGET/debug"
 wasm="$outdir/fluss_lake_delta.wasm"
 # A component (not a core module) starts with \0asm, version 0x0d, layer 1.
 magic="$(head -c 8 "$wasm" | od -An -tx1 | tr -d ' \n')"

@@ -2,32 +2,13 @@
 //! `tests/python/delta_read.py`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::repo_root;
-
-/// The Delta plugin's `.wasm`. examples/guest-delta is its own cargo workspace, which
-/// scripts/build-plugins.sh does not build, so the first call in a test process runs its
-/// `build.sh` (a quick no-op when up to date) to install target/plugins/delta.wasm from the
-/// current sources.
+/// The Delta plugin, built by `scripts/build-plugins.sh` (which runs
+/// `examples/guest-delta/build.sh`).
 pub fn plugin() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let script = repo_root().join("examples/guest-delta/build.sh");
-            let out = Command::new(&script).output().expect("running build.sh");
-            assert!(
-                out.status.success(),
-                "{} failed:\n{}",
-                script.display(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            crate::host::plugin("delta")
-        })
-        .clone()
+    crate::host::plugin("delta")
 }
 
 /// The two ways delta_read.py reads rows: pyarrow over the listed files, or delta-rs's own

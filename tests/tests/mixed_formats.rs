@@ -138,6 +138,11 @@ async fn one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once() {
         .map(|f| host::plugin(f))
         .collect();
     let warehouse_arg = delta_warehouse.display().to_string();
+    // Fluss shows a table only the options of the cluster's *current* format
+    // (`table.datalake.<current>.*`, added when the table info is read), so the host is told
+    // where the other formats' warehouses are; the current format's comes from Fluss.
+    let iceberg_wh = c.iceberg_warehouse.display().to_string();
+    let lance_wh = c.lance_warehouse.display().to_string();
     let mut h = host::HostProcess::spawn(
         &host::args(
             &c.bootstrap,
@@ -147,6 +152,10 @@ async fn one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once() {
                 &route,
                 "--datalake.delta.warehouse",
                 &warehouse_arg,
+                "--datalake.iceberg.warehouse",
+                &iceberg_wh,
+                "--datalake.lance.warehouse",
+                &lance_wh,
                 "--lake.tiering.max-concurrent-tables",
                 "5",
                 "--tiering.poll.table.interval",

@@ -227,7 +227,8 @@ pub async fn resolve_table(
             Error::new(
                 ErrorKind::Config,
                 format!(
-                    "{}: no 'warehouse' for format {format}: set table.datalake.{format}.warehouse on the cluster or --datalake.{format}.warehouse",
+                    "{}: no 'warehouse' for format {format}: give the host --datalake.{format}.warehouse \
+                     (Fluss adds table.datalake.<format>.* options only for the cluster's current datalake.format)",
                     assignment.path
                 ),
             )
