@@ -210,3 +210,29 @@ pub fn args(bootstrap: &str, plugins: &[PathBuf], extra: &[&str]) -> Vec<String>
     a.extend(extra.iter().map(|s| s.to_string()));
     a
 }
+
+/// `plugin` (a component's bytes) with a custom section holding `tag` appended: a file with
+/// another digest and the same behaviour, i.e. a new version as far as the host can tell.
+pub fn new_version_of(plugin: &[u8], tag: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    const NAME: &str = "fluss-lake-test-version";
+    let mut body = Vec::new();
+    leb(NAME.len(), &mut body);
+    body.extend_from_slice(NAME.as_bytes());
+    body.extend_from_slice(tag);
+    let mut out = plugin.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend(body);
+    out
+}

@@ -134,3 +134,114 @@ async fn table_of_a_format_without_plugin_is_reported_failed_and_untouched() {
     let status = h.terminate(Duration::from_secs(40)).unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn plugin_digest_pins_are_enforced() {
+    let paimon = host::plugin("paimon");
+    let digest = fluss_lake_host::plugin::source::digest(&std::fs::read(&paimon).unwrap());
+    let wrong = format!("{}#sha256={}", paimon.display(), "0".repeat(64));
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[wrong.into()], &[]),
+        &format!(
+            "sha256 {digest} does not match the pinned {}; refused",
+            "0".repeat(64)
+        ),
+    );
+    // The right pin loads the plugin; startup gets as far as the (unreachable) cluster.
+    let right = format!("{}#sha256={digest}", paimon.display());
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[right.into()], &[]),
+        "cannot reach the Fluss cluster",
+    );
+}
+
+#[test]
+fn plugin_directories_load_every_wasm_file_and_refuse_conflicts() {
+    let dir = repo_root()
+        .join("target/test-scratch")
+        .join(unique_name("plugin-dir"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_arg = dir.display().to_string();
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[], &["--plugin-dir", &dir_arg]),
+        "no plugin found: --plugin-dir holds no *.wasm file",
+    );
+    for f in ["paimon", "lance"] {
+        std::fs::copy(host::plugin(f), dir.join(format!("{f}.wasm"))).unwrap();
+    }
+    std::fs::write(dir.join("README.txt"), "not a plugin").unwrap();
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[], &["--plugin-dir", &dir_arg]),
+        "cannot reach the Fluss cluster",
+    );
+    std::fs::copy(host::plugin("paimon"), dir.join("paimon-copy.wasm")).unwrap();
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[], &["--plugin-dir", &dir_arg]),
+        "both claim format 'paimon'",
+    );
+}
+
+#[test]
+fn bad_route_rules_are_refused() {
+    let out = host::run_to_exit(
+        &host::args(
+            "127.0.0.1:1",
+            &[host::plugin("paimon")],
+            &["--route", "sales=delta"],
+        ),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--route 'sales=delta': no '.' between database and table"),
+        "{stderr}"
+    );
+}
+
+fn inspect(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(host::host_bin())
+        .arg("plugins")
+        .arg("inspect")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+#[test]
+fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
+    let paimon = host::plugin("paimon");
+    let bytes = std::fs::read(&paimon).unwrap();
+    let digest = fluss_lake_host::plugin::source::digest(&bytes);
+    let (ok, out) = inspect(&[&paimon.display().to_string()]);
+    assert!(ok, "{out}");
+    for line in [
+        "format:           paimon".to_string(),
+        format!("size:             {} bytes", bytes.len()),
+        format!("sha256:           {digest}"),
+        "contract version: 0.1.0 (host implements 0.1.0: compatible)".to_string(),
+        "plugin version:   0.1.0".to_string(),
+    ] {
+        assert!(out.lines().any(|l| l == line), "no '{line}' in:\n{out}");
+    }
+    let loads = out.lines().find(|l| l.starts_with("loads:")).unwrap();
+    assert!(loads.contains("yes: instantiates in "), "{out}");
+
+    let garbage = scratch("inspect-garbage.wasm", b"garbage");
+    let (ok, out) = inspect(&[&garbage.display().to_string()]);
+    assert!(!ok);
+    assert!(
+        out.contains("loads:            no: plugin load error"),
+        "{out}"
+    );
+    assert!(out.contains("not a WebAssembly file"), "{out}");
+
+    let pinned = format!("{}#sha256={}", paimon.display(), "f".repeat(64));
+    let (ok, out) = inspect(&[&pinned]);
+    assert!(!ok);
+    assert!(out.contains("does not match the pinned"), "{out}");
+}

@@ -11,31 +11,6 @@ use fluss_lake_e2e::lake_check::{business, wait_registered};
 use fluss_lake_e2e::{cluster, data, host, paimon, repo_root, unique_name};
 use serde_json::Value;
 
-/// `bytes` with a custom section appended: another file (another digest) with the same
-/// behaviour, i.e. a new version of the plugin as far as the host can tell.
-fn with_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-    let mut body = Vec::new();
-    leb(name.len(), &mut body);
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(payload);
-    let mut out = bytes.to_vec();
-    out.push(0);
-    leb(body.len(), &mut out);
-    out.extend(body);
-    out
-}
-
 fn sha12(bytes: &[u8]) -> String {
     fluss_lake_host::plugin::source::digest(bytes)[..12].to_string()
 }
@@ -80,7 +55,7 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     let dir = repo_root().join("target/test-scratch").join(&table);
     std::fs::create_dir_all(&dir).unwrap();
     let v1 = std::fs::read(host::plugin("paimon")).unwrap();
-    let v2 = with_custom_section(&v1, "fluss-lake-test", b"version 2");
+    let v2 = host::new_version_of(&v1, b"version 2");
     install(&dir, &v1);
 
     data::write_rows(&conn, &path, 0, 10_000, 5_000).await;

@@ -1,0 +1,84 @@
+//! Hot swap in the host's plugin set, driven by file changes (the poll the host runs every
+//! `--plugin-watch-interval`): a changed file is loaded for the next rounds while plugins
+//! already handed out keep working; new files are added, removed files dropped, and a broken
+//! or conflicting new file is refused with the previous version kept. `mixed_hot_swap.rs`
+//! proves the same through SIGHUP on a live host.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use fluss_lake_e2e::{host, repo_root, unique_name};
+use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
+use fluss_lake_host::plugin::source::{PluginSource, digest};
+use fluss_lake_host::plugin::{PluginInstance, PluginSet};
+
+fn install(dir: &Path, name: &str, bytes: &[u8]) {
+    let tmp = dir.join(format!("{name}.tmp"));
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(tmp, dir.join(name)).unwrap();
+}
+
+#[tokio::test]
+async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
+    let dir = repo_root()
+        .join("target/test-scratch")
+        .join(unique_name("reload"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let v1 = std::fs::read(host::plugin("paimon")).unwrap();
+    let v2 = host::new_version_of(&v1, b"2");
+    install(&dir, "paimon.wasm", &v1);
+    let engine = Arc::new(PluginEngine::new(EngineSettings::default()).unwrap());
+    let set = PluginSet::load(engine, vec![PluginSource::Dir(dir.clone())])
+        .await
+        .unwrap();
+    let old = set.current().get("paimon").unwrap();
+    assert_eq!(old.digest(), digest(&v1));
+    assert_eq!(
+        set.reload(false).await,
+        Default::default(),
+        "nothing changed"
+    );
+
+    // A new version: the next rounds get it; the one handed out before still instantiates.
+    install(&dir, "paimon.wasm", &v2);
+    let report = set.reload(false).await;
+    assert_eq!(report.loaded.len(), 1, "{report:?}");
+    assert_eq!(set.current().get("paimon").unwrap().digest(), digest(&v2));
+    let mut in_flight = PluginInstance::new(&old, "in flight".into()).await.unwrap();
+    assert_eq!(in_flight.info().await.unwrap().format, "paimon");
+
+    // A new file adds a format; removing it drops the format.
+    install(
+        &dir,
+        "lance.wasm",
+        &std::fs::read(host::plugin("lance")).unwrap(),
+    );
+    assert_eq!(set.reload(false).await.loaded.len(), 1);
+    assert!(set.current().get("lance").is_some());
+    std::fs::remove_file(dir.join("lance.wasm")).unwrap();
+    assert_eq!(set.reload(false).await.removed.len(), 1);
+    assert!(set.current().get("lance").is_none());
+
+    // A broken new version is refused; the loaded one keeps serving.
+    install(&dir, "paimon.wasm", &v2[..v2.len() / 3]);
+    let report = set.reload(false).await;
+    assert_eq!(report.refused.len(), 1, "{report:?}");
+    assert!(
+        report.refused[0].1.contains("not a valid component"),
+        "{report:?}"
+    );
+    assert_eq!(set.current().get("paimon").unwrap().digest(), digest(&v2));
+
+    // So is a second file claiming a format another file serves.
+    install(&dir, "paimon.wasm", &v2);
+    install(&dir, "zz-paimon-again.wasm", &v1);
+    let report = set.reload(false).await;
+    assert!(
+        report
+            .refused
+            .iter()
+            .any(|(_, why)| why.contains("both claim format 'paimon'")),
+        "{report:?}"
+    );
+    assert_eq!(set.current().get("paimon").unwrap().digest(), digest(&v2));
+}
