@@ -15,6 +15,8 @@ pub struct ClusterInfo {
     pub paimon_warehouse: PathBuf,
     pub iceberg_warehouse: PathBuf,
     pub lance_warehouse: PathBuf,
+    /// For Delta tables (Fluss has no Delta catalog; the host is given this warehouse).
+    pub delta_warehouse: PathBuf,
     pub remote_data_dir: PathBuf,
 }
 
@@ -92,6 +94,7 @@ pub fn ensure_format(format: &str) -> ClusterInfo {
                 paimon_warehouse: work.join("paimon-warehouse"),
                 iceberg_warehouse: work.join("iceberg-warehouse"),
                 lance_warehouse: work.join("lance-warehouse"),
+                delta_warehouse: work.join("delta-warehouse"),
                 remote_data_dir: work.join("remote-data"),
             }
         })

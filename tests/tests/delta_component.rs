@@ -5,8 +5,8 @@
 //! `history()`, per-file statistics and partition values as delta-rs parses them, filters
 //! pruned by them, and delta-rs's own writer appending between our rounds.
 //!
-//! Builds the plugin with `examples/guest-delta/build.sh` (target/plugins/delta.wasm) on first
-//! use; needs the Python venv.
+//! Needs `scripts/build-plugins.sh` (which runs `examples/guest-delta/build.sh`, giving
+//! target/plugins/delta.wasm) and the Python venv.
 
 use std::path::Path;
 

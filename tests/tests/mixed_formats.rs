@@ -131,7 +131,7 @@ async fn one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once() {
         );
     }
 
-    let delta_warehouse = c.remote_data_dir.parent().unwrap().join("delta-warehouse");
+    let delta_warehouse = c.delta_warehouse.clone();
     let route = format!("fluss.{id}_delta_rout*=delta");
     let plugins: Vec<PathBuf> = ["paimon", "iceberg", "lance", "delta"]
         .iter()
@@ -195,7 +195,27 @@ async fn one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once() {
                     .join(format!("{name}.lance")),
                 None,
             ),
-            "delta" => delta::rows(&delta_warehouse.join("fluss").join(name), None, "pyarrow"),
+            "delta" => {
+                let dir = delta_warehouse.join("fluss").join(name);
+                // Every version after the table's creation is a tiering round that carries
+                // its Fluss offsets file, the last one the one Fluss registered.
+                let history = delta::history(&dir);
+                assert!(history.len() >= 2, "{history:?}");
+                for h in &history[1..] {
+                    assert_eq!(h["commit-user"], "__fluss_lake_tiering", "{h}");
+                    assert!(
+                        h["fluss-offsets"].as_str().unwrap().ends_with(".offsets"),
+                        "{h}"
+                    );
+                }
+                let registered = admin.get_latest_lake_snapshot(&t.path).await.unwrap();
+                assert_eq!(
+                    history.last().unwrap()["version"].as_i64(),
+                    Some(registered.snapshot_id),
+                    "Fluss registered the newest Delta version"
+                );
+                delta::rows(&dir, None, "pyarrow")
+            }
             other => unreachable!("{other}"),
         };
         assert_eq!(

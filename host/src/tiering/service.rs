@@ -25,6 +25,9 @@ use crate::error::{ErrorKind, Result};
 struct ActiveRound {
     assignment: Assignment,
     cancel: CancellationToken,
+    /// Until when the round waits to retry a table that failed before; a waiting round does
+    /// not take a concurrency slot, so broken tables cannot starve healthy ones.
+    starts_at: Instant,
 }
 
 struct Finished {
@@ -44,6 +47,10 @@ pub struct TieringService {
     last_empty_poll: Option<Instant>,
     consecutive_failures: u32,
     journal: Journal,
+    /// Tables whose rounds failed in a row: how many times. The coordinator hands a failed
+    /// table straight back, so without this a broken table (bad plugin, missing option)
+    /// would spin between host and coordinator; its next rounds start after a growing delay.
+    table_failures: HashMap<i64, u32>,
 }
 
 /// How long shutdown waits for cancelled rounds to clean up.
@@ -92,6 +99,7 @@ impl TieringService {
             last_empty_poll: None,
             consecutive_failures: 0,
             journal,
+            table_failures: HashMap::new(),
         })
     }
 
@@ -127,7 +135,9 @@ impl TieringService {
     }
 
     fn has_capacity(&self) -> bool {
-        self.active.len() < self.ctx.config.max_concurrent_tables
+        let now = Instant::now();
+        let running = self.active.values().filter(|r| r.starts_at <= now).count();
+        running < self.ctx.config.max_concurrent_tables
     }
 
     /// One heartbeat; returns whether a new table was assigned.
@@ -255,17 +265,29 @@ impl TieringService {
             tiering_epoch: assignment.tiering_epoch,
         });
         let cancel = CancellationToken::new();
+        let delay = self
+            .table_failures
+            .get(&t.table_id)
+            .map(|n| table_retry_delay(*n))
+            .unwrap_or_default();
         self.active.insert(
             t.table_id,
             ActiveRound {
                 assignment: assignment.clone(),
                 cancel: cancel.clone(),
+                starts_at: Instant::now() + delay,
             },
         );
         let ctx = self.ctx.clone();
         let tx = self.outcomes_tx.clone();
+        if !delay.is_zero() {
+            tracing::info!(table = %assignment.path, ?delay, "table failed before; its round waits before starting");
+        }
         tokio::spawn(async move {
-            let outcome = round::run_round(ctx, assignment.clone(), cancel).await;
+            let outcome = tokio::select! {
+                _ = tokio::time::sleep(delay) => round::run_round(ctx, assignment.clone(), cancel).await,
+                _ = cancel.cancelled() => Err(crate::error::Error::new(ErrorKind::Cancelled, "round cancelled while waiting to retry")),
+            };
             let _ = tx.send((assignment, outcome));
         });
     }
@@ -277,6 +299,15 @@ impl TieringService {
             .is_some_and(|r| r.assignment.tiering_epoch == assignment.tiering_epoch);
         if still_ours {
             self.active.remove(&assignment.table_id);
+        }
+        match &outcome {
+            Ok(_) => {
+                self.table_failures.remove(&assignment.table_id);
+            }
+            Err(e) if e.kind() != ErrorKind::Cancelled => {
+                *self.table_failures.entry(assignment.table_id).or_default() += 1;
+            }
+            Err(_) => {}
         }
         match outcome {
             Ok(outcome) => {
@@ -369,6 +400,12 @@ fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatRe
         tiering_epoch: a.tiering_epoch,
         lake_tiering_stats: stats,
     }
+}
+
+/// A failed table's next round waits 1 s, 2 s, 4 s… up to a minute; well within the
+/// coordinator's 120 s tiering timeout, since the waiting round is heartbeated as in flight.
+fn table_retry_delay(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.clamp(1, 7).saturating_sub(1)).min(Duration::from_secs(60))
 }
 
 /// Exponential backoff from 1 s, capped at the heartbeat interval.
