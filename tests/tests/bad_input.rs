@@ -245,3 +245,24 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
     assert!(!ok);
     assert!(out.contains("does not match the pinned"), "{out}");
 }
+
+#[test]
+fn plugins_built_for_another_contract_version_are_refused_at_startup() {
+    let evil = std::fs::read(host::plugin("evil")).unwrap();
+    let marker = b"EVIL-CONTRACT=0.1.0";
+    let at = evil
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .expect("the evil plugin carries its contract marker");
+    let mut other = evil.clone();
+    other[at..at + marker.len()].copy_from_slice(b"EVIL-CONTRACT=0.9.0");
+    let file = scratch("evil-contract-0.9.wasm", &other);
+    assert_startup_error(
+        &host::args("127.0.0.1:1", &[file.clone()], &[]),
+        "built for contract 0.9.0 but this host implements 0.1.0",
+    );
+    assert!(
+        !inspect(&[&file.display().to_string()]).0,
+        "plugins inspect refuses it too"
+    );
+}

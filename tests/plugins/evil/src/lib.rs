@@ -16,6 +16,8 @@
 //! | `forged-offsets`| claims a snapshot Fluss missed, with an offsets file of its own   |
 //! | `slow`          | an honest plugin whose every write computes a while               |
 //!
+//! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`).
+//!
 //! Except for its mode, the plugin is a minimal honest lake: `write` stores one object per
 //! batch, `commit` publishes `snapshots/<n>` with put-if-absent.
 
@@ -60,12 +62,20 @@ fn compute(iterations: u64) -> u64 {
     x
 }
 
+/// The contract version `info` reports, behind a marker a test can find in the `.wasm` and
+/// patch (same length) to fake a plugin built for another contract version.
+static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.1.0";
+
 impl plugin::Guest for Evil {
     fn info() -> PluginInfo {
+        let marker = std::hint::black_box(CONTRACT_MARKER);
+        let contract = marker
+            .strip_prefix("EVIL-CONTRACT=")
+            .unwrap_or(CONTRACT_VERSION);
         PluginInfo {
             format: "evil".into(),
             plugin_version: env!("CARGO_PKG_VERSION").into(),
-            contract_version: CONTRACT_VERSION.into(),
+            contract_version: contract.into(),
         }
     }
 
