@@ -221,15 +221,10 @@ pub const NEW_DATASET_NAMING: Naming = Naming::V1;
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use arrow_array::{Int32Array, RecordBatch, StringArray};
-    use arrow_schema::{DataType, Field, Schema};
-    use fluss_lake_guest_sdk::ipc::make_row_batch;
     use fluss_lake_guest_sdk::plugin::FormatWriter;
     use fluss_lake_guest_sdk::storage::MemoryStorage;
     use fluss_lake_guest_sdk::testing::{
-        RacingStorage, committer_context, log_table, writer_context,
+        RacingStorage, committer_context, id_name_batch, id_name_table, writer_context,
     };
     use fluss_lake_guest_sdk::wit::TableInfo;
 
@@ -238,31 +233,12 @@ mod tests {
     use crate::writer::LanceWriter;
 
     fn table() -> TableInfo {
-        log_table(
-            "db",
-            "t",
-            &[("id", "INT", false), ("name", "STRING", true)],
-            &[],
-            1,
-            &[],
-        )
+        id_name_table()
     }
 
     fn write(storage: &dyn Storage, t: &TableInfo, ids: &[i32]) -> Vec<u8> {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("id", DataType::Int32, false),
-            Field::new("name", DataType::Utf8, true),
-        ]));
-        let batch = RecordBatch::try_new(
-            schema,
-            vec![
-                Arc::new(Int32Array::from(ids.to_vec())),
-                Arc::new(StringArray::from(vec![Some("x"); ids.len()])),
-            ],
-        )
-        .unwrap();
         let mut w = LanceWriter::open(&writer_context(t, 0, None, &[]), storage).unwrap();
-        w.write(make_row_batch(&batch, 0, 0).unwrap()).unwrap();
+        w.write(id_name_batch(ids)).unwrap();
         w.complete().unwrap().payload
     }
 

@@ -3,6 +3,40 @@
 
 use crate::wit::{Column, CommitterContext, TableInfo, TablePath, WriterContext};
 
+/// The small log table committer tests use: `db.t (id INT NOT NULL, name STRING)`, one
+/// bucket, not partitioned.
+pub fn id_name_table() -> TableInfo {
+    log_table(
+        "db",
+        "t",
+        &[("id", "INT", false), ("name", "STRING", true)],
+        &[],
+        1,
+        &[],
+    )
+}
+
+/// A batch of [`id_name_table`] rows with the given ids (name `x`), offsets from 0.
+pub fn id_name_batch(ids: &[i32]) -> crate::wit::RowBatch {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int32, false),
+        Field::new("name", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int32Array::from(ids.to_vec())),
+            Arc::new(StringArray::from(vec![Some("x"); ids.len()])),
+        ],
+    )
+    .expect("valid batch");
+    crate::ipc::make_row_batch(&batch, 0, 0).expect("encodable batch")
+}
+
 /// A column: `(name, Fluss type, nullable)`.
 pub type ColumnSpec<'a> = (&'a str, &'a str, bool);
 

@@ -52,6 +52,41 @@ pub fn table(
     }
 }
 
+/// The commit timestamp (millis) of every row the component tests write.
+pub const TS_MS: i64 = 1_700_000_000_123;
+
+/// The `fluss-offsets` commit property of round `round`, as the host passes it.
+pub fn offsets_property(round: usize) -> Vec<(String, String)> {
+    vec![(
+        "fluss-offsets".to_string(),
+        format!("/remote/lake/fluss/t-1/metadata/round-{round}.offsets"),
+    )]
+}
+
+/// Rows in a stable order, for order-insensitive comparison.
+pub fn sorted(mut rows: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    rows.sort_by_key(|r| r.to_string());
+    rows
+}
+
+/// Adds the system columns a split writes (`__bucket`, `__offset`, `__timestamp` in micros)
+/// to canonical rows written at [`TS_MS`] from `first_offset` on.
+pub fn with_system(
+    rows: Vec<serde_json::Value>,
+    bucket: i32,
+    first_offset: i64,
+) -> Vec<serde_json::Value> {
+    rows.into_iter()
+        .enumerate()
+        .map(|(k, mut r)| {
+            r["__bucket"] = serde_json::json!(bucket);
+            r["__offset"] = serde_json::json!(first_offset + k as i64);
+            r["__timestamp"] = serde_json::json!(TS_MS * 1000);
+            r
+        })
+        .collect()
+}
+
 /// One split of a round: its bucket, partition name and batches.
 pub struct SplitInput {
     pub bucket: i32,

@@ -12,40 +12,15 @@ use std::sync::Arc;
 use arrow::array::{Float64Array, Int32Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use fluss_lake_e2e::all_types::{ALL_TYPES, all_types};
-use fluss_lake_e2e::component::{ComponentDriver, SplitInput, row_batch, table};
+use fluss_lake_e2e::component::{
+    ComponentDriver, SplitInput, TS_MS, offsets_property, row_batch, sorted, table, with_system,
+};
 use fluss_lake_e2e::host::plugin;
 use fluss_lake_e2e::iceberg::{
     iceberg_bucket, java_check, plan, read_batch, read_one, rows, snapshots,
 };
 use fluss_lake_e2e::unique_name;
 use serde_json::{Value, json};
-
-const TS_MS: i64 = 1_700_000_000_123;
-
-/// Adds the system columns a split writes to canonical rows.
-fn with_system(rows: Vec<Value>, bucket: i32, first_offset: i64) -> Vec<Value> {
-    rows.into_iter()
-        .enumerate()
-        .map(|(k, mut r)| {
-            r["__bucket"] = json!(bucket);
-            r["__offset"] = json!(first_offset + k as i64);
-            r["__timestamp"] = json!(TS_MS * 1000);
-            r
-        })
-        .collect()
-}
-
-fn sorted(mut rows: Vec<Value>) -> Vec<Value> {
-    rows.sort_by_key(|r| r.to_string());
-    rows
-}
-
-fn offsets_property(round: usize) -> Vec<(String, String)> {
-    vec![(
-        "fluss-offsets".to_string(),
-        format!("/remote/lake/fluss/t-1/metadata/round-{round}.offsets"),
-    )]
-}
 
 fn parquet_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();

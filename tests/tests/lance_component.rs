@@ -6,24 +6,12 @@
 //! Needs `scripts/build-plugins.sh` (target/plugins/lance.wasm) and the Python venv.
 
 use fluss_lake_e2e::all_types::{ALL_TYPES, all_types};
-use fluss_lake_e2e::component::{ComponentDriver, SplitInput, row_batch, table};
+use fluss_lake_e2e::component::{
+    ComponentDriver, SplitInput, TS_MS, offsets_property, row_batch, sorted, table,
+};
 use fluss_lake_e2e::host::plugin;
 use fluss_lake_e2e::{lance, unique_name};
 use serde_json::{Value, json};
-
-const TS_MS: i64 = 1_700_000_000_123;
-
-fn offsets_property(round: usize) -> Vec<(String, String)> {
-    vec![(
-        "fluss-offsets".to_string(),
-        format!("/remote/lake/fluss/t-1/metadata/round-{round}.offsets"),
-    )]
-}
-
-fn sorted(mut rows: Vec<Value>) -> Vec<Value> {
-    rows.sort_by_key(|r| r.to_string());
-    rows
-}
 
 /// Splits of one round: per bucket, ids `first..first+n` in two batches.
 fn round_splits(first: i32, sizes: &[i32], expected: &mut Vec<Value>) -> Vec<SplitInput> {
