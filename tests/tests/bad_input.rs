@@ -105,7 +105,7 @@ async fn table_of_a_format_without_plugin_is_reported_failed_and_untouched() {
         &format!("{table}-host"),
     );
     let needle = format!(
-        "fluss.{table} uses lake format 'paimon' but no loaded plugin serves it (loaded: test-null)"
+        "fluss.{table} is routed to lake format 'paimon' (TableFormat) but no loaded plugin serves it (loaded: test-null)"
     );
     h.wait_for_log(&needle, Duration::from_secs(60)).await;
     // Reported failed, the coordinator re-queues it (a new tiering epoch), the host keeps running.
