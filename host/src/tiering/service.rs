@@ -304,7 +304,7 @@ impl TieringService {
             Ok(_) => {
                 self.table_failures.remove(&assignment.table_id);
             }
-            Err(e) if e.kind() != ErrorKind::Cancelled => {
+            Err(e) if is_table_fault(e.kind()) => {
                 *self.table_failures.entry(assignment.table_id).or_default() += 1;
             }
             Err(_) => {}
@@ -400,6 +400,21 @@ fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatRe
         tiering_epoch: a.tiering_epoch,
         lake_tiering_stats: stats,
     }
+}
+
+/// Failures that will recur on the next round of the same table (its plugin, its options),
+/// as opposed to fencing, cancellation and outages, which say nothing about the table.
+fn is_table_fault(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::Plugin
+            | ErrorKind::PluginLimit
+            | ErrorKind::NoPlugin
+            | ErrorKind::Config
+            | ErrorKind::Unsupported
+            | ErrorKind::Storage
+            | ErrorKind::Internal
+    )
 }
 
 /// A failed table's next round waits 1 s, 2 s, 4 s… up to a minute; well within the
