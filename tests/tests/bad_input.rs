@@ -258,7 +258,7 @@ fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     other[at..at + marker.len()].copy_from_slice(b"EVIL-CONTRACT=0.9.0");
     let file = scratch("evil-contract-0.9.wasm", &other);
     assert_startup_error(
-        &host::args("127.0.0.1:1", &[file.clone()], &[]),
+        &host::args("127.0.0.1:1", std::slice::from_ref(&file), &[]),
         "built for contract 0.9.0 but this host implements 0.1.0",
     );
     assert!(
