@@ -349,8 +349,8 @@ fn check_commit_result(
     Ok(r)
 }
 
-/// A snapshot the plugin says Fluss missed is registered only if it can be one: newer than
-/// what Fluss knows, carrying an offsets file the coordinator wrote for this very table
+/// A snapshot the plugin says Fluss missed is registered only if it can be one: not the one
+/// Fluss knows, carrying an offsets file the coordinator wrote for this very table
 /// (`…/<database>/<table>-<table id>/…​.offsets`). A plugin cannot make Fluss adopt offsets
 /// of its own making.
 fn check_missing_snapshot(
@@ -367,9 +367,11 @@ fn check_missing_snapshot(
             ),
         )
     };
-    if missing.snapshot_id < 0 || fluss_snapshot.is_some_and(|f| missing.snapshot_id <= f) {
+    // Ids are not ordered in every format (Iceberg's are random): only the snapshot Fluss
+    // already has, or an impossible id, can be refused on the id alone.
+    if missing.snapshot_id < 0 || fluss_snapshot == Some(missing.snapshot_id) {
         return Err(bad(format!(
-            "not newer than Fluss's snapshot {fluss_snapshot:?}"
+            "it is not a new snapshot (Fluss has {fluss_snapshot:?})"
         )));
     }
     let table_dir = format!(
