@@ -338,12 +338,10 @@ fn check_commit_result(
     if r.snapshot_id < 0 {
         return Err(bad(format!("snapshot id {}", r.snapshot_id)));
     }
-    if let Some(keep) = r.earliest_snapshot_to_keep
-        && keep > r.snapshot_id
-    {
+    if r.earliest_snapshot_to_keep.is_some_and(|keep| keep < -1) {
         return Err(bad(format!(
-            "earliest snapshot to keep {keep} is newer than the snapshot {}",
-            r.snapshot_id
+            "earliest snapshot to keep {:?}",
+            r.earliest_snapshot_to_keep
         )));
     }
     Ok(r)
