@@ -71,10 +71,9 @@ impl PluginEngine {
         &self.settings
     }
 
-    /// Loads a component from `bytes` (read from `origin`), through the cache when enabled.
-    /// Returns the component and the SHA-256 of the file.
-    pub fn load(&self, origin: &Path, bytes: &[u8]) -> Result<(Component, String)> {
-        let digest = super::source::digest(bytes);
+    /// Loads a component from `bytes` (read from `origin`, SHA-256 `digest`), through the
+    /// cache when enabled.
+    pub fn load(&self, origin: &Path, bytes: &[u8], digest: &str) -> Result<Component> {
         let load_err = |what: String| {
             Error::new(
                 ErrorKind::PluginLoad,
@@ -104,7 +103,7 @@ impl PluginEngine {
             match unsafe { Component::deserialize_file(&self.engine, path) } {
                 Ok(component) => {
                     tracing::debug!(plugin = %origin.display(), cache = %path.display(), "loaded compiled plugin from cache");
-                    return Ok((component, digest));
+                    return Ok(component);
                 }
                 Err(e) => {
                     tracing::warn!(cache = %path.display(), "ignoring unusable cached plugin: {e:#}");
@@ -125,7 +124,7 @@ impl PluginEngine {
         // SAFETY: `compiled` was just produced by this engine's `precompile_component`.
         let component = unsafe { Component::deserialize(&self.engine, &compiled) }
             .map_err(|e| load_err(format!("cannot load compiled component: {e:#}")))?;
-        Ok((component, digest))
+        Ok(component)
     }
 }
 

@@ -45,15 +45,25 @@ impl Plugin {
 
     /// Like [`load`](Self::load), refusing a file whose digest differs from its pin.
     pub async fn load_file(engine: Arc<PluginEngine>, file: &PluginFile) -> Result<Self> {
-        let path = file.path.as_path();
+        let (bytes, digest) = read_pinned(file)?;
+        Self::from_bytes(engine, &file.path, &bytes, digest).await
+    }
+
+    /// Compiles (or fetches from the cache), links and identifies a plugin already read from
+    /// `path`, whose SHA-256 is `digest`.
+    pub async fn from_bytes(
+        engine: Arc<PluginEngine>,
+        path: &Path,
+        bytes: &[u8],
+        digest: String,
+    ) -> Result<Self> {
         let load_err = |what: String| {
             Error::new(
                 ErrorKind::PluginLoad,
                 format!("plugin {}: {what}", path.display()),
             )
         };
-        let bytes = read_pinned(file)?;
-        let (component, digest) = engine.load(path, &bytes)?;
+        let component = engine.load(path, bytes, &digest)?;
         let mut linker: Linker<InstanceState> = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| load_err(format!("cannot link WASI: {e:#}")))?;

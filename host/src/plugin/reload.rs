@@ -135,11 +135,11 @@ impl PluginSet {
         file: &source::PluginFile,
         previous: Option<&Arc<Plugin>>,
     ) -> Result<Option<Arc<Plugin>>> {
-        let bytes = source::read_pinned(file)?;
-        if previous.is_some_and(|p| p.digest() == source::digest(&bytes)) {
+        let (bytes, digest) = source::read_pinned(file)?;
+        if previous.is_some_and(|p| p.digest() == digest) {
             return Ok(None);
         }
-        let plugin = Plugin::load_file(self.engine.clone(), file).await?;
+        let plugin = Plugin::from_bytes(self.engine.clone(), &file.path, &bytes, digest).await?;
         log_loaded(&plugin);
         Ok(Some(Arc::new(plugin)))
     }

@@ -95,27 +95,28 @@ pub fn fingerprint(sources: &[PluginSource]) -> Vec<(PathBuf, u64, Option<System
         .collect()
 }
 
-/// Reads a plugin file and checks its pin; returns the bytes.
-pub fn read_pinned(file: &PluginFile) -> Result<Vec<u8>> {
+/// Reads a plugin file and checks its pin; returns the bytes and their SHA-256, computed
+/// once for the pin, the reload comparison and the compiled-code cache.
+pub fn read_pinned(file: &PluginFile) -> Result<(Vec<u8>, String)> {
     let bytes = std::fs::read(&file.path).map_err(|e| {
         Error::new(
             ErrorKind::PluginLoad,
             format!("plugin {}: cannot read: {e}", file.path.display()),
         )
     })?;
-    if let Some(pin) = &file.sha256 {
-        let actual = digest(&bytes);
-        if &actual != pin {
-            return Err(Error::new(
-                ErrorKind::PluginLoad,
-                format!(
-                    "plugin {}: sha256 {actual} does not match the pinned {pin}; refused",
-                    file.path.display()
-                ),
-            ));
-        }
+    let actual = digest(&bytes);
+    if let Some(pin) = &file.sha256
+        && &actual != pin
+    {
+        return Err(Error::new(
+            ErrorKind::PluginLoad,
+            format!(
+                "plugin {}: sha256 {actual} does not match the pinned {pin}; refused",
+                file.path.display()
+            ),
+        ));
     }
-    Ok(bytes)
+    Ok((bytes, actual))
 }
 
 /// The SHA-256 of a plugin file, lower-case hex.
