@@ -17,9 +17,17 @@ CLUSTER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${WITH_ICEBERG:=0}"   # plugins/iceberg/
 : "${WITH_LANCE:=0}"     # plugins/lance/
 
+# ---- several clusters side by side -----------------------------------------------
+# The test suite runs one cluster per concurrent test (tests/src/cluster.rs). Cluster i keeps
+# its state in target/fluss-cluster-<i> (cluster 0: target/fluss-cluster) and shifts every
+# port by 10*i, so clusters never share a directory or a port.
+: "${CLUSTER_INDEX:=0}"
+[[ "$CLUSTER_INDEX" =~ ^[0-9]$ ]] || { echo "ERROR: CLUSTER_INDEX must be 0-9 (got '$CLUSTER_INDEX')" >&2; exit 1; }
+if [ "$CLUSTER_INDEX" = 0 ]; then _CLUSTER_SUFFIX=""; else _CLUSTER_SUFFIX="-$CLUSTER_INDEX"; fi
+
 # ---- layout (both under target/, i.e. git-ignored build output) -------------
 : "${FLUSS_DIST_DIR:=$REPO/target/fluss-dist}"        # jars: lib/ plugins/<lake>/ lib-client/ tools-classes/
-: "${CLUSTER_WORK_DIR:=$REPO/target/fluss-cluster}"   # runtime state: conf/ log/ pids/ data ...
+: "${CLUSTER_WORK_DIR:=$REPO/target/fluss-cluster$_CLUSTER_SUFFIX}"   # runtime state: conf/ log/ pids/ data ...
 export FLUSS_PLUGINS_DIR="${FLUSS_PLUGINS_DIR:-$FLUSS_DIST_DIR/plugins}"   # read by the server JVMs
 CONF_DIR="$CLUSTER_WORK_DIR/conf"
 LOG_DIR="$CLUSTER_WORK_DIR/log"
@@ -30,9 +38,9 @@ PID_DIR="$CLUSTER_WORK_DIR/pids"
 
 # ---- network: loopback only -----------------------------------------------------
 : "${FLUSS_HOST:=127.0.0.1}"
-: "${ZK_PORT:=2181}"
-: "${COORDINATOR_PORT:=9123}"
-: "${TABLET_PORT_BASE:=9124}"    # tablet server i listens on TABLET_PORT_BASE + i
+: "${ZK_PORT:=$((2181 + 10 * CLUSTER_INDEX))}"
+: "${COORDINATOR_PORT:=$((9123 + 10 * CLUSTER_INDEX))}"
+: "${TABLET_PORT_BASE:=$((9124 + 10 * CLUSTER_INDEX))}"    # tablet server i listens on TABLET_PORT_BASE + i (i < 9)
 : "${TS_COUNT:=1}"
 BOOTSTRAP="$FLUSS_HOST:$COORDINATOR_PORT"
 

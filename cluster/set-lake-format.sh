@@ -25,3 +25,4 @@ for o in "${OPTS[@]}"; do [[ "$o" == warehouse=* ]] && mkdir -p "${o#warehouse=}
 "$JAVA" -Xmx256m $FLUSS_JVM_OPTS -Dlog4j2.level=ERROR \
   -cp "$(jar_cp "$FLUSS_DIST_DIR/lib-client"):$FLUSS_DIST_DIR/tools-classes" \
   SetLakeFormat "$BOOTSTRAP" "$FORMAT" "${OPTS[@]}"
+echo "$FORMAT" > "$CLUSTER_WORK_DIR/lake-format"

@@ -174,6 +174,9 @@ errors="$(grep -H -E '^[0-9-]+ [0-9:,]+ (ERROR|FATAL)' "$LOG_DIR"/*.log \
   | grep -v -E 'elect leader for table bucket .* is empty|reason: Elect result is empty' || true)"
 [ -z "$errors" ] || { echo "WARNING: errors in the logs:" >&2; head -n 20 <<< "$errors" >&2; }
 
+# the lake format tables created now get; set-lake-format.sh keeps it current
+echo "$DATALAKE_FORMAT" > "$CLUSTER_WORK_DIR/lake-format"
+
 echo "Fluss $FLUSS_VERSION cluster up in $(( $(now_ms) - T0 )) ms (1 coordinator, $TS_COUNT tablet server(s)); logs: $LOG_DIR"
 echo "BOOTSTRAP=$BOOTSTRAP"
 echo "ZOOKEEPER=$FLUSS_HOST:$ZK_PORT"

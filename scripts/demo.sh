@@ -16,7 +16,7 @@ scripts/build-plugins.sh
 cargo build --release -p fluss-lake-host -p fluss-lake-e2e --bin fluss-lake-host --bin demo
 cluster/stop.sh >/dev/null 2>&1 || true
 MODE="${1:-mixed}"
-# The mixed demo starts without a lake format and switches it per table at run time.
-DATALAKE_FORMAT="$([ "$MODE" = mixed ] && echo none || echo "$MODE")" cluster/start.sh --clean
+# The cluster starts without a lake format; the demo switches it per table at run time.
+DATALAKE_FORMAT=none cluster/start.sh --clean
 trap 'cluster/stop.sh || true' EXIT
 target/release/demo "$MODE"

@@ -1,53 +1,159 @@
 #!/usr/bin/env bash
 # Sets everything up from a fresh machine and runs every check and test:
 # toolchain target, Python readers, Fluss jars, formatting, lints, plugins, unit tests,
-# and the end-to-end tests against a real Fluss cluster (started here, stopped on exit).
+# and the end-to-end tests against real Fluss clusters (started here, stopped on exit).
+# Prints the time of each step and a summary at the end. tests/README.md says how to run
+# one test or one group.
+#
+#   scripts/test.sh
+#   FLUSS_TEST_CLUSTERS=2 TEST_THREADS=3 scripts/test.sh   # fewer clusters / concurrent tests
+#
+# Time is saved without skipping a check:
+# - clippy lints while compiling (clippy-driver as the workspace's rustc wrapper), so each
+#   crate is compiled once per target and profile, not once to lint and once to build;
+# - one test binary (tests/e2e) instead of one per test file;
+# - the Python readers, the Fluss jars and the clusters are set up in the background while
+#   Rust compiles;
+# - tests run concurrently, each test that needs Fluss on a cluster of its own (a pool of
+#   FLUSS_TEST_CLUSTERS clusters); the few whose assertions are about wall time (group
+#   `alone`) run afterwards, one at a time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-step() { printf '\n==> %s\n' "$*"; }
+
+export FLUSS_TEST_CLUSTERS="${FLUSS_TEST_CLUSTERS:-3}"
+TEST_THREADS="${TEST_THREADS:-5}"
+LOGS="$ROOT/target/test-logs"
+mkdir -p "$LOGS"
+rm -f "$LOGS/cargo-test.log"
+
+# ---- step timing -----------------------------------------------------------------------
+T0=$(date +%s)
+STEP=""
+STEP_T0=$T0
+SUMMARY=()
+end_step() {
+  if [[ -n "$STEP" ]]; then SUMMARY+=("$(printf '%5ss  %s' "$(( $(date +%s) - STEP_T0 ))" "$STEP")"); fi
+  STEP=""
+}
+step() {
+  end_step
+  STEP="$*"
+  STEP_T0=$(date +%s)
+  printf '\n==> [%ss] %s\n' "$(( STEP_T0 - T0 ))" "$*"
+}
+stop_clusters() {
+  for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do CLUSTER_INDEX=$i cluster/stop.sh >/dev/null 2>&1 || true; done
+}
+finish() {
+  local rc=$?
+  end_step
+  for job in $(jobs -p); do kill "$job" 2>/dev/null || true; done
+  stop_clusters
+  if [[ -f "$LOGS/cargo-test.log" ]]; then
+    printf '\n==> the slowest tests\n'
+    sed -n 's/^test \(.*\) \.\.\. \([a-zA-Z]*\) <\([0-9.]*\)s>$/\3 \1 \2/p' "$LOGS/cargo-test.log" \
+      | sort -rn | head -n 15 | awk '{ printf "  %7.1fs  %s %s\n", $1, $2, ($3 == "ok" ? "" : $3) }'
+  fi
+  printf '\n==> summary (%s)\n' "$([[ $rc == 0 ]] && echo passed || echo "FAILED, exit $rc")"
+  printf '  %s\n' "${SUMMARY[@]}"
+  printf '%6ss  total\n' "$(( $(date +%s) - T0 ))"
+  exit "$rc"
+}
+trap finish EXIT
+
+# A background job: its output goes to $LOGS/NAME.log; `await NAME` waits for it and, if it
+# failed, prints the log's tail and fails the run.
+declare -A JOB_PIDS
+background() {
+  local name="$1"; shift
+  ( "$@" ) >"$LOGS/$name.log" 2>&1 &
+  JOB_PIDS[$name]=$!
+  echo "started in the background: $name (log: target/test-logs/$name.log)"
+}
+await() {
+  local name="$1"
+  if ! wait "${JOB_PIDS[$name]}"; then
+    echo "ERROR: $name failed; the end of target/test-logs/$name.log:" >&2
+    tail -n 80 "$LOGS/$name.log" >&2
+    exit 1
+  fi
+  tail -n 3 "$LOGS/$name.log"
+}
+
+# Every cluster of the pool, started without a lake format (the tests switch it at run time)
+# and with every Java lake plugin. Started one after another: they start while Rust compiles.
+start_clusters() {
+  WITH_ICEBERG=1 WITH_LANCE=1 cluster/setup.sh
+  stop_clusters
+  for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do
+    echo "--- cluster $i"
+    rm -f "target/fluss-cluster-$i.dirty"
+    CLUSTER_INDEX=$i DATALAKE_FORMAT=none START_TIMEOUT=300 cluster/start.sh --clean
+  done
+}
 
 step "toolchain"
 rustup target add wasm32-wasip2
 rustup component add rustfmt clippy >/dev/null
+# clippy-driver lints the workspace's own crates while they are compiled (`cargo clippy` is
+# this wrapper over `cargo check`); dependencies are compiled by plain rustc. Every cargo
+# command below runs with it, so each crate is compiled once per target and profile, and
+# `-D warnings` fails the build on any lint, as `cargo clippy -- -D warnings` does.
+RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+[[ -x "$RUSTC_WORKSPACE_WRAPPER" ]] || { echo "ERROR: clippy-driver not found at $RUSTC_WORKSPACE_WRAPPER" >&2; exit 1; }
+export RUSTC_WORKSPACE_WRAPPER
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
-step "python readers"
-scripts/setup-python.sh
-
-step "Fluss jars from Maven Central (Paimon, Iceberg and Lance lake plugins)"
-WITH_ICEBERG=1 WITH_LANCE=1 cluster/setup.sh
+step "setup in the background: Python readers, Fluss jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters"
+background python-readers scripts/setup-python.sh
+background clusters start_clusters
 
 step "format"
 cargo fmt --all -- --check
 for example in examples/*/Cargo.toml; do cargo fmt --manifest-path "$example" -- --check; done
 
-step "lints (host target)"
-cargo clippy --workspace --all-targets --release -- -D warnings
-step "lints (wasm32-wasip2 guests)"
-cargo clippy -p fluss-lake-guest-sdk -p fluss-lake-paimon -p fluss-lake-iceberg -p fluss-lake-lance -p fluss-lake-test-null -p fluss-lake-test-evil --target wasm32-wasip2 --profile guest -- -D warnings
-step "third-party example plugins (own workspaces, SDK only): lints and unit tests"
+step "host, tests and native guest code: build and lint every target (release)"
+cargo build --workspace --all-targets --release
+
+step "plugins: build and lint the wasm32-wasip2 guests (profile guest), and the third-party examples"
+scripts/build-plugins.sh
+
+step "third-party example plugins (own workspaces, SDK only): unit tests"
+# The dev profile (overflow checks and debug assertions on): their dependencies resolve other
+# features than the workspace's, so nothing is shared with the release build, and a debug
+# build of them takes half the time.
 for example in examples/*/Cargo.toml; do
-  cargo clippy --manifest-path "$example" --target-dir target --target wasm32-wasip2 --profile guest -- -D warnings
-  cargo test --manifest-path "$example" --target-dir target --release
+  cargo test --manifest-path "$example" --target-dir target
 done
 
-step "plugins"
-scripts/build-plugins.sh
+step "wait for the background setup"
+await python-readers
+await clusters
+
 step "plugin smoke tests without the Rust host (wasmtime-py + pypaimon / pyiceberg / pylance)"
+smoke_pids=()
 for format in paimon iceberg lance; do
   smoke_dir="$(mktemp -d)"
-  target/venv/bin/python tests/python/wasm_smoke.py "target/plugins/$format.wasm" "$smoke_dir"
-  rm -rf "$smoke_dir"
+  target/venv/bin/python tests/python/wasm_smoke.py "target/plugins/$format.wasm" "$smoke_dir" \
+    >"$LOGS/wasm-smoke-$format.log" 2>&1 &
+  smoke_pids+=("$!:$format")
+done
+for entry in "${smoke_pids[@]}"; do
+  if ! wait "${entry%%:*}"; then
+    echo "ERROR: wasm smoke test of ${entry#*:} failed:" >&2
+    cat "$LOGS/wasm-smoke-${entry#*:}.log" >&2
+    exit 1
+  fi
+  tail -n 1 "$LOGS/wasm-smoke-${entry#*:}.log"
 done
 
-step "host"
-cargo build --release -p fluss-lake-host
+# Each test's time in the output (scripts/test-runner.sh), for the slowest-tests summary.
+export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$ROOT/scripts/test-runner.sh"
 
-step "Fluss cluster"
-cluster/stop.sh >/dev/null 2>&1 || true
-cluster/start.sh --clean
-trap 'cluster/stop.sh || true' EXIT
+step "unit tests and end-to-end tests, $TEST_THREADS at a time on $FLUSS_TEST_CLUSTERS clusters"
+cargo test --workspace --release -- --test-threads="$TEST_THREADS" --skip alone:: 2>&1 | tee "$LOGS/cargo-test.log"
 
-step "unit and end-to-end tests"
-# Tests needing another lake format restart the cluster with it (tests/src/cluster.rs).
-cargo test --workspace --release -- --test-threads=1
+step "tests that measure wall time (group alone), one at a time"
+# --workspace, as above: the same package set resolves the same features, so nothing rebuilds.
+cargo test --workspace --release --test e2e -- --test-threads=1 alone:: 2>&1 | tee -a "$LOGS/cargo-test.log"

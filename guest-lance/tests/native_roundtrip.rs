@@ -1,6 +1,6 @@
 //! Native round trip of the Lance plugin's format code (no wasm): create a dataset, write two
 //! rounds of every supported type with nulls, and let pylance read it back. The `.wasm`
-//! component is tested end to end in `tests/tests/lance_component.rs`.
+//! component is tested end to end in `tests/e2e/component/lance.rs`.
 
 use std::path::PathBuf;
 use std::process::Command;

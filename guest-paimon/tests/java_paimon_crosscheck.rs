@@ -12,8 +12,6 @@
 //! `target/fluss-dist` (scripts/test.sh installs both); fails, never skips, without them:
 //! `cargo test -p fluss-lake-paimon --test java_paimon_crosscheck`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,7 +32,7 @@ use fluss_lake_paimon::committer::{PaimonCommitter, to_committable};
 use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
 
-use common::{root, uuid_like};
+use crate::common::{root, uuid_like};
 
 // The scenario, mirrored from PkCrossCheck.java.
 const ROUNDS: i32 = 3;

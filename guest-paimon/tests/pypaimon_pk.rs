@@ -8,8 +8,6 @@
 //!
 //! Needs the Python venv: run `scripts/setup-python.sh` first (the test fails without it).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +32,7 @@ use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
 use serde_json::{Value as Json, json};
 
-use common::{cmd, python, read_many, root, uuid_like};
+use crate::common::{cmd, python, read_many, root, uuid_like};
 
 /// A cell of a generated row.
 #[derive(Debug, Clone, PartialEq, PartialOrd)]

@@ -1,17 +1,38 @@
-//! The real Fluss cluster the tests run against, started by `cluster/start.sh` when it is
-//! not already up. A cluster that cannot start fails the test with the server's log tail.
+//! The real Fluss clusters the tests run against: a pool of `FLUSS_TEST_CLUSTERS` clusters
+//! (default 1), each started by `cluster/start.sh` when it is not already up, each held by one
+//! test at a time.
+//!
+//! A test takes a [`Lease`] on a cluster for as long as it runs. The coordinator hands a
+//! pending table to whichever tiering service asks first, so two hosts on one cluster would
+//! tier each other's tables: a lease gives the test a cluster no other test uses meanwhile.
+//! Leases are `flock`s on `target/fluss-cluster-<i>.lock`, so they also hold across test
+//! processes (two `cargo test` runs, the demo).
+//!
+//! Every cluster starts without a lake format and with every Java lake plugin installed; a
+//! lease switches `datalake.format` at run time (AlterClusterConfigs) to the format the test
+//! asks for, so one cluster serves every format without restarts. Taking a lease drops every
+//! table an earlier test left behind, so a test starts from an empty cluster. A test that
+//! panics leaves its cluster marked dirty, and the next lease restarts it clean. A cluster
+//! that cannot start fails the test with the scripts' output, which includes the server
+//! logs' tails.
 
+use std::fs::File;
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use crate::repo_root;
 
 #[derive(Debug, Clone)]
 pub struct ClusterInfo {
+    /// The cluster's place in the pool (`CLUSTER_INDEX` of the cluster scripts).
+    pub index: usize,
     pub bootstrap: String,
-    /// The lake format the cluster runs with (`datalake.format`).
+    /// The lake format tables created now get (`datalake.format`).
     pub format: String,
+    /// The cluster's state: `conf/`, `log/`, `pids/`, data and warehouses.
+    pub work_dir: PathBuf,
     pub paimon_warehouse: PathBuf,
     pub iceberg_warehouse: PathBuf,
     pub lance_warehouse: PathBuf,
@@ -20,116 +41,257 @@ pub struct ClusterInfo {
     pub remote_data_dir: PathBuf,
 }
 
-static CLUSTER: OnceLock<ClusterInfo> = OnceLock::new();
+impl ClusterInfo {
+    fn new(index: usize, format: &str) -> Self {
+        let work = work_dir(index);
+        ClusterInfo {
+            index,
+            bootstrap: format!("127.0.0.1:{}", 9123 + 10 * index),
+            format: format.to_string(),
+            paimon_warehouse: work.join("paimon-warehouse"),
+            iceberg_warehouse: work.join("iceberg-warehouse"),
+            lance_warehouse: work.join("lance-warehouse"),
+            delta_warehouse: work.join("delta-warehouse"),
+            remote_data_dir: work.join("remote-data"),
+            work_dir: work,
+        }
+    }
 
-fn work_dir() -> PathBuf {
-    std::env::var("CLUSTER_WORK_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join("target/fluss-cluster"))
+    /// The last lines of the coordinator's log, for failure messages.
+    pub fn coordinator_log_tail(&self, lines: usize) -> String {
+        let log = self.work_dir.join("log/coordinator-server.log");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// The process id of one of the cluster's servers (`coordinator-server`,
+    /// `tablet-server-0`, ...), from its pid file.
+    pub fn server_pid(&self, server: &str) -> u32 {
+        let file = self.work_dir.join(format!("pids/{server}.pid"));
+        std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    }
 }
 
-/// The `datalake.format` of the cluster's startup configuration (`none` when it sets none).
-fn configured_format() -> Option<String> {
-    let yaml = std::fs::read_to_string(work_dir().join("conf/server.yaml")).ok()?;
-    Some(
-        yaml.lines()
-            .find_map(|l| l.strip_prefix("datalake.format:"))
-            .map(|v| v.trim().to_string())
-            .unwrap_or_else(|| "none".into()),
-    )
+/// How many clusters the pool holds (`FLUSS_TEST_CLUSTERS`, 1 to 9).
+pub fn pool_size() -> usize {
+    std::env::var("FLUSS_TEST_CLUSTERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| (1..=9).contains(n))
+        .unwrap_or(1)
 }
 
-fn run(script: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+fn work_dir(index: usize) -> PathBuf {
+    let name = if index == 0 {
+        "fluss-cluster".to_string()
+    } else {
+        format!("fluss-cluster-{index}")
+    };
+    repo_root().join("target").join(name)
+}
+
+/// A cluster held by one test; derefs to its [`ClusterInfo`]. Dropping it releases the
+/// cluster, marking it dirty (to be restarted clean) when the test panicked.
+pub struct Lease {
+    info: ClusterInfo,
+    /// Held for the lease's lifetime; the lock is released when the file is closed.
+    _lock: File,
+}
+
+impl Deref for Lease {
+    type Target = ClusterInfo;
+    fn deref(&self) -> &ClusterInfo {
+        &self.info
+    }
+}
+
+impl Lease {
+    /// Switches the cluster's `datalake.format` (and its options) with AlterClusterConfigs;
+    /// tables created from now on get `format`, existing ones keep theirs.
+    pub fn set_lake_format(&mut self, format: &str) {
+        set_lake_format(self.info.index, format);
+        self.info.format = format.to_string();
+    }
+
+    /// Marks the cluster to be restarted clean before the next test uses it (for tests that
+    /// leave servers changed on purpose).
+    pub fn mark_dirty(&self) {
+        let _ = std::fs::write(dirty_marker(self.info.index), b"marked by a test\n");
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = std::fs::write(dirty_marker(self.info.index), b"a test panicked\n");
+        }
+    }
+}
+
+fn dirty_marker(index: usize) -> PathBuf {
+    repo_root()
+        .join("target")
+        .join(format!("fluss-cluster-{index}.dirty"))
+}
+
+fn lock_path(index: usize) -> PathBuf {
+    repo_root()
+        .join("target")
+        .join(format!("fluss-cluster-{index}.lock"))
+}
+
+fn run(script: &str, index: usize, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     Command::new(repo_root().join(script))
         .args(args)
+        .env("CLUSTER_INDEX", index.to_string())
         .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {script}: {e}"))
 }
 
-/// The running cluster with the Paimon lake (the default); see [`ensure_format`].
-pub fn ensure() -> ClusterInfo {
-    ensure_format("paimon")
-}
-
-/// The running cluster, (re)started with `datalake.format: <format>` when it is down or runs
-/// another lake format (the coordinator creates lake tables in one format per cluster). A
-/// restart starts clean. Once per test binary; a cluster that cannot start fails the test
-/// with the scripts' output.
-pub fn ensure_format(format: &str) -> ClusterInfo {
-    let info = CLUSTER
-        .get_or_init(|| {
-            let up = run("cluster/status.sh", &[], &[]).status.success();
-            if !up || configured_format().as_deref() != Some(format) {
-                let _ = run("cluster/stop.sh", &[], &[]);
-                let with = format!("WITH_{}", format.to_ascii_uppercase());
-                let mut setup_env = vec![(with.as_str(), "1")];
-                if format == "none" {
-                    setup_env = vec![("WITH_ICEBERG", "1"), ("WITH_LANCE", "1")];
-                }
-                let setup = run("cluster/setup.sh", &[], &setup_env);
-                assert!(
-                    setup.status.success(),
-                    "cluster/setup.sh failed:\n{}\n{}",
-                    String::from_utf8_lossy(&setup.stdout),
-                    String::from_utf8_lossy(&setup.stderr)
-                );
-                let start = run(
-                    "cluster/start.sh",
-                    &["--clean"],
-                    &[("DATALAKE_FORMAT", format)],
-                );
-                assert!(
-                    start.status.success(),
-                    "the Fluss cluster did not start with datalake.format {format}:\n{}\n{}",
-                    String::from_utf8_lossy(&start.stdout),
-                    String::from_utf8_lossy(&start.stderr)
-                );
-            }
-            let work = work_dir();
-            ClusterInfo {
-                bootstrap: std::env::var("FLUSS_BOOTSTRAP")
-                    .unwrap_or_else(|_| "127.0.0.1:9123".into()),
-                format: format.to_string(),
-                paimon_warehouse: work.join("paimon-warehouse"),
-                iceberg_warehouse: work.join("iceberg-warehouse"),
-                lance_warehouse: work.join("lance-warehouse"),
-                delta_warehouse: work.join("delta-warehouse"),
-                remote_data_dir: work.join("remote-data"),
-            }
-        })
-        .clone();
-    assert_eq!(
-        info.format, format,
-        "this test binary already uses the cluster with datalake.format {}",
-        info.format
-    );
-    info
-}
-
-/// The running cluster started without a lake format and with every Java lake plugin
-/// installed, so that [`set_lake_format`] can switch the format at run time and the cluster
-/// holds tables of several formats at once.
-pub fn ensure_mixed() -> ClusterInfo {
-    ensure_format("none")
-}
-
-/// Switches the cluster's `datalake.format` (and its options) with AlterClusterConfigs;
-/// tables created from now on get `format`, existing ones keep theirs.
-pub fn set_lake_format(format: &str) {
-    let out = run("cluster/set-lake-format.sh", &[format], &[]);
+fn check(out: std::process::Output, what: &str) {
     assert!(
         out.status.success(),
-        "cluster/set-lake-format.sh {format} failed:\n{}\n{}",
+        "{what} failed:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
 }
 
-/// The last lines of the coordinator's log, for failure messages.
-pub fn coordinator_log_tail(lines: usize) -> String {
-    let log = repo_root().join("target/fluss-cluster/log/coordinator-server.log");
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
+/// A cluster of the pool whose new tables get lake format `format` (`paimon`, `iceberg` or
+/// `lance`), held until the lease is dropped; waits while every cluster is leased.
+pub fn lease(format: &str) -> Lease {
+    let mut lease = lease_mixed();
+    if lease.info.format != format {
+        lease.set_lake_format(format);
+    }
+    lease
+}
+
+/// A cluster of the pool as it is (its format is switched with [`Lease::set_lake_format`]),
+/// for tests that hold tables of several formats at once.
+pub fn lease_mixed() -> Lease {
+    std::fs::create_dir_all(repo_root().join("target")).expect("target/");
+    let n = pool_size();
+    let waited = Instant::now();
+    loop {
+        for index in 0..n {
+            let lock = File::options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(lock_path(index))
+                .expect("cluster lock file");
+            if lock.try_lock().is_ok() {
+                let format = prepare(index);
+                if waited.elapsed() > Duration::from_secs(1) {
+                    eprintln!(
+                        "cluster {index}: leased after waiting {:.1} s",
+                        waited.elapsed().as_secs_f64()
+                    );
+                }
+                return Lease {
+                    info: ClusterInfo::new(index, &format),
+                    _lock: lock,
+                };
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Brings cluster `index` to an empty, running state and returns its current lake format:
+/// restarts it clean when it is down, dirty, started with a fixed lake format, or when its
+/// tables cannot be dropped; otherwise drops every table in it.
+fn prepare(index: usize) -> String {
+    let work = work_dir(index);
+    let dirty = dirty_marker(index);
+    let up = run("cluster/status.sh", index, &[], &[]).status.success();
+    let fixed_format = std::fs::read_to_string(work.join("conf/server.yaml"))
+        .map(|yaml| yaml.lines().any(|l| l.starts_with("datalake.")))
+        .unwrap_or(false);
+    let restart = !up
+        || dirty.exists()
+        || fixed_format
+        || drop_all_tables(&ClusterInfo::new(index, "none").bootstrap).is_err();
+    if restart {
+        start_clean(index);
+        let _ = std::fs::remove_file(&dirty);
+    }
+    std::fs::read_to_string(work.join("lake-format"))
+        .map(|f| f.trim().to_string())
+        .unwrap_or_else(|_| "none".into())
+}
+
+/// (Re)starts cluster `index` clean, without a lake format and with every Java lake plugin.
+fn start_clean(index: usize) {
+    let _ = run("cluster/stop.sh", index, &[], &[]);
+    check(
+        run(
+            "cluster/setup.sh",
+            index,
+            &[],
+            &[("WITH_ICEBERG", "1"), ("WITH_LANCE", "1")],
+        ),
+        "cluster/setup.sh",
+    );
+    check(
+        run(
+            "cluster/start.sh",
+            index,
+            &["--clean"],
+            &[("DATALAKE_FORMAT", "none")],
+        ),
+        &format!("starting Fluss cluster {index}"),
+    );
+}
+
+/// Drops every table of every database, so the next test's host sees only its own tables.
+fn drop_all_tables(bootstrap: &str) -> Result<(), String> {
+    let bootstrap = bootstrap.to_string();
+    // A runtime of its own, on a thread of its own: leases are taken inside async tests.
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(async move {
+            let work = async {
+                let conn = fluss::client::FlussConnection::new(fluss::config::Config {
+                    bootstrap_servers: bootstrap,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                let admin = conn.get_admin().map_err(|e| e.to_string())?;
+                for db in admin.list_databases().await.map_err(|e| e.to_string())? {
+                    for table in admin.list_tables(&db).await.map_err(|e| e.to_string())? {
+                        let path = fluss::metadata::TablePath::new(&db, &table);
+                        admin
+                            .drop_table(&path, true)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+                Ok::<(), String>(())
+            };
+            tokio::time::timeout(Duration::from_secs(60), work)
+                .await
+                .map_err(|_| "dropping the tables timed out".to_string())?
+        })
+    })
+    .join()
+    .map_err(|_| "the table cleanup panicked".to_string())?
+}
+
+fn set_lake_format(index: usize, format: &str) {
+    check(
+        run("cluster/set-lake-format.sh", index, &[format], &[]),
+        &format!("cluster/set-lake-format.sh {format} (cluster {index})"),
+    );
 }

@@ -125,6 +125,7 @@ impl ComponentDriver {
         let engine = Arc::new(
             PluginEngine::new(EngineSettings {
                 instance_memory_limit: 1 << 30,
+                cache_dir: Some(crate::host::plugin_cache_dir()),
                 ..EngineSettings::default()
             })
             .unwrap(),

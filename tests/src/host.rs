@@ -30,6 +30,12 @@ pub fn plugin(format: &str) -> PathBuf {
     p
 }
 
+/// The compiled-plugin cache every host and component test of the suite shares, so each
+/// plugin is compiled once per run.
+pub fn plugin_cache_dir() -> PathBuf {
+    repo_root().join("target/plugin-cache")
+}
+
 /// A running host; killed when dropped.
 pub struct HostProcess {
     child: Option<Child>,
@@ -84,6 +90,23 @@ impl HostProcess {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the host never logged '{needle}':\n{}",
+                self.log()
+            );
+            assert!(self.exited().is_none(), "the host exited:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Waits until the host has logged `needle` `more` times after this call; panics with
+    /// the log after `timeout` or if the host exits. For "nothing happens": wait for the
+    /// rounds that could have done it to actually run, instead of sleeping.
+    pub async fn wait_for_more_logs(&mut self, needle: &str, more: usize, timeout: Duration) {
+        let want = self.log().matches(needle).count() + more;
+        let deadline = std::time::Instant::now() + timeout;
+        while self.log().matches(needle).count() < want {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the host did not log '{needle}' {more} more times:\n{}",
                 self.log()
             );
             assert!(self.exited().is_none(), "the host exited:\n{}", self.log());
@@ -195,12 +218,7 @@ pub fn args(bootstrap: &str, plugins: &[PathBuf], extra: &[&str]) -> Vec<String>
         );
     }
     a.push("--plugin-cache-dir".into());
-    a.push(
-        repo_root()
-            .join("target/plugin-cache")
-            .display()
-            .to_string(),
-    );
+    a.push(plugin_cache_dir().display().to_string());
     a.extend([
         "--tiering.poll.table.interval".to_string(),
         "1s".into(),

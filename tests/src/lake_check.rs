@@ -48,6 +48,7 @@ pub fn assert_no_duplicate_offsets(
 /// [`crate::data::wait_for_all_lake_offsets`]); panics with the host's and the coordinator's
 /// logs. Returns the snapshot id.
 pub async fn wait_registered(
+    c: &crate::cluster::ClusterInfo,
     admin: &fluss::client::FlussAdmin,
     path: &fluss::metadata::TablePath,
     ends: &HashMap<(Option<i64>, i32), i64>,
@@ -59,7 +60,7 @@ pub async fn wait_registered(
             panic!(
                 "{e}\nhost log:\n{}\ncoordinator:\n{}",
                 host.log(),
-                crate::cluster::coordinator_log_tail(40)
+                c.coordinator_log_tail(40)
             )
         })
 }

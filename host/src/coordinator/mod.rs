@@ -16,3 +16,7 @@ pub mod proto {
 }
 
 pub use client::CoordinatorClient;
+
+/// The codec against frames recorded from a real coordinator (`host/tests/frames/`).
+#[cfg(test)]
+mod recorded_frames;

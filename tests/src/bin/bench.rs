@@ -3,8 +3,8 @@
 //! `bench log <rows> [format]`: a 3-bucket log table with the standard columns.
 //! `bench pk <changes> [format]`: a 3-bucket primary-key table receiving upserts (a third of
 //! them updates of earlier keys) and deletes.
-//! `format` is the lake format (`paimon`, the default, or `iceberg`): the cluster is
-//! restarted with it when it runs another one, and the host loads that plugin.
+//! `format` is the lake format (`paimon`, the default, or `iceberg`): the cluster's
+//! `datalake.format` is switched to it at run time, and the host loads that plugin.
 //!
 //! Rows are written first; then one host tiers the backlog. Reported: wall time from the
 //! first round's start to the last commit (from the host's log), rows per second, and host
@@ -53,7 +53,7 @@ async fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let format = args.get(3).map(String::as_str).unwrap_or("paimon");
-    let c = cluster::ensure_format(format);
+    let c = cluster::lease(format);
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name(&format!("bench_{kind}")));

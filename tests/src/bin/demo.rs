@@ -79,10 +79,10 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let c = if mode == "mixed" {
-        cluster::ensure_mixed()
+    let mut c = if mode == "mixed" {
+        cluster::lease_mixed()
     } else {
-        cluster::ensure_format(&mode)
+        cluster::lease(&mode)
     };
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
@@ -98,7 +98,7 @@ async fn main() {
             data::create_table(&admin, &path, &delta_table()).await;
         } else {
             if mode == "mixed" {
-                cluster::set_lake_format(format);
+                c.set_lake_format(format);
                 println!("cluster datalake.format is now {format} (AlterClusterConfigs)");
             }
             println!("creating lake-enabled log table {path} (3 buckets, freshness 5s)");

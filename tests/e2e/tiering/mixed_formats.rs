@@ -72,13 +72,13 @@ fn overlapping_rounds(log: &str, tables: &[Table]) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once() {
-    let c = cluster::ensure_mixed();
+    let mut c = cluster::lease_mixed();
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let id = unique_name("mix");
     let mut tables = Vec::new();
     for format in ["paimon", "iceberg", "lance"] {
-        cluster::set_lake_format(format);
+        c.set_lake_format(format);
         let path = TablePath::new("fluss", format!("{id}_{format}"));
         data::create_table(
             &admin,
@@ -120,7 +120,7 @@ async fn one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once() {
         format: "delta",
     });
     // The tables' formats were fixed at creation: switching again changes none of them.
-    cluster::set_lake_format("paimon");
+    c.set_lake_format("paimon");
     for t in &tables[..3] {
         let info = admin.get_table_info(&t.path).await.unwrap();
         assert_eq!(
@@ -179,7 +179,7 @@ async fn one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once() {
     let mut reads = HashMap::new();
     for t in &tables {
         let ends = data::all_log_end_offsets(&admin, &t.path).await;
-        wait_registered(&admin, &t.path, &ends, &h).await;
+        wait_registered(&c, &admin, &t.path, &ends, &h).await;
         let name = t.path.table();
         let rows = match t.format {
             "paimon" => paimon::rows(&c.paimon_warehouse, "fluss", name, None),

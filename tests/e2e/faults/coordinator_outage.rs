@@ -7,34 +7,32 @@ use std::process::Command;
 use std::time::Duration;
 
 use fluss::metadata::TablePath;
+use fluss_lake_e2e::cluster::{self, ClusterInfo};
 use fluss_lake_e2e::lake_check::{assert_no_duplicate_offsets, business};
-use fluss_lake_e2e::{cluster, data, host, paimon, repo_root, unique_name};
+use fluss_lake_e2e::{data, host, paimon, unique_name};
 
-fn signal_coordinator(signal: &str) {
-    let pid = std::fs::read_to_string(
-        repo_root().join("target/fluss-cluster/pids/coordinator-server.pid"),
-    )
-    .expect("coordinator pid file");
+fn signal_coordinator(c: &ClusterInfo, signal: &str) {
+    let pid = c.server_pid("coordinator-server");
     let status = Command::new("kill")
         .arg(signal)
-        .arg(pid.trim())
+        .arg(pid.to_string())
         .status()
         .unwrap();
     assert!(status.success(), "kill {signal} {pid}");
 }
 
 /// Resumes the coordinator even if the test fails midway.
-struct ResumeOnDrop;
+struct ResumeOnDrop(ClusterInfo);
 
 impl Drop for ResumeOnDrop {
     fn drop(&mut self) {
-        signal_coordinator("-CONT");
+        signal_coordinator(&self.0, "-CONT");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_survives_a_coordinator_outage_and_finishes_exactly_once() {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name("outage"));
@@ -62,8 +60,8 @@ async fn host_survives_a_coordinator_outage_and_finishes_exactly_once() {
     )
     .await;
     {
-        let _resume = ResumeOnDrop;
-        signal_coordinator("-STOP");
+        let _resume = ResumeOnDrop(c.clone());
+        signal_coordinator(&c, "-STOP");
         h.wait_for_log(
             "heartbeats failed in a row; abandoning every round in flight",
             Duration::from_secs(60),

@@ -9,7 +9,7 @@ use fluss_lake_e2e::{cluster, crash, data, host, paimon, unique_name};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_across_random_crashes_while_writers_keep_writing() {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     crash::exactly_once_across_random_crashes(&c, "paimon", |table| {
         paimon::rows(&c.paimon_warehouse, "fluss", table, None)
     })
@@ -18,7 +18,7 @@ async fn exactly_once_across_random_crashes_while_writers_keep_writing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn table_dropped_and_recreated_mid_round_is_not_mixed_up() {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name("recreated"));
@@ -61,7 +61,7 @@ async fn table_dropped_and_recreated_mid_round_is_not_mixed_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_finishes_rounds_within_the_grace_period_and_exits_zero() {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
 
@@ -113,7 +113,12 @@ async fn sigterm_finishes_rounds_within_the_grace_period_and_exits_zero() {
         Duration::from_secs(90),
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The round has written and stalls: SIGTERM lands mid-round.
+    h.wait_for_log(
+        "failpoint after-first-write: stalling",
+        Duration::from_secs(60),
+    )
+    .await;
     let started = std::time::Instant::now();
     let status = h.terminate(Duration::from_secs(30)).unwrap();
     assert!(status.success(), "exit status {status:?}:\n{}", h.log());

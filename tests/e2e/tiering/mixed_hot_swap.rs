@@ -44,8 +44,8 @@ fn expected(upto: i64) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
-    let c = cluster::ensure_mixed();
-    cluster::set_lake_format("paimon");
+    let mut c = cluster::lease_mixed();
+    c.set_lake_format("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let table = unique_name("hot_swap");
@@ -90,7 +90,7 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     h.wait_for_log("plugin swapped in", Duration::from_secs(60))
         .await;
     let ends = data::all_log_end_offsets(&admin, &path).await;
-    wait_registered(&admin, &path, &ends, &h).await;
+    wait_registered(&c, &admin, &path, &ends, &h).await;
     let log = h.log();
     let first = committed_lines(&log, &table);
     assert_eq!(first.len(), 1, "{log}");
@@ -102,7 +102,7 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     // The next round runs on the new version.
     data::write_rows(&conn, &path, 10_000, 10_000, 5_000).await;
     let ends = data::all_log_end_offsets(&admin, &path).await;
-    wait_registered(&admin, &path, &ends, &h).await;
+    wait_registered(&c, &admin, &path, &ends, &h).await;
     let log = h.log();
     let second = committed_lines(&log, &table);
     assert_eq!(second.len(), 2, "{log}");
@@ -121,7 +121,7 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     .await;
     data::write_rows(&conn, &path, 20_000, 10_000, 5_000).await;
     let ends = data::all_log_end_offsets(&admin, &path).await;
-    wait_registered(&admin, &path, &ends, &h).await;
+    wait_registered(&c, &admin, &path, &ends, &h).await;
     let log = h.log();
     let third = committed_lines(&log, &table);
     assert_eq!(third.len(), 3, "{log}");

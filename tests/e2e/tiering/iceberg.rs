@@ -1,4 +1,4 @@
-//! Iceberg end to end: a real Fluss cluster running with `datalake.format: iceberg` (its
+//! Iceberg end to end: a real Fluss cluster whose `datalake.format` is `iceberg` (its
 //! coordinator creates the Iceberg tables through Fluss's Java Iceberg plugin), the host
 //! binary with the Iceberg WebAssembly plugin, and pyiceberg / DuckDB reading back exactly
 //! the Fluss data, with Fluss's lake snapshot offsets matching what the lake holds.
@@ -107,13 +107,14 @@ async fn append(
 /// and the Iceberg snapshot it names is the table's current one, carrying the same offsets
 /// file. Returns the snapshot id.
 async fn check_registered(
+    c: &fluss_lake_e2e::cluster::ClusterInfo,
     admin: &FlussAdmin,
     path: &TablePath,
     dir: &Path,
     ends: &HashMap<(Option<i64>, i32), i64>,
     h: &host::HostProcess,
 ) -> i64 {
-    let snap = wait_registered(admin, path, ends, h).await;
+    let snap = wait_registered(c, admin, path, ends, h).await;
     let snaps = snapshots(dir);
     let last = snaps.last().expect("an Iceberg snapshot");
     assert_eq!(
@@ -199,7 +200,7 @@ fn check_system_columns(rows: &[Value], ends: &HashMap<(Option<i64>, i32), i64>)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_table_tiers_into_iceberg_over_three_rounds() {
-    let c = cluster::ensure_format("iceberg");
+    let c = cluster::lease("iceberg");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let table = unique_name("ice_log");
@@ -223,7 +224,7 @@ async fn log_table_tiers_into_iceberg_over_three_rounds() {
         &format!("{table}-host"),
     );
     let ends1 = data::all_log_end_offsets(&admin, &path).await;
-    let snap1 = check_registered(&admin, &path, &dir, &ends1, &h).await;
+    let snap1 = check_registered(&c, &admin, &path, &dir, &ends1, &h).await;
     let lake = rows(&dir, None, "pyiceberg");
     assert_eq!(lake.len(), 30_000);
     assert_eq!(
@@ -247,7 +248,7 @@ async fn log_table_tiers_into_iceberg_over_three_rounds() {
     // Round 2 appends exactly the new rows; round 1 stays readable by time travel.
     expected.extend(append(&conn, &path, 30_000, 12_000).await);
     let ends2 = data::all_log_end_offsets(&admin, &path).await;
-    let snap2 = check_registered(&admin, &path, &dir, &ends2, &h).await;
+    let snap2 = check_registered(&c, &admin, &path, &dir, &ends2, &h).await;
     assert_ne!(snap1, snap2);
     let lake2 = rows(&dir, None, "duckdb");
     assert_eq!(
@@ -278,8 +279,13 @@ async fn log_table_tiers_into_iceberg_over_three_rounds() {
     assert_eq!(planned(snap1), 30_000);
     assert_eq!(planned(snap2), 42_000);
 
-    // Idle: nothing new is committed while no data arrives.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Idle: nothing new is committed while no data arrives, over two idle rounds.
+    h.wait_for_more_logs(
+        &format!("nothing new to tier table=fluss.{table}"),
+        2,
+        Duration::from_secs(60),
+    )
+    .await;
     assert_eq!(
         admin
             .get_latest_lake_snapshot(&path)
@@ -310,7 +316,7 @@ fn fluss_row(id: i32, r: &Row, region: Option<&str>) -> GenericRow<'static> {
 }
 
 async fn run_primary_key(partitioned: bool) {
-    let c = cluster::ensure_format("iceberg");
+    let c = cluster::lease("iceberg");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let table = unique_name(if partitioned { "ice_pk_part" } else { "ice_pk" });
@@ -391,7 +397,7 @@ async fn run_primary_key(partitioned: bool) {
             )
         });
         let ends = data::all_log_end_offsets(&admin, &path).await;
-        let snap = check_registered(&admin, &path, &dir, &ends, h).await;
+        let snap = check_registered(&c, &admin, &path, &dir, &ends, h).await;
         let expected: Vec<Value> = sorted(
             model
                 .iter()
@@ -466,7 +472,7 @@ async fn partitioned_primary_key_table_tiers_into_iceberg_with_deletes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_across_random_crashes() {
-    let c = cluster::ensure_format("iceberg");
+    let c = cluster::lease("iceberg");
     let warehouse = c.iceberg_warehouse.clone();
     crash::exactly_once_across_random_crashes(&c, "iceberg", |table| {
         rows(&warehouse.join("fluss").join(table), None, "pyiceberg")

@@ -1,4 +1,4 @@
-//! Lance end to end: a real Fluss cluster running with `datalake.format: lance` (its
+//! Lance end to end: a real Fluss cluster whose `datalake.format` is `lance` (its
 //! coordinator creates the datasets through Fluss's Java Lance plugin, Lance 0.33), the host
 //! binary with the Lance WebAssembly plugin, and pylance reading back exactly the Fluss data,
 //! with Fluss's lake snapshot (the Lance version) and offsets matching what the lake holds.
@@ -22,13 +22,14 @@ fn expected(upto: i64) -> Vec<Value> {
 /// dataset's newest version and that its transaction carries the Fluss commit user and an
 /// offsets file equal to `ends`. Returns the version.
 async fn check_registered(
+    c: &fluss_lake_e2e::cluster::ClusterInfo,
     admin: &fluss::client::FlussAdmin,
     path: &TablePath,
     dataset: &Path,
     ends: &HashMap<(Option<i64>, i32), i64>,
     h: &host::HostProcess,
 ) -> u64 {
-    let snap = wait_registered(admin, path, ends, h).await as u64;
+    let snap = wait_registered(c, admin, path, ends, h).await as u64;
     assert_eq!(
         lance::versions(dataset).last(),
         Some(&snap),
@@ -49,7 +50,7 @@ async fn check_registered(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_table_tiers_into_lance_over_three_rounds() {
-    let c = cluster::ensure_format("lance");
+    let c = cluster::lease("lance");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let table = unique_name("lance_log");
@@ -80,7 +81,7 @@ async fn log_table_tiers_into_lance_over_three_rounds() {
         &format!("{table}-host"),
     );
     let ends1 = data::all_log_end_offsets(&admin, &path).await;
-    let v1 = check_registered(&admin, &path, &dataset, &ends1, &h).await;
+    let v1 = check_registered(&c, &admin, &path, &dataset, &ends1, &h).await;
     assert_eq!(lance::count(&dataset, None), 30_000);
     assert_eq!(
         business(&lance::rows(&dataset, None)),
@@ -91,7 +92,7 @@ async fn log_table_tiers_into_lance_over_three_rounds() {
     // Round 2 appends exactly the new rows; round 1 stays readable by time travel.
     data::write_rows(&conn, &path, 30_000, 12_000, 4_000).await;
     let ends2 = data::all_log_end_offsets(&admin, &path).await;
-    let v2 = check_registered(&admin, &path, &dataset, &ends2, &h).await;
+    let v2 = check_registered(&c, &admin, &path, &dataset, &ends2, &h).await;
     assert!(v2 > v1);
     assert_eq!(
         business(&lance::rows(&dataset, None)),
@@ -112,8 +113,13 @@ async fn log_table_tiers_into_lance_over_three_rounds() {
         "filter pushdown"
     );
 
-    // Idle: nothing new is committed while no data arrives.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Idle: nothing new is committed while no data arrives, over two idle rounds.
+    h.wait_for_more_logs(
+        &format!("nothing new to tier table=fluss.{table}"),
+        2,
+        Duration::from_secs(60),
+    )
+    .await;
     assert_eq!(
         admin
             .get_latest_lake_snapshot(&path)
@@ -128,7 +134,7 @@ async fn log_table_tiers_into_lance_over_three_rounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_across_random_crashes() {
-    let c = cluster::ensure_format("lance");
+    let c = cluster::lease("lance");
     let warehouse = c.lance_warehouse.clone();
     crash::exactly_once_across_random_crashes(&c, "lance", |table| {
         lance::rows(

@@ -72,8 +72,8 @@ fn all_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evil_plugins_fail_their_own_tables_only() {
-    let c = cluster::ensure_mixed();
-    cluster::set_lake_format("paimon");
+    let mut c = cluster::lease_mixed();
+    c.set_lake_format("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let id = unique_name("evil");
@@ -126,7 +126,7 @@ async fn evil_plugins_fail_their_own_tables_only() {
     for wave in 0..3 {
         data::write_rows(&conn, &good, wave * 5_000, 5_000, 2_500).await;
         let ends = data::all_log_end_offsets(&admin, &good).await;
-        wait_registered(&admin, &good, &ends, &h).await;
+        wait_registered(&c, &admin, &good, &ends, &h).await;
     }
     for (mode, needle) in MODES {
         h.wait_for_log(needle, Duration::from_secs(120)).await;

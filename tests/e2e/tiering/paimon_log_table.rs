@@ -50,7 +50,7 @@ fn check_system_columns(rows: &[Value], ends: &HashMap<i32, i64>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_table_tiers_into_paimon_over_three_rounds() {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     let conn = FlussConnection::new(Config {
         bootstrap_servers: c.bootstrap.clone(),
         ..Default::default()
@@ -87,7 +87,7 @@ async fn log_table_tiers_into_paimon_over_three_rounds() {
             panic!(
                 "{e}\nhost log:\n{}\ncoordinator:\n{}",
                 host.log(),
-                cluster::coordinator_log_tail(40)
+                c.coordinator_log_tail(40)
             )
         });
 
@@ -159,9 +159,14 @@ async fn log_table_tiers_into_paimon_over_three_rounds() {
     let old = paimon::rows(&c.paimon_warehouse, "fluss", &table, Some(snap1));
     assert_eq!(business(&old), expected_rows(100_000));
 
-    // Round 3: no new data. Wait past several freshness intervals: nothing changes, the
-    // offsets Fluss holds stay where they were, and the host keeps running.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // Round 3: no new data. Two idle rounds run: nothing changes, the offsets Fluss holds
+    // stay where they were, and the host keeps running.
+    host.wait_for_more_logs(
+        &format!("nothing new to tier table=fluss.{table}"),
+        2,
+        Duration::from_secs(60),
+    )
+    .await;
     let after = admin.get_latest_lake_snapshot(&path).await.unwrap();
     assert_eq!(
         after.snapshot_id, snap2,

@@ -86,7 +86,7 @@ fn two_plugins_for_one_format_are_refused_at_startup() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn table_of_a_format_without_plugin_is_reported_failed_and_untouched() {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     let conn = FlussConnection::new(Config {
         bootstrap_servers: c.bootstrap.clone(),
         ..Default::default()
@@ -108,8 +108,10 @@ async fn table_of_a_format_without_plugin_is_reported_failed_and_untouched() {
         "fluss.{table} is routed to lake format 'paimon' (TableFormat) but no loaded plugin serves it (loaded: test-null)"
     );
     h.wait_for_log(&needle, Duration::from_secs(60)).await;
-    // Reported failed, the coordinator re-queues it (a new tiering epoch), the host keeps running.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Reported failed, the coordinator re-queues it (a new tiering epoch) and assigns it
+    // again; the host keeps running.
+    h.wait_for_more_logs(&needle, 1, Duration::from_secs(60))
+        .await;
     let log = h.log();
     assert!(log.contains("tiering round failed"), "{log}");
     assert!(h.exited().is_none(), "host exited:\n{log}");

@@ -2,9 +2,9 @@
 //! (`examples/record_frames.rs`): our requests encode to the recorded bytes, and the
 //! recorded responses decode to what the server said.
 
+use super::client::check_handshake;
+use super::{api, codec, proto::*};
 use bytes::Bytes;
-use fluss_lake_host::coordinator::client::check_handshake;
-use fluss_lake_host::coordinator::{api, codec, proto::*};
 use prost::Message;
 
 fn frame(name: &str) -> Vec<u8> {

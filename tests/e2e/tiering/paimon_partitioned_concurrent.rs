@@ -25,7 +25,7 @@ fn expected(parts: &[(i64, usize, Partition)]) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitioned_tables_and_several_tables_at_once() {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
 
@@ -147,7 +147,7 @@ async fn partitioned_tables_and_several_tables_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rounds_past_the_freshness_are_force_finished_and_resume() {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name("force_finish"));

@@ -71,7 +71,7 @@ fn canonical(id: i32, r: &Row, region: Option<&str>) -> Value {
 }
 
 async fn run(partitioned: bool) {
-    let c = cluster::ensure();
+    let c = cluster::lease("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new(

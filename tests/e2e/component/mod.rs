@@ -1,0 +1,8 @@
+//! The plugins' `.wasm` files in the host's plugin runtime, against temporary warehouses:
+//! no Fluss cluster; read back by the formats' own readers (Python, Java).
+
+mod delta;
+mod evil_guests;
+mod iceberg;
+mod lance;
+mod plugin_reload;

@@ -1,0 +1,11 @@
+//! The host binary tiering tables of a real Fluss cluster into every lake format, read back
+//! by independent readers; each test leases a cluster of its own.
+
+mod iceberg;
+mod lance;
+mod mixed_evil_plugins;
+mod mixed_formats;
+mod mixed_hot_swap;
+mod paimon_log_table;
+mod paimon_partitioned_concurrent;
+mod paimon_primary_key;
