@@ -268,3 +268,28 @@ fn plugins_built_for_another_contract_version_are_refused_at_startup() {
         "plugins inspect refuses it too"
     );
 }
+
+/// A plugin version of 100 three-byte characters (300 bytes, over the 256 the host keeps):
+/// cut between characters, the host neither panics at startup nor in `plugins inspect`.
+#[test]
+fn a_long_multibyte_plugin_version_cannot_panic_the_host() {
+    let file = scratch(
+        "evil-euro-version.wasm",
+        &host::evil_with_version(&"€".repeat(100)),
+    );
+    let (ok, out) = inspect(&[&file.display().to_string()]);
+    assert!(ok, "{out}");
+    let version = out
+        .lines()
+        .find_map(|l| l.strip_prefix("plugin version:   "))
+        .unwrap_or_else(|| panic!("no plugin version in:\n{out}"));
+    assert!(
+        version.starts_with(&"€".repeat(85)) && version.ends_with("… (truncated)"),
+        "{version}"
+    );
+    // Startup gets as far as the cluster (unreachable here): the plugin loaded.
+    assert_startup_error(
+        &host::args("127.0.0.1:1", std::slice::from_ref(&file), &[]),
+        "cannot reach the Fluss cluster at 127.0.0.1:1",
+    );
+}

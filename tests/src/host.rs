@@ -36,6 +36,21 @@ pub fn plugin_cache_dir() -> PathBuf {
     repo_root().join("target/plugin-cache")
 }
 
+/// The evil plugin with its version patched to `version` (at most 325 bytes; the rest of the
+/// marker stays padding).
+pub fn evil_with_version(version: &str) -> Vec<u8> {
+    let evil = std::fs::read(plugin("evil")).unwrap();
+    let marker = b"EVIL-VERSION=0.1.0";
+    let at = evil
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .expect("the evil plugin carries its version marker")
+        + b"EVIL-VERSION=".len();
+    let mut patched = evil.clone();
+    patched[at..at + version.len()].copy_from_slice(version.as_bytes());
+    patched
+}
+
 /// A running host; killed when dropped.
 pub struct HostProcess {
     child: Option<Child>,

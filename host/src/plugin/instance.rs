@@ -16,7 +16,9 @@ use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
 use super::host_api::InstanceState;
 use super::registry::Plugin;
-use super::sandbox::{self, DeadlineExceeded, check_result_size, truncate_message};
+use super::sandbox::{
+    self, DeadlineExceeded, MAX_INFO_FIELD_BYTES, check_result_size, truncate_message,
+};
 use super::storage::ScopedStorage;
 use super::wit;
 use crate::error::{Error, ErrorKind, Result};
@@ -144,9 +146,7 @@ impl PluginInstance {
             &mut info.plugin_version,
             &mut info.contract_version,
         ] {
-            if field.len() > 256 {
-                *field = truncate_message(std::mem::take(field))[..256].to_string();
-            }
+            *field = sandbox::plugin_text(field, MAX_INFO_FIELD_BYTES);
         }
         Ok(info)
     }

@@ -174,7 +174,19 @@ impl PluginSet {
             if force {
                 tracing::info!("SIGHUP: reloading plugins");
             }
-            self.reload(force).await;
+            // A reload that panics (a bug: nothing a plugin returns may panic the host) must
+            // not end the watch, or hot swap would stop without a word.
+            let reload = std::panic::AssertUnwindSafe(self.reload(force));
+            if let Err(panic) = futures::FutureExt::catch_unwind(reload).await {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(
+                    "plugin reload panicked ({what}); the plugins loaded before keep serving"
+                );
+            }
         }
     }
 }

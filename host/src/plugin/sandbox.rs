@@ -31,6 +31,8 @@ const MAX_MEMORIES: usize = 4;
 pub const MAX_MESSAGE_CHARS: usize = 8 * 1024;
 /// Longest table location a plugin may return.
 pub const MAX_LOCATION_CHARS: usize = 1024;
+/// Longest format name, plugin version or contract version kept from a plugin's `info`.
+pub const MAX_INFO_FIELD_BYTES: usize = 256;
 
 /// Resource limits of one instance, remembering which limit was hit so that the trap it
 /// causes can be reported as "exceeded its memory limit" rather than as a generic trap.
@@ -130,17 +132,37 @@ pub fn check_result_size(
     Ok(())
 }
 
-/// Cuts a plugin-supplied message to [`MAX_MESSAGE_CHARS`].
-pub fn truncate_message(mut message: String) -> String {
-    if message.len() > MAX_MESSAGE_CHARS {
-        let mut cut = MAX_MESSAGE_CHARS;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
+/// Makes text a plugin hands the host safe to keep and to print: at most `max_bytes` bytes,
+/// cut between characters (never inside one, which would panic), and with control
+/// characters (newlines, terminal escapes) written as escapes, so a plugin's text can neither
+/// panic the host nor forge a line of the host's log.
+pub fn plugin_text(text: &str, max_bytes: usize) -> String {
+    const CUT: &str = "… (truncated)";
+    let mut out = String::with_capacity(text.len().min(max_bytes) + CUT.len());
+    for c in text.chars() {
+        let escaped = c.is_control();
+        let len = if escaped {
+            c.escape_default().len()
+        } else {
+            c.len_utf8()
+        };
+        if out.len() + len > max_bytes {
+            out.push_str(CUT);
+            break;
         }
-        message.truncate(cut);
-        message.push_str("… (truncated)");
+        if escaped {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
-    message
+    out
+}
+
+/// A plugin-supplied message (error or log text), made safe by [`plugin_text`] within
+/// [`MAX_MESSAGE_CHARS`] bytes.
+pub fn truncate_message(message: String) -> String {
+    plugin_text(&message, MAX_MESSAGE_CHARS)
 }
 
 /// Checks that a plugin's table location names its own table: at least two segments, the
@@ -249,5 +271,28 @@ mod tests {
         let m = truncate_message("é".repeat(MAX_MESSAGE_CHARS));
         assert!(m.len() < MAX_MESSAGE_CHARS + 20);
         assert!(m.ends_with("(truncated)"));
+    }
+
+    #[test]
+    fn plugin_text_cuts_between_characters_at_any_limit() {
+        // '€' is three bytes: every limit falls inside a character somewhere.
+        let text = "€".repeat(100);
+        for max in 0..=text.len() + 1 {
+            let cut = plugin_text(&text, max);
+            let kept = cut.trim_end_matches("… (truncated)");
+            assert!(kept.len() <= max, "limit {max}: {} bytes kept", kept.len());
+            assert!(kept.chars().all(|c| c == '€'));
+        }
+        assert_eq!(plugin_text(&text, 300), text);
+    }
+
+    #[test]
+    fn plugin_text_cannot_forge_log_lines() {
+        let forged =
+            "ok\n2026-12-01T00:00:00Z  INFO fluss_lake_host: tiering round committed\r\x1b[2K";
+        let safe = plugin_text(forged, 1024);
+        assert!(!safe.contains(['\n', '\r', '\x1b']), "{safe}");
+        assert!(safe.starts_with("ok\\n2026"), "{safe}");
+        assert!(safe.ends_with("\\r\\u{1b}[2K"), "{safe}");
     }
 }

@@ -118,20 +118,22 @@ pub async fn commit_round(
     let lake = match lake {
         Ok(r) => r,
         Err(e) => {
-            // The plugin may or may not have published the snapshot; only delete files when
-            // the lake provably has no snapshot carrying this offsets file.
-            let published = instance
-                .get_missing_lake_snapshot(&committer, None)
-                .await
-                .ok()
-                .flatten()
-                .is_some_and(|s| {
-                    s.properties
-                        .iter()
-                        .any(|(k, v)| k == FLUSS_OFFSETS_PROPERTY && *v == offsets_path)
-                });
-            if !published && let Err(abort_err) = instance.abort(&committer, &committable).await {
-                tracing::warn!(table = %assignment.path, "could not delete the round's files: {abort_err}");
+            // The plugin may or may not have published the snapshot. Its files are deleted
+            // only when the lake provably holds no snapshot carrying this offsets file; when
+            // that cannot be told, they stay (an unreferenced file costs space, a deleted
+            // referenced one breaks the table) and the next round's recovery finds out.
+            let probe = instance.get_missing_lake_snapshot(&committer, None).await;
+            match unpublished(&probe, &offsets_path) {
+                Some(true) => {
+                    if let Err(abort_err) = instance.abort(&committer, &committable).await {
+                        tracing::warn!(table = %assignment.path, "could not delete the round's files: {abort_err}");
+                    }
+                }
+                Some(false) => {}
+                None => tracing::warn!(
+                    table = %assignment.path,
+                    "the lake commit failed and whether it was published cannot be told; the round's files are kept"
+                ),
             }
             return Err(e);
         }
@@ -153,6 +155,22 @@ pub async fn commit_round(
         rows,
         force_finished: false,
     })
+}
+
+/// After a failed lake commit, whether the round's snapshot provably was not published, from
+/// the plugin's answer to "which snapshot does Fluss not know yet": `Some(true)` when there is
+/// none or it carries another offsets file, `Some(false)` when it is this round's, `None`
+/// when the plugin could not answer.
+fn unpublished(probe: &Result<Option<wit::CommittedSnapshot>>, offsets_path: &str) -> Option<bool> {
+    match probe {
+        Ok(None) => Some(true),
+        Ok(Some(s)) => Some(
+            !s.properties
+                .iter()
+                .any(|(k, v)| k == FLUSS_OFFSETS_PROPERTY && v == offsets_path),
+        ),
+        Err(_) => None,
+    }
 }
 
 /// Steps 1–3: recovery check, fencing heartbeat, prepare. Returns the offsets file path.
@@ -519,5 +537,38 @@ fn table_path(assignment: &Assignment) -> PbTablePath {
     PbTablePath {
         database_name: assignment.path.database().to_string(),
         table_name: assignment.path.table().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(offsets: &str) -> wit::CommittedSnapshot {
+        wit::CommittedSnapshot {
+            snapshot_id: 3,
+            properties: vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets.to_string())],
+        }
+    }
+
+    #[test]
+    fn files_of_a_failed_commit_are_deleted_only_when_provably_unpublished() {
+        let ours = "file:/remote/lake/fluss/t-1/a.offsets";
+        assert_eq!(unpublished(&Ok(None), ours), Some(true));
+        assert_eq!(
+            unpublished(
+                &Ok(Some(snapshot("file:/remote/lake/fluss/t-1/b.offsets"))),
+                ours
+            ),
+            Some(true),
+            "another round's snapshot: ours was not published"
+        );
+        assert_eq!(unpublished(&Ok(Some(snapshot(ours))), ours), Some(false));
+        let unknown = Err(Error::new(ErrorKind::Plugin, "cannot read snapshots"));
+        assert_eq!(
+            unpublished(&unknown, ours),
+            None,
+            "unknown is not unpublished"
+        );
     }
 }

@@ -81,4 +81,23 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
         "{report:?}"
     );
     assert_eq!(set.current().get("paimon").unwrap().digest(), digest(&v2));
+
+    // A new plugin whose version is 300 bytes of three-byte characters loads, its version cut
+    // between characters: nothing a plugin returns can panic a reload.
+    install(
+        &dir,
+        "evil.wasm",
+        &host::evil_with_version(&"€".repeat(100)),
+    );
+    let report = set.reload(false).await;
+    assert!(
+        report.loaded.iter().any(|(p, _)| p.ends_with("evil.wasm")),
+        "{report:?}"
+    );
+    let evil = set.current().get("evil").unwrap();
+    assert!(
+        evil.version().starts_with(&"€".repeat(85)) && evil.version().ends_with("… (truncated)"),
+        "{}",
+        evil.version()
+    );
 }

@@ -36,6 +36,10 @@ const MODES: &[(&str, &str)] = &[
         "forged-offsets",
         "is not one the coordinator wrote for this table",
     ),
+    (
+        "unsure-commit",
+        "the connection was lost after the commit was sent",
+    ),
 ];
 
 fn evil_table(mode: &str, target: &str) -> TableDescriptor {
@@ -134,6 +138,28 @@ async fn evil_plugins_fail_their_own_tables_only() {
     }
     let log = h.log();
     assert!(!log.contains("ESCAPED"), "{log}");
+    // The unsure commit published its snapshot and then failed, and the plugin could not
+    // say whether anything was published: every file the snapshot names is still there.
+    let unsure = c.paimon_warehouse.join(format!("fluss/{id}_unsure_commit"));
+    let body = std::fs::read_to_string(unsure.join("snapshots/1"))
+        .expect("the unsure commit published snapshot 1");
+    let published: Vec<&str> = body
+        .lines()
+        .take_while(|l| !l.contains('='))
+        .flat_map(|l| l.split(','))
+        .filter(|p| !p.is_empty())
+        .collect();
+    assert!(!published.is_empty(), "{body}");
+    for file in published {
+        assert!(
+            unsure.join(file).exists(),
+            "{file} of the published snapshot was deleted:\n{log}"
+        );
+    }
+    assert!(
+        log.contains("the lake commit failed and whether it was published cannot be told"),
+        "{log}"
+    );
     assert!(h.exited().is_none(), "host exited:\n{log}");
 
     assert_eq!(

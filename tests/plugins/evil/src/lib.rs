@@ -15,8 +15,11 @@
 //! | `malformed`     | commits and returns snapshot id -7                                |
 //! | `forged-offsets`| claims a snapshot Fluss missed, with an offsets file of its own   |
 //! | `slow`          | an honest plugin whose every write computes a while               |
+//! | `unsure-commit` | publishes its snapshot, then fails the commit, and cannot say      |
+//! |                 | afterwards whether anything was published; its abort really deletes |
 //!
-//! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`).
+//! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`) and
+//! any plugin version (see `VERSION_MARKER`).
 //!
 //! Except for its mode, the plugin is a minimal honest lake: `write` stores one object per
 //! batch, `commit` publishes `snapshots/<n>` with put-if-absent.
@@ -62,9 +65,27 @@ fn compute(iterations: u64) -> u64 {
     x
 }
 
+/// A random number (std's hasher keys come from WASI's random source).
+fn nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}
+
 /// The contract version `info` reports, behind a marker a test can find in the `.wasm` and
 /// patch (same length) to fake a plugin built for another contract version.
 static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.1.0";
+
+/// The plugin version `info` reports (trailing dots are padding), behind a marker a test can
+/// patch (same length) to any version text, e.g. a long one of multi-byte characters.
+static VERSION_MARKER: &str = concat!(
+    "EVIL-VERSION=0.1.0",
+    "................................................................................",
+    "................................................................................",
+    "................................................................................",
+    "................................................................................",
+);
 
 impl plugin::Guest for Evil {
     fn info() -> PluginInfo {
@@ -74,7 +95,11 @@ impl plugin::Guest for Evil {
             .unwrap_or(CONTRACT_VERSION);
         PluginInfo {
             format: "evil".into(),
-            plugin_version: env!("CARGO_PKG_VERSION").into(),
+            plugin_version: std::hint::black_box(VERSION_MARKER)
+                .strip_prefix("EVIL-VERSION=")
+                .unwrap_or_default()
+                .trim_end_matches('.')
+                .into(),
             contract_version: contract.into(),
         }
     }
@@ -110,6 +135,8 @@ struct EvilWriter {
     compute: u64,
     batches: RefCell<u64>,
     rows: RefCell<u64>,
+    /// Paths of the data objects written.
+    written: RefCell<Vec<String>>,
     split: String,
 }
 
@@ -122,6 +149,7 @@ impl writer::GuestLakeWriter for EvilWriter {
                 .unwrap_or(1 << 28),
             batches: RefCell::new(0),
             rows: RefCell::new(0),
+            written: RefCell::new(Vec::new()),
             split: format!("{}-{}", context.partition_id.unwrap_or(-1), context.bucket),
         }))
     }
@@ -169,17 +197,24 @@ impl writer::GuestLakeWriter for EvilWriter {
             _ => {}
         }
         let n = *self.batches.borrow();
-        storage::put(&format!("data/{}-{n}", self.split), &batch.ipc)?;
+        let path = if self.mode == "unsure-commit" {
+            // Names no other round reuses, so deleting one round's files spares the others.
+            format!("data/{}-{n}-{:016x}", self.split, nonce())
+        } else {
+            format!("data/{}-{n}", self.split)
+        };
+        storage::put(&path, &batch.ipc)?;
+        self.written.borrow_mut().push(path);
         *self.batches.borrow_mut() += 1;
         *self.rows.borrow_mut() += batch.log_offsets.len() as u64;
         Ok(())
     }
 
     fn complete(&self) -> Result<WriteResult, LakeError> {
-        let payload = if self.mode == "huge-result" {
-            vec![0xAB; 100 << 20]
-        } else {
-            self.split.clone().into_bytes()
+        let payload = match self.mode.as_str() {
+            "huge-result" => vec![0xAB; 100 << 20],
+            "unsure-commit" => self.written.borrow().join("\n").into_bytes(),
+            _ => self.split.clone().into_bytes(),
         };
         Ok(WriteResult {
             payload,
@@ -220,6 +255,12 @@ impl committer::GuestLakeCommitter for EvilCommitter {
             body.extend_from_slice(format!("\n{k}={v}").as_bytes());
         }
         storage::put_if_absent(&format!("snapshots/{id}"), &body)?;
+        if self.mode == "unsure-commit" {
+            return Err(error(
+                WitErrorKind::Io,
+                "the connection was lost after the commit was sent".into(),
+            ));
+        }
         let snapshot_id = if self.mode == "malformed" { -7 } else { id };
         Ok(CommitResult {
             snapshot_id,
@@ -232,7 +273,15 @@ impl committer::GuestLakeCommitter for EvilCommitter {
         })
     }
 
-    fn abort(&self, _committable: Vec<u8>) -> Result<(), LakeError> {
+    fn abort(&self, committable: Vec<u8>) -> Result<(), LakeError> {
+        if self.mode == "unsure-commit" {
+            // A real abort: delete every data object of the round.
+            for path in String::from_utf8_lossy(&committable).split([',', '\n']) {
+                if !path.is_empty() {
+                    storage::delete_object(path)?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -240,6 +289,12 @@ impl committer::GuestLakeCommitter for EvilCommitter {
         &self,
         latest: Option<i64>,
     ) -> Result<Option<CommittedSnapshot>, LakeError> {
+        if self.mode == "unsure-commit" && !storage::list_objects("snapshots/")?.is_empty() {
+            return Err(error(
+                WitErrorKind::Io,
+                "cannot read the table's snapshots right now".into(),
+            ));
+        }
         if self.mode == "forged-offsets" {
             // Claims a snapshot Fluss missed, with an offsets file of its own making.
             return Ok(Some(CommittedSnapshot {
