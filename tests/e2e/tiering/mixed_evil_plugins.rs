@@ -78,6 +78,9 @@ fn all_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 async fn evil_plugins_fail_their_own_tables_only() {
     let mut c = cluster::lease_mixed();
     c.set_lake_format("paimon");
+    // Files earlier tests left in the cluster's warehouse are not this test's.
+    let earlier: std::collections::HashSet<_> =
+        all_files(&c.paimon_warehouse).into_iter().collect();
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let id = unique_name("evil");
@@ -183,6 +186,9 @@ async fn evil_plugins_fail_their_own_tables_only() {
     // Evil writes stay under `<warehouse>/fluss/<evil table>/`; nothing escaped.
     assert!(!std::path::Path::new("/tmp/fluss-evil-escaped.txt").exists());
     for f in all_files(&c.paimon_warehouse.join("fluss")) {
+        if earlier.contains(&f) {
+            continue;
+        }
         let rel = f.strip_prefix(c.paimon_warehouse.join("fluss")).unwrap();
         let top = rel
             .components()
