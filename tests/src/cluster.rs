@@ -117,12 +117,6 @@ impl Lease {
         set_lake_format(self.info.index, format);
         self.info.format = format.to_string();
     }
-
-    /// Marks the cluster to be restarted clean before the next test uses it (for tests that
-    /// leave servers changed on purpose).
-    pub fn mark_dirty(&self) {
-        let _ = std::fs::write(dirty_marker(self.info.index), b"marked by a test\n");
-    }
 }
 
 impl Drop for Lease {
