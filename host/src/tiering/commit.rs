@@ -123,14 +123,14 @@ pub async fn commit_round(
             // that cannot be told, they stay (an unreferenced file costs space, a deleted
             // referenced one breaks the table) and the next round's recovery finds out.
             let probe = instance.get_missing_lake_snapshot(&committer, None).await;
-            match unpublished(&probe, &offsets_path) {
-                Some(true) => {
+            match published(&probe, &offsets_path) {
+                Published::No => {
                     if let Err(abort_err) = instance.abort(&committer, &committable).await {
                         tracing::warn!(table = %assignment.path, "could not delete the round's files: {abort_err}");
                     }
                 }
-                Some(false) => {}
-                None => tracing::warn!(
+                Published::Yes => {}
+                Published::Unknown => tracing::warn!(
                     table = %assignment.path,
                     "the lake commit failed and whether it was published cannot be told; the round's files are kept"
                 ),
@@ -157,19 +157,31 @@ pub async fn commit_round(
     })
 }
 
-/// After a failed lake commit, whether the round's snapshot provably was not published, from
-/// the plugin's answer to "which snapshot does Fluss not know yet": `Some(true)` when there is
-/// none or it carries another offsets file, `Some(false)` when it is this round's, `None`
-/// when the plugin could not answer.
-fn unpublished(probe: &Result<Option<wit::CommittedSnapshot>>, offsets_path: &str) -> Option<bool> {
+/// Whether a round whose lake commit failed was published anyway.
+#[derive(Debug, PartialEq, Eq)]
+enum Published {
+    /// Provably not: no snapshot Fluss misses, or one carrying another offsets file.
+    No,
+    /// The snapshot Fluss misses carries this round's offsets file.
+    Yes,
+    /// The plugin could not answer.
+    Unknown,
+}
+
+/// Reads the plugin's answer to "which snapshot does Fluss not know yet" after a failed
+/// lake commit.
+fn published(probe: &Result<Option<wit::CommittedSnapshot>>, offsets_path: &str) -> Published {
     match probe {
-        Ok(None) => Some(true),
-        Ok(Some(s)) => Some(
-            !s.properties
+        Ok(None) => Published::No,
+        Ok(Some(s))
+            if s.properties
                 .iter()
-                .any(|(k, v)| k == FLUSS_OFFSETS_PROPERTY && v == offsets_path),
-        ),
-        Err(_) => None,
+                .any(|(k, v)| k == FLUSS_OFFSETS_PROPERTY && v == offsets_path) =>
+        {
+            Published::Yes
+        }
+        Ok(Some(_)) => Published::No,
+        Err(_) => Published::Unknown,
     }
 }
 
@@ -554,21 +566,21 @@ mod tests {
     #[test]
     fn files_of_a_failed_commit_are_deleted_only_when_provably_unpublished() {
         let ours = "file:/remote/lake/fluss/t-1/a.offsets";
-        assert_eq!(unpublished(&Ok(None), ours), Some(true));
+        assert_eq!(published(&Ok(None), ours), Published::No);
         assert_eq!(
-            unpublished(
+            published(
                 &Ok(Some(snapshot("file:/remote/lake/fluss/t-1/b.offsets"))),
                 ours
             ),
-            Some(true),
+            Published::No,
             "another round's snapshot: ours was not published"
         );
-        assert_eq!(unpublished(&Ok(Some(snapshot(ours))), ours), Some(false));
+        assert_eq!(published(&Ok(Some(snapshot(ours))), ours), Published::Yes);
         let unknown = Err(Error::new(ErrorKind::Plugin, "cannot read snapshots"));
         assert_eq!(
-            unpublished(&unknown, ours),
-            None,
-            "unknown is not unpublished"
+            published(&unknown, ours),
+            Published::Unknown,
+            "an error is no proof of anything"
         );
     }
 }
