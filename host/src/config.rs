@@ -70,6 +70,29 @@ pub struct Cli {
     #[arg(long = "plugin-max-result-size", value_name = "SIZE", default_value = "64mb", value_parser = parse_size)]
     pub plugin_max_result_size: usize,
 
+    /// Most bytes the write results of one round may hold together (they are kept until the
+    /// round commits).
+    #[arg(long = "plugin-round-result-limit", value_name = "SIZE", default_value = "256mb", value_parser = parse_size)]
+    pub plugin_round_result_limit: usize,
+
+    /// Most bytes a plugin may write to storage in one round of one table, over all its
+    /// buckets; a round over it fails and its files are deleted.
+    #[arg(long = "plugin-round-write-limit", value_name = "SIZE", default_value = "64gb", value_parser = parse_size)]
+    pub plugin_round_write_limit: usize,
+
+    /// Most objects a plugin may write to storage in one round of one table.
+    #[arg(
+        long = "plugin-round-object-limit",
+        value_name = "COUNT",
+        default_value_t = 100_000
+    )]
+    pub plugin_round_object_limit: u64,
+
+    /// Log lines one plugin instance may write per second (bursts of ten times as many);
+    /// lines over it are dropped and counted.
+    #[arg(long = "plugin-log-rate", value_name = "LINES", default_value_t = 100)]
+    pub plugin_log_rate: u32,
+
     /// Lake format whose plugin must be loaded at startup (FlussLakeTiering's required option).
     /// Tables are still routed by their own `table.datalake.format` property.
     #[arg(long = "datalake.format", value_name = "FORMAT")]
@@ -150,6 +173,10 @@ pub struct HostConfig {
     pub plugin_watch_interval: Duration,
     pub plugin_call_timeout: Duration,
     pub plugin_max_result_size: usize,
+    pub plugin_round_result_limit: usize,
+    pub plugin_round_write_limit: u64,
+    pub plugin_round_object_limit: u64,
+    pub plugin_log_rate: u32,
     pub required_format: Option<String>,
     pub poll_table_interval: Duration,
     pub heartbeat_interval: Duration,
@@ -196,6 +223,10 @@ impl HostConfig {
             plugin_watch_interval: cli.plugin_watch_interval,
             plugin_call_timeout: cli.plugin_call_timeout,
             plugin_max_result_size: cli.plugin_max_result_size,
+            plugin_round_result_limit: cli.plugin_round_result_limit,
+            plugin_round_write_limit: cli.plugin_round_write_limit as u64,
+            plugin_round_object_limit: cli.plugin_round_object_limit,
+            plugin_log_rate: cli.plugin_log_rate,
             required_format: cli.datalake_format.map(|f| f.to_ascii_lowercase()),
             poll_table_interval: cli.poll_table_interval,
             heartbeat_interval: cli.heartbeat_interval,
@@ -381,7 +412,8 @@ pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
         "g" | "gb" => 1 << 30,
         _ => return Err(format!("invalid size unit in '{s}'")),
     };
-    Ok(n * mult)
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size '{s}' is too large"))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::coordinator::client::CoordinatorLocator;
 use crate::error::{Error, ErrorKind, Result};
 use crate::plugin::PluginSet;
 use crate::plugin::engine::{EngineSettings, PluginEngine};
+use crate::plugin::sandbox::LogRate;
 use crate::tiering::round::TieringContext;
 
 /// How long startup waits for the Fluss cluster to answer.
@@ -24,6 +25,11 @@ pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
         instance_memory_limit: config.plugin_memory_limit,
         call_timeout: config.plugin_call_timeout,
         max_result_bytes: config.plugin_max_result_size,
+        log_rate: LogRate {
+            per_second: config.plugin_log_rate,
+            burst: config.plugin_log_rate.saturating_mul(10),
+        },
+        ..EngineSettings::default()
     })?);
     let plugins = PluginSet::load(engine, config.plugins.clone()).await?;
     let registry = plugins.current();

@@ -51,6 +51,18 @@ pub fn evil_with_version(version: &str) -> Vec<u8> {
     patched
 }
 
+/// `bytes` with the marker `from` replaced by `to` (same length).
+pub fn patch_marker(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len(), "a marker is patched in place");
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .unwrap_or_else(|| panic!("marker {} not found", String::from_utf8_lossy(from)));
+    let mut patched = bytes.to_vec();
+    patched[at..at + to.len()].copy_from_slice(to);
+    patched
+}
+
 /// A running host; killed when dropped.
 pub struct HostProcess {
     child: Option<Child>,

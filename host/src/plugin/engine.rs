@@ -11,7 +11,13 @@ use std::time::Duration;
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
+use super::sandbox::LogRate;
 use crate::error::{Error, ErrorKind, Result};
+
+/// Most objects one listing returns: far more than any table's metadata directory holds
+/// (a Paimon table keeps a few files per retained snapshot), few enough that a listing
+/// costs the host at most some tens of MiB.
+pub const DEFAULT_MAX_LIST_ENTRIES: usize = 100_000;
 
 /// Settings shared by every plugin instance.
 #[derive(Debug, Clone)]
@@ -25,6 +31,10 @@ pub struct EngineSettings {
     /// Largest byte payload (write result, committable, location, properties) a plugin may
     /// hand back to the host from one call.
     pub max_result_bytes: usize,
+    /// How fast one instance may log.
+    pub log_rate: LogRate,
+    /// Most entries one `list-objects` call may return.
+    pub max_list_entries: usize,
 }
 
 impl Default for EngineSettings {
@@ -34,6 +44,8 @@ impl Default for EngineSettings {
             instance_memory_limit: 2 << 30,
             call_timeout: Duration::from_secs(600),
             max_result_bytes: 64 << 20,
+            log_rate: LogRate::default(),
+            max_list_entries: DEFAULT_MAX_LIST_ENTRIES,
         }
     }
 }

@@ -12,7 +12,9 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::fluss::lake::{clock, logging, storage, types};
-use super::sandbox::{SandboxLimits, truncate_message};
+use super::sandbox::{
+    LogAdmission, LogRate, LogRateLimit, MAX_HANDLES, SandboxLimits, truncate_message,
+};
 use super::storage::{ObjectInfo, ScopedStorage, StorageError, StorageErrorKind};
 
 /// WASI's clocks as the sandbox shows them: always the epoch.
@@ -48,10 +50,21 @@ pub struct InstanceState {
     pub(super) storage: Option<ScopedStorage>,
     /// Prefix of the plugin's log lines: plugin name and table.
     pub(super) log_context: String,
+    log_limit: LogRateLimit,
+    /// Most entries one `list-objects` may return.
+    max_list_entries: usize,
+}
+
+/// The per-instance bounds an [`InstanceState`] enforces in host imports.
+#[derive(Debug, Clone, Copy)]
+pub struct ImportLimits {
+    pub memory_limit: usize,
+    pub log_rate: LogRate,
+    pub max_list_entries: usize,
 }
 
 impl InstanceState {
-    pub fn new(memory_limit: usize, log_context: String) -> Self {
+    pub fn new(limits: ImportLimits, log_context: String) -> Self {
         let wasi = WasiCtx::builder()
             .allow_tcp(false)
             .allow_udp(false)
@@ -59,13 +72,25 @@ impl InstanceState {
             .wall_clock(FrozenClock)
             .monotonic_clock(FrozenClock)
             .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_HANDLES);
         Self {
             wasi,
-            table: ResourceTable::new(),
-            limits: SandboxLimits::new(memory_limit),
+            table,
+            limits: SandboxLimits::new(limits.memory_limit),
             deadline: None,
             storage: None,
             log_context,
+            log_limit: LogRateLimit::new(limits.log_rate),
+            max_list_entries: limits.max_list_entries,
+        }
+    }
+
+    /// Reports log lines dropped by the rate limit and not reported yet (the instance ends).
+    pub(super) fn report_dropped_logs(&mut self) {
+        let dropped = self.log_limit.take_dropped();
+        if dropped > 0 {
+            tracing::warn!(target: "plugin", "[{}] {dropped} log lines dropped: over the plugin log rate", self.log_context);
         }
     }
 
@@ -91,6 +116,7 @@ fn to_wit(e: StorageError) -> types::LakeError {
         StorageErrorKind::InvalidPath => types::ErrorKind::InvalidInput,
         StorageErrorKind::NotFound => types::ErrorKind::NotFound,
         StorageErrorKind::AlreadyExists => types::ErrorKind::AlreadyExists,
+        StorageErrorKind::LimitExceeded => types::ErrorKind::InvalidInput,
         StorageErrorKind::Io => types::ErrorKind::Io,
     };
     types::LakeError {
@@ -111,7 +137,9 @@ impl types::Host for InstanceState {}
 
 impl storage::Host for InstanceState {
     async fn get(&mut self, path: String) -> Result<Vec<u8>, types::LakeError> {
-        self.storage()?.get(&path).await.map_err(to_wit)
+        // The object lands in guest memory: more than the instance may hold cannot be wanted.
+        let max = self.limits.memory_limit() as u64;
+        self.storage()?.get(&path, max).await.map_err(to_wit)
     }
 
     async fn put(&mut self, path: String, data: Vec<u8>) -> Result<(), types::LakeError> {
@@ -129,7 +157,11 @@ impl storage::Host for InstanceState {
         &mut self,
         prefix: String,
     ) -> Result<Vec<types::ObjectMeta>, types::LakeError> {
-        let objects = self.storage()?.list(&prefix).await.map_err(to_wit)?;
+        let objects = self
+            .storage()?
+            .list(&prefix, self.max_list_entries)
+            .await
+            .map_err(to_wit)?;
         Ok(objects.into_iter().map(meta).collect())
     }
 
@@ -144,8 +176,15 @@ impl storage::Host for InstanceState {
 
 impl logging::Host for InstanceState {
     async fn log(&mut self, level: logging::Level, message: String) {
-        let message = truncate_message(message);
+        let dropped = match self.log_limit.admit(Instant::now()) {
+            LogAdmission::Drop => return,
+            LogAdmission::Log { dropped_before } => dropped_before,
+        };
         let ctx = &self.log_context;
+        if dropped > 0 {
+            tracing::warn!(target: "plugin", "[{ctx}] {dropped} log lines dropped: over the plugin log rate");
+        }
+        let message = truncate_message(message);
         match level {
             logging::Level::Trace => tracing::trace!(target: "plugin", "[{ctx}] {message}"),
             logging::Level::Debug => tracing::debug!(target: "plugin", "[{ctx}] {message}"),

@@ -5,16 +5,21 @@
 //! the commit. After a trap an instance is poisoned and must be dropped.
 //!
 //! Every call runs under the [`sandbox`](super::sandbox) limits: a deadline, the memory
-//! ceiling and a bound on the size of what it returns.
+//! ceiling and a bound on the size of what it returns. The deadline is enforced twice: the
+//! epoch interrupts guest code that runs past it, and a host-side timer abandons a call that
+//! is stuck inside a host import (a WASI timer, a slow store), where epochs never fire. A call
+//! also ends when its round is cancelled. An abandoned or trapped instance is poisoned: every
+//! later call fails at once, and the instance is dropped with its round.
 
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
-use super::host_api::InstanceState;
+use super::host_api::{ImportLimits, InstanceState};
 use super::registry::Plugin;
 use super::sandbox::{
     self, DeadlineExceeded, MAX_INFO_FIELD_BYTES, check_result_size, truncate_message,
@@ -23,17 +28,49 @@ use super::storage::ScopedStorage;
 use super::wit;
 use crate::error::{Error, ErrorKind, Result};
 
-/// Calls into the guest with the call's deadline armed; a trap becomes a host [`Error`].
+/// Calls into the guest with the call's deadline armed, raced against the host-side timer
+/// and the round's cancellation; a trap becomes a host [`Error`].
 macro_rules! guest_call {
-    ($self:ident, $name:expr, |$b:ident, $s:ident| $call:expr) => {{
-        $self.store.data_mut().deadline = Some(Instant::now() + $self.call_timeout);
-        let $b = &$self.bindings;
-        let $s = &mut $self.store;
-        let r = $call.await;
+    ($self:ident, $name:expr, |$b:ident, $s:ident| $call:expr) => {
+        guest_call!($self, $name, $self.call_timeout, |$b, $s| $call)
+    };
+    ($self:ident, $name:expr, $timeout:expr, |$b:ident, $s:ident| $call:expr) => {{
+        $self.check_usable($name)?;
+        let timeout = $timeout;
+        let deadline = Instant::now() + timeout;
+        $self.store.data_mut().deadline = Some(deadline);
+        let outcome = {
+            let $b = &$self.bindings;
+            let $s = &mut $self.store;
+            let call = async { $call.await };
+            tokio::select! {
+                biased;
+                r = call => CallOutcome::Done(r),
+                _ = $self.cancel.cancelled() => CallOutcome::Cancelled,
+                _ = tokio::time::sleep_until((deadline + BLOCKED_CALL_GRACE).into()) => CallOutcome::Blocked,
+            }
+        };
         $self.store.data_mut().deadline = None;
-        r.map_err(|e| $self.trap($name, e))
+        $self.finish_call($name, timeout, outcome)
     }};
 }
+
+/// How a call into the guest ended.
+enum CallOutcome<T> {
+    Done(wasmtime::Result<T>),
+    Cancelled,
+    /// Still running past its deadline plus [`BLOCKED_CALL_GRACE`]: blocked in a host import.
+    Blocked,
+}
+
+/// The host-side timer fires this long after the call's deadline, so that guest code running
+/// past it is reported by the epoch ("ran past its deadline") and only a call blocked in a
+/// host import by the timer.
+const BLOCKED_CALL_GRACE: Duration = Duration::from_secs(1);
+
+/// Deadline of the calls made while loading a plugin (instantiation and `info`), which do
+/// no work: a plugin that blocks there must not hold startup or a hot swap for long.
+pub const LOAD_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub type Config = Vec<(String, String)>;
 
@@ -43,6 +80,10 @@ pub struct PluginInstance {
     plugin_name: String,
     call_timeout: Duration,
     max_result_bytes: usize,
+    /// Ends any call in progress when cancelled (the round was cancelled).
+    cancel: CancellationToken,
+    /// Why the instance may not be called again (a trap, an abandoned call).
+    poisoned: Option<String>,
 }
 
 /// A writer resource living inside a [`PluginInstance`].
@@ -56,22 +97,42 @@ impl PluginInstance {
         let settings = plugin.engine_settings();
         let mut store = Store::new(
             plugin.engine(),
-            InstanceState::new(settings.instance_memory_limit, log_context),
+            InstanceState::new(
+                ImportLimits {
+                    memory_limit: settings.instance_memory_limit,
+                    log_rate: settings.log_rate,
+                    max_list_entries: settings.max_list_entries,
+                },
+                log_context,
+            ),
         );
         store.limiter(|s| &mut s.limits);
+        store.set_max_component_handles(sandbox::MAX_HANDLES);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| sandbox::on_epoch(ctx.data().deadline));
-        store.data_mut().deadline = Some(Instant::now() + settings.call_timeout);
-        let bindings = plugin
-            .pre()
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| {
-                Error::new(
+        let timeout = settings.call_timeout.min(LOAD_CALL_TIMEOUT);
+        store.data_mut().deadline = Some(Instant::now() + timeout);
+        let name = plugin.name();
+        let instantiated = tokio::time::timeout(
+            timeout + BLOCKED_CALL_GRACE,
+            plugin.pre().instantiate_async(&mut store),
+        )
+        .await;
+        let bindings = match instantiated {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => {
+                return Err(Error::new(
                     ErrorKind::Plugin,
-                    format!("cannot instantiate plugin {}: {e:#}", plugin.name()),
-                )
-            })?;
+                    format!("cannot instantiate plugin {name}: {e:#}"),
+                ));
+            }
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::PluginLimit,
+                    format!("plugin {name} blocked for over {timeout:?} while being instantiated"),
+                ));
+            }
+        };
         store.data_mut().deadline = None;
         Ok(Self {
             store,
@@ -79,7 +140,81 @@ impl PluginInstance {
             plugin_name: plugin.name().to_string(),
             call_timeout: settings.call_timeout,
             max_result_bytes: settings.max_result_bytes,
+            cancel: CancellationToken::new(),
+            poisoned: None,
         })
+    }
+
+    /// Ends calls in progress (and fails later ones) once `cancel` is cancelled.
+    pub fn set_cancel(&mut self, cancel: CancellationToken) {
+        self.cancel = cancel;
+    }
+
+    fn check_usable(&self, call: &str) -> Result<()> {
+        match &self.poisoned {
+            None => Ok(()),
+            Some(why) => Err(Error::new(
+                ErrorKind::Plugin,
+                format!(
+                    "plugin {} cannot be called ({call}) after {why}",
+                    self.plugin_name
+                ),
+            )),
+        }
+    }
+
+    /// Turns how a call ended into its result, poisoning the instance where it must not be
+    /// entered again, and failing the call when the round's storage quota was hit during it
+    /// (whether or not the plugin passed that error on).
+    fn finish_call<T>(
+        &mut self,
+        call: &str,
+        timeout: Duration,
+        outcome: CallOutcome<T>,
+    ) -> Result<T> {
+        let name = &self.plugin_name;
+        let result = match outcome {
+            CallOutcome::Done(Ok(v)) => Ok(v),
+            CallOutcome::Done(Err(e)) => {
+                let e = self.trap(call, e);
+                self.poisoned = Some(format!("a trap in {call}"));
+                Err(e)
+            }
+            CallOutcome::Cancelled => {
+                self.poisoned = Some(format!("{call} was cancelled"));
+                Err(Error::new(
+                    ErrorKind::Cancelled,
+                    format!("plugin {name}: {call} stopped, the round was cancelled"),
+                ))
+            }
+            CallOutcome::Blocked => {
+                self.poisoned = Some(format!("{call} was abandoned"));
+                Err(Error::new(
+                    ErrorKind::PluginLimit,
+                    format!(
+                        "plugin {name} blocked in a host call past its {timeout:?} call deadline in {call} and was abandoned"
+                    ),
+                ))
+            }
+        };
+        let quota = self
+            .store
+            .data()
+            .storage
+            .as_ref()
+            .and_then(|s| s.quota().exceeded());
+        match quota {
+            Some(why)
+                if result.is_ok()
+                    || !matches!(result, Err(ref e) if e.kind() == ErrorKind::Cancelled) =>
+            {
+                Err(Error::new(
+                    ErrorKind::PluginLimit,
+                    format!("plugin {name} wrote {why} (in {call})"),
+                ))
+            }
+            _ => result,
+        }
     }
 
     /// Confines this instance's storage calls to `storage` (one table's lake location).
@@ -96,6 +231,21 @@ impl PluginInstance {
                 format!(
                     "plugin {name} ran past its {:?} call deadline in {call} and was interrupted",
                     self.call_timeout
+                ),
+            );
+        }
+        // WASI's resource table says so by type, the component's handle tables in words.
+        let handles_full = e
+            .downcast_ref::<wasmtime::component::ResourceTableError>()
+            .is_some_and(|t| matches!(t, wasmtime::component::ResourceTableError::Full))
+            || e.chain()
+                .any(|c| c.to_string().contains("store handle limit exceeded"));
+        if handles_full {
+            return Error::new(
+                ErrorKind::PluginLimit,
+                format!(
+                    "plugin {name} exceeded its limit of {} resource handles in {call}",
+                    sandbox::MAX_HANDLES
                 ),
             );
         }
@@ -140,7 +290,12 @@ impl PluginInstance {
     }
 
     pub async fn info(&mut self) -> Result<PluginInfo> {
-        let mut info = guest_call!(self, "info", |b, s| b.fluss_lake_plugin().call_info(s))?;
+        let mut info = guest_call!(
+            self,
+            "info",
+            self.call_timeout.min(LOAD_CALL_TIMEOUT),
+            |b, s| b.fluss_lake_plugin().call_info(s)
+        )?;
         for field in [
             &mut info.format,
             &mut info.plugin_version,
@@ -292,5 +447,11 @@ impl PluginInstance {
     /// Drops the committer resource.
     pub async fn close_committer(&mut self, c: CommitterHandle) -> Result<()> {
         guest_call!(self, "committer drop", |_b, s| c.0.resource_drop_async(s))
+    }
+}
+
+impl Drop for PluginInstance {
+    fn drop(&mut self) {
+        self.store.data_mut().report_dropped_logs();
     }
 }

@@ -1,11 +1,19 @@
 //! The limits a plugin instance runs under, beyond what WebAssembly already isolates.
 //!
-//! - Memory: every linear memory and table growth goes through [`SandboxLimits`]; growing
-//!   past the instance's ceiling traps the instance (and only it), and the host reports the
-//!   limit by name rather than as an anonymous trap.
+//! - Memory: every linear memory and table growth goes through [`SandboxLimits`], which
+//!   counts the instance's memories together (a component may hold several); growing past
+//!   the instance's ceiling traps the instance (and only it), and the host reports the limit
+//!   by name rather than as an anonymous trap. Resource handles (the component's own and
+//!   WASI's) are capped at [`MAX_HANDLES`] per instance.
 //! - Time: the engine's epoch ticks every [`EPOCH_TICK`](super::engine::EPOCH_TICK). On every
 //!   tick a running call yields to the async runtime, so a long but honest `write` shares the
 //!   CPU with other tables, and then checks its deadline, so an endless loop is interrupted.
+//!   Epochs only fire in guest code; a guest blocked inside a host import (a WASI timer, a
+//!   slow store) is caught by the host-side timer every call also races against.
+//! - Storage: a round may write at most [`StorageQuota`] bytes and objects, and a listing
+//!   returns at most a bounded number of entries.
+//! - Logging: a plugin's log lines pass a [`LogRateLimit`], so a flood costs the host
+//!   nothing but a count of dropped lines.
 //! - Size: what a call hands back to the host (write results, committables, locations,
 //!   snapshot properties, messages) is bounded, so a guest cannot make the host hold or
 //!   forward unbounded data.
@@ -27,6 +35,9 @@ const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 const MAX_INSTANCES: usize = 16;
 const MAX_TABLES: usize = 64;
 const MAX_MEMORIES: usize = 4;
+/// Live resource handles one instance may hold, in the component's handle tables and in
+/// WASI's resource table alike; an honest plugin holds a handful.
+pub const MAX_HANDLES: usize = 10_000;
 /// Longest error or log message kept from a plugin; the rest is cut.
 pub const MAX_MESSAGE_CHARS: usize = 8 * 1024;
 /// Longest table location a plugin may return.
@@ -38,6 +49,10 @@ pub const MAX_INFO_FIELD_BYTES: usize = 256;
 /// causes can be reported as "exceeded its memory limit" rather than as a generic trap.
 pub struct SandboxLimits {
     memory_limit: usize,
+    /// Bytes of every linear memory of the instance together.
+    memory_total: usize,
+    /// Elements of every table of the instance together.
+    table_elements: usize,
     pub(super) memory_exceeded: Option<usize>,
 }
 
@@ -45,6 +60,8 @@ impl SandboxLimits {
     pub fn new(memory_limit: usize) -> Self {
         Self {
             memory_limit,
+            memory_total: 0,
+            table_elements: 0,
             memory_exceeded: None,
         }
     }
@@ -57,27 +74,37 @@ impl SandboxLimits {
 impl ResourceLimiter for SandboxLimits {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_limit {
-            self.memory_exceeded = Some(desired);
+        // `current` is this memory's size (0 for a memory being created), so the sum over
+        // every memory of the instance is what is checked, not each memory alone.
+        let total = (self.memory_total - current.min(self.memory_total)).saturating_add(desired);
+        if total > self.memory_limit {
+            self.memory_exceeded = Some(total);
             return Err(wasmtime::Error::msg(format!(
-                "memory of {desired} bytes requested, over the instance limit of {} bytes",
+                "memory of {total} bytes requested, over the instance limit of {} bytes",
                 self.memory_limit
             )));
         }
+        self.memory_total = total;
         Ok(true)
     }
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= MAX_TABLE_ELEMENTS)
+        let total =
+            (self.table_elements - current.min(self.table_elements)).saturating_add(desired);
+        if total > MAX_TABLE_ELEMENTS {
+            return Ok(false);
+        }
+        self.table_elements = total;
+        Ok(true)
     }
 
     fn instances(&self) -> usize {
@@ -90,6 +117,73 @@ impl ResourceLimiter for SandboxLimits {
 
     fn memories(&self) -> usize {
         MAX_MEMORIES
+    }
+}
+
+/// How fast one instance may log: `per_second` lines on average, in bursts of `burst`.
+#[derive(Debug, Clone, Copy)]
+pub struct LogRate {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+impl Default for LogRate {
+    fn default() -> Self {
+        Self {
+            per_second: 100,
+            burst: 1000,
+        }
+    }
+}
+
+/// What [`LogRateLimit::admit`] decided about a line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LogAdmission {
+    /// Log it; `dropped_before` lines were dropped since the last line logged.
+    Log { dropped_before: u64 },
+    /// Over the rate: drop it (it is counted).
+    Drop,
+}
+
+/// A token bucket over an instance's log lines. Lines over the rate are dropped and
+/// counted; the count is reported in one line once logging is allowed again (or when the
+/// instance ends), so a flood neither blocks the host's log writer nor passes unnoticed.
+pub struct LogRateLimit {
+    rate: LogRate,
+    tokens: f64,
+    refilled: Instant,
+    dropped: u64,
+}
+
+impl LogRateLimit {
+    pub fn new(rate: LogRate) -> Self {
+        Self {
+            rate,
+            tokens: f64::from(rate.burst),
+            refilled: Instant::now(),
+            dropped: 0,
+        }
+    }
+
+    /// Whether one more line may be logged now.
+    pub fn admit(&mut self, now: Instant) -> LogAdmission {
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.refilled = now;
+        self.tokens = (self.tokens + elapsed * f64::from(self.rate.per_second))
+            .min(f64::from(self.rate.burst));
+        if self.tokens < 1.0 {
+            self.dropped += 1;
+            return LogAdmission::Drop;
+        }
+        self.tokens -= 1.0;
+        LogAdmission::Log {
+            dropped_before: std::mem::take(&mut self.dropped),
+        }
+    }
+
+    /// Lines dropped and not reported yet.
+    pub fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
     }
 }
 
@@ -264,6 +358,63 @@ mod tests {
         let _b = claims.claim("/wh/db/ab", 2).unwrap();
         drop(a);
         let _now_free = claims.claim("/wh/db/a/sub", 3).unwrap();
+    }
+
+    #[test]
+    fn memories_count_together_against_the_limit() {
+        let mut limits = SandboxLimits::new(100);
+        // Three memories of 40 bytes each: each alone is under the limit, together not.
+        assert!(limits.memory_growing(0, 40, None).unwrap());
+        assert!(limits.memory_growing(0, 40, None).unwrap());
+        assert!(limits.memory_growing(0, 40, None).is_err());
+        assert_eq!(limits.memory_exceeded, Some(120));
+        // Growing one memory counts only its growth.
+        let mut limits = SandboxLimits::new(100);
+        assert!(limits.memory_growing(0, 40, None).unwrap());
+        assert!(limits.memory_growing(40, 90, None).unwrap());
+        assert!(limits.memory_growing(90, 101, None).is_err());
+    }
+
+    #[test]
+    fn tables_count_together_against_the_limit() {
+        let mut limits = SandboxLimits::new(1 << 30);
+        assert!(
+            limits
+                .table_growing(0, MAX_TABLE_ELEMENTS / 2, None)
+                .unwrap()
+        );
+        assert!(
+            limits
+                .table_growing(0, MAX_TABLE_ELEMENTS / 2, None)
+                .unwrap()
+        );
+        assert!(!limits.table_growing(0, 1, None).unwrap());
+    }
+
+    #[test]
+    fn log_floods_are_dropped_and_counted() {
+        let start = Instant::now();
+        let mut limit = LogRateLimit::new(LogRate {
+            per_second: 10,
+            burst: 5,
+        });
+        for _ in 0..5 {
+            assert_eq!(limit.admit(start), LogAdmission::Log { dropped_before: 0 });
+        }
+        for _ in 0..1000 {
+            assert_eq!(limit.admit(start), LogAdmission::Drop);
+        }
+        // A tenth of a second later one token is back, and the line reports the drops.
+        let later = start + std::time::Duration::from_millis(100);
+        assert_eq!(
+            limit.admit(later),
+            LogAdmission::Log {
+                dropped_before: 1000
+            }
+        );
+        assert_eq!(limit.admit(later), LogAdmission::Drop);
+        assert_eq!(limit.take_dropped(), 1);
+        assert_eq!(limit.take_dropped(), 0);
     }
 
     #[test]

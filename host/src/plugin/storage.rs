@@ -3,8 +3,13 @@
 //! A plugin names objects by paths relative to its table's location; this module is the only
 //! place that turns those names into real object-store paths, and it refuses any name that
 //! could leave the location (absolute paths, `..`, `.`, empty segments, backslashes).
+//!
+//! It also bounds what a plugin can make the host spend: every write is charged to the
+//! round's [`StorageQuota`], a `get` of an object larger than the caller can hold is refused
+//! before it is read, and a listing stops at a bounded number of entries.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use futures::TryStreamExt;
 use object_store::path::Path;
@@ -19,6 +24,69 @@ pub struct ScopedStorage {
     root: Path,
     /// Human-readable location, for logs and errors.
     display_root: String,
+    /// What the round these calls belong to may still write.
+    quota: Arc<StorageQuota>,
+}
+
+/// How much one round may write through storage: bytes and objects, over every instance of
+/// the round together. A write over the quota is refused before anything is stored, and the
+/// quota remembers it, so the round fails even if the plugin ignores the error.
+pub struct StorageQuota {
+    max_bytes: u64,
+    max_objects: u64,
+    bytes: AtomicU64,
+    objects: AtomicU64,
+    exceeded: AtomicBool,
+}
+
+impl StorageQuota {
+    pub fn new(max_bytes: u64, max_objects: u64) -> Arc<Self> {
+        Arc::new(Self {
+            max_bytes,
+            max_objects,
+            bytes: AtomicU64::new(0),
+            objects: AtomicU64::new(0),
+            exceeded: AtomicBool::new(false),
+        })
+    }
+
+    pub fn unlimited() -> Arc<Self> {
+        Self::new(u64::MAX, u64::MAX)
+    }
+
+    /// Charges one object of `len` bytes; refuses it when the round would go over.
+    fn charge(&self, path: &str, len: u64) -> Result<(), StorageError> {
+        let objects = self
+            .objects
+            .fetch_add(1, Ordering::Relaxed)
+            .saturating_add(1);
+        let bytes = self
+            .bytes
+            .fetch_add(len, Ordering::Relaxed)
+            .saturating_add(len);
+        if objects > self.max_objects || bytes > self.max_bytes {
+            self.exceeded.store(true, Ordering::Relaxed);
+            return Err(StorageError::new(
+                StorageErrorKind::LimitExceeded,
+                format!("{path}: {}", self.describe()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The quota was hit: what it is, for the round's error.
+    pub fn exceeded(&self) -> Option<String> {
+        self.exceeded
+            .load(Ordering::Relaxed)
+            .then(|| self.describe())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "over the round's storage quota of {} bytes in {} objects",
+            self.max_bytes, self.max_objects
+        )
+    }
 }
 
 /// A storage failure as the contract reports it.
@@ -33,6 +101,8 @@ pub enum StorageErrorKind {
     InvalidPath,
     NotFound,
     AlreadyExists,
+    /// The request is over a sandbox bound (quota, object size, listing size).
+    LimitExceeded,
     Io,
 }
 
@@ -45,6 +115,7 @@ impl StorageError {
     }
 }
 
+#[derive(Debug)]
 pub struct ObjectInfo {
     pub path: String,
     pub size: u64,
@@ -91,7 +162,18 @@ impl ScopedStorage {
             store: Arc::new(store),
             display_root: format!("{}/{}", dir.trim_end_matches('/'), root),
             root,
+            quota: StorageQuota::unlimited(),
         })
+    }
+
+    /// Charges every write through this storage (and its clones) to `quota`.
+    pub fn with_quota(mut self, quota: Arc<StorageQuota>) -> Self {
+        self.quota = quota;
+        self
+    }
+
+    pub fn quota(&self) -> &StorageQuota {
+        &self.quota
     }
 
     pub fn display_root(&self) -> &str {
@@ -122,15 +204,27 @@ impl ScopedStorage {
             .unwrap_or_else(|| full.to_string())
     }
 
-    pub async fn get(&self, path: &str) -> Result<Vec<u8>, StorageError> {
+    /// Reads a whole object of at most `max_bytes` bytes (what the caller can hold); a larger
+    /// one is refused before it is read. The bytes are not copied on the way.
+    pub async fn get(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, StorageError> {
         let p = self.resolve(path)?;
         let result = self.store.get(&p).await.map_err(|e| map_err(path, e))?;
+        if result.meta.size > max_bytes {
+            return Err(StorageError::new(
+                StorageErrorKind::LimitExceeded,
+                format!(
+                    "{path} is {} bytes, more than the {max_bytes} bytes a plugin instance may hold",
+                    result.meta.size
+                ),
+            ));
+        }
         let bytes = result.bytes().await.map_err(|e| map_err(path, e))?;
-        Ok(bytes.to_vec())
+        Ok(Vec::from(bytes))
     }
 
     pub async fn put(&self, path: &str, data: Vec<u8>) -> Result<(), StorageError> {
         let p = self.resolve(path)?;
+        self.quota.charge(path, data.len() as u64)?;
         self.store
             .put(&p, PutPayload::from(data))
             .await
@@ -140,6 +234,7 @@ impl ScopedStorage {
 
     pub async fn put_if_absent(&self, path: &str, data: Vec<u8>) -> Result<(), StorageError> {
         let p = self.resolve(path)?;
+        self.quota.charge(path, data.len() as u64)?;
         let opts = PutOptions {
             mode: PutMode::Create,
             ..Default::default()
@@ -151,21 +246,37 @@ impl ScopedStorage {
         Ok(())
     }
 
-    pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, StorageError> {
+    /// Lists the objects under `prefix`; more than `max_entries` is an error, found without
+    /// holding more than `max_entries` entries.
+    pub async fn list(
+        &self,
+        prefix: &str,
+        max_entries: usize,
+    ) -> Result<Vec<ObjectInfo>, StorageError> {
         let p = self.resolve_prefix(prefix)?;
-        let metas: Vec<_> = match self.store.list(Some(&p)).try_collect().await {
-            Ok(m) => m,
-            Err(object_store::Error::NotFound { .. }) => Vec::new(),
-            Err(e) => return Err(map_err(prefix, e)),
-        };
-        Ok(metas
-            .into_iter()
-            .map(|m| ObjectInfo {
-                path: self.relative(&m.location),
-                size: m.size,
-                last_modified_ms: m.last_modified.timestamp_millis(),
-            })
-            .collect())
+        let mut listing = self.store.list(Some(&p));
+        let mut out = Vec::new();
+        loop {
+            let meta = match listing.try_next().await {
+                Ok(Some(m)) => m,
+                Ok(None) | Err(object_store::Error::NotFound { .. }) => break,
+                Err(e) => return Err(map_err(prefix, e)),
+            };
+            if out.len() == max_entries {
+                return Err(StorageError::new(
+                    StorageErrorKind::LimitExceeded,
+                    format!(
+                        "more than {max_entries} objects under '{prefix}': list a narrower prefix"
+                    ),
+                ));
+            }
+            out.push(ObjectInfo {
+                path: self.relative(&meta.location),
+                size: meta.size,
+                last_modified_ms: meta.last_modified.timestamp_millis(),
+            });
+        }
+        Ok(out)
     }
 
     pub async fn delete(&self, path: &str) -> Result<(), StorageError> {
@@ -262,13 +373,18 @@ mod tests {
         let s = ScopedStorage::local(dir.to_str().unwrap(), "db.db/t").unwrap();
         s.put("a/b.txt", b"hello".to_vec()).await.unwrap();
         assert!(dir.join("db.db/t/a/b.txt").exists());
-        assert_eq!(s.get("a/b.txt").await.unwrap(), b"hello");
+        assert_eq!(s.get("a/b.txt", 5).await.unwrap(), b"hello");
+        assert_eq!(
+            s.get("a/b.txt", 4).await.unwrap_err().kind,
+            StorageErrorKind::LimitExceeded,
+            "an object larger than the caller can hold is refused"
+        );
         s.put_if_absent("snap-1", b"1".to_vec()).await.unwrap();
         let e = s.put_if_absent("snap-1", b"2".to_vec()).await.unwrap_err();
         assert_eq!(e.kind, StorageErrorKind::AlreadyExists);
-        assert_eq!(s.get("snap-1").await.unwrap(), b"1");
+        assert_eq!(s.get("snap-1", 1).await.unwrap(), b"1");
         let mut listed: Vec<_> = s
-            .list("")
+            .list("", 2)
             .await
             .unwrap()
             .into_iter()
@@ -276,15 +392,45 @@ mod tests {
             .collect();
         listed.sort();
         assert_eq!(listed, vec!["a/b.txt", "snap-1"]);
-        assert!(s.list("missing/").await.unwrap().is_empty());
         assert_eq!(
-            s.get("nope").await.unwrap_err().kind,
+            s.list("", 1).await.unwrap_err().kind,
+            StorageErrorKind::LimitExceeded
+        );
+        assert!(s.list("missing/", 1).await.unwrap().is_empty());
+        assert_eq!(
+            s.get("nope", 1).await.unwrap_err().kind,
             StorageErrorKind::NotFound
         );
         assert!(s.head("nope").await.unwrap().is_none());
         s.delete("a/b.txt").await.unwrap();
         s.delete("a/b.txt").await.unwrap();
         assert!(ScopedStorage::local(dir.to_str().unwrap(), "../escape").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_round_cannot_write_past_its_quota() {
+        let dir = std::env::temp_dir().join(format!("quota-storage-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let quota = StorageQuota::new(10, 3);
+        let a = ScopedStorage::local(dir.to_str().unwrap(), "db/t")
+            .unwrap()
+            .with_quota(quota.clone());
+        let b = a.clone();
+        a.put("1", vec![0; 4]).await.unwrap();
+        b.put_if_absent("2", vec![0; 4]).await.unwrap();
+        assert!(quota.exceeded().is_none());
+        // 12 bytes: over, and nothing is written.
+        let e = a.put("3", vec![0; 4]).await.unwrap_err();
+        assert_eq!(e.kind, StorageErrorKind::LimitExceeded);
+        assert!(!dir.join("db/t/3").exists());
+        assert!(quota.exceeded().unwrap().contains("10 bytes in 3 objects"));
+        // Objects count too.
+        let quota = StorageQuota::new(u64::MAX, 1);
+        let c = a.with_quota(quota.clone());
+        c.put("4", Vec::new()).await.unwrap();
+        assert!(c.put("5", Vec::new()).await.is_err());
+        assert!(quota.exceeded().is_some());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

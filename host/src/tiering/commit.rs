@@ -51,7 +51,7 @@ fn committer_context(ctx: &TieringContext, resolved: &ResolvedTable) -> wit::Com
 pub async fn abort_written(
     instance: &mut PluginInstance,
     resolved: &ResolvedTable,
-    written: &[SplitResult],
+    written: Vec<SplitResult>,
 ) {
     if written.is_empty() {
         return;
@@ -62,8 +62,8 @@ pub async fn abort_written(
         tiering_config: Vec::new(),
     };
     let payloads: Vec<Vec<u8>> = written
-        .iter()
-        .map(|r| r.write_result.payload.clone())
+        .into_iter()
+        .map(|r| r.write_result.payload)
         .collect();
     let result = async {
         let c = instance.open_committer(&ctx).await?;
@@ -82,23 +82,27 @@ pub async fn commit_round(
     assignment: &Assignment,
     resolved: &ResolvedTable,
     instance: &mut PluginInstance,
-    results: Vec<SplitResult>,
+    mut results: Vec<SplitResult>,
 ) -> Result<RoundOutcome> {
-    let completed: Vec<&SplitResult> = results.iter().filter(|r| r.end_offset >= 0).collect();
     let rows: u64 = results.iter().map(|r| r.rows).sum();
-    if completed.is_empty() && results.iter().all(|r| r.write_result.payload.is_empty()) {
+    if results
+        .iter()
+        .all(|r| r.end_offset < 0 && r.write_result.payload.is_empty())
+    {
         return Ok(RoundOutcome {
             rows,
             ..Default::default()
         });
     }
+    // Moved, not copied: a round's write results may be large.
+    let payloads: Vec<Vec<u8>> = results
+        .iter_mut()
+        .map(|r| std::mem::take(&mut r.write_result.payload))
+        .collect();
+    let completed: Vec<&SplitResult> = results.iter().filter(|r| r.end_offset >= 0).collect();
     let committer = instance
         .open_committer(&committer_context(ctx, resolved))
         .await?;
-    let payloads: Vec<Vec<u8>> = results
-        .iter()
-        .map(|r| r.write_result.payload.clone())
-        .collect();
     let committable = instance.to_committable(&committer, &payloads).await?;
 
     let prepared = prepare(ctx, assignment, instance, &committer, &completed).await;

@@ -25,7 +25,7 @@ use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
 use crate::fluss::{reader, table};
 use crate::plugin::sandbox::{LocationClaim, LocationClaims, check_location_names_table};
-use crate::plugin::storage::ScopedStorage;
+use crate::plugin::storage::{ScopedStorage, StorageQuota};
 use crate::plugin::{Plugin, PluginInstance, PluginSet, wit};
 use crate::tiering::routing::{self, Route};
 
@@ -121,12 +121,12 @@ pub async fn run_round(
     let results = match results {
         Ok(r) => r,
         Err((e, written)) => {
-            commit::abort_written(&mut control, &resolved, &written).await;
+            commit::abort_written(&mut control, &resolved, written).await;
             return Err(e);
         }
     };
     if cancel.is_cancelled() {
-        commit::abort_written(&mut control, &resolved, &results).await;
+        commit::abort_written(&mut control, &resolved, results).await;
         return Err(Error::new(
             ErrorKind::Cancelled,
             "round cancelled before commit",
@@ -240,7 +240,11 @@ pub async fn resolve_table(
         assignment.path.database(),
         assignment.path.table(),
     )?;
-    let storage = ScopedStorage::local(&warehouse, &location)?;
+    // One quota for every instance of the round.
+    let storage = ScopedStorage::local(&warehouse, &location)?.with_quota(StorageQuota::new(
+        ctx.config.plugin_round_write_limit,
+        ctx.config.plugin_round_object_limit,
+    ));
     let claim = ctx
         .locations
         .claim(storage.display_root(), assignment.table_id)?;
@@ -307,9 +311,20 @@ async fn write_splits(
     }
     let mut done = Vec::new();
     let mut failure = None;
+    let mut budget = ResultBudget::new(ctx.config.plugin_round_result_limit);
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok(Ok(r)) => done.push(r),
+            Ok(Ok(r)) => {
+                let charged =
+                    budget.charge(r.write_result.payload.len(), &resolved.plugin.describe());
+                done.push(r);
+                if let Err(e) = charged
+                    && failure.is_none()
+                {
+                    cancel_all(&mut tasks);
+                    failure = Some(e);
+                }
+            }
             Ok(Err(e)) => {
                 if failure.is_none() {
                     cancel_all(&mut tasks);
@@ -331,6 +346,33 @@ async fn write_splits(
     match failure {
         Some(e) => Err((e, done)),
         None => Ok(done),
+    }
+}
+
+/// The write results of a round are held until it commits: together they may not exceed
+/// `--plugin-round-result-limit` (each one alone is bounded by `--plugin-max-result-size`).
+struct ResultBudget {
+    limit: usize,
+    used: usize,
+}
+
+impl ResultBudget {
+    fn new(limit: usize) -> Self {
+        Self { limit, used: 0 }
+    }
+
+    fn charge(&mut self, len: usize, plugin: &str) -> Result<()> {
+        self.used = self.used.saturating_add(len);
+        if self.used > self.limit {
+            return Err(Error::new(
+                ErrorKind::PluginLimit,
+                format!(
+                    "plugin {plugin} returned write results of {} bytes in one round, over the {}-byte round limit (--plugin-round-result-limit)",
+                    self.used, self.limit
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -375,6 +417,7 @@ impl SplitTask<'_> {
         )
         .await?;
         instance.set_storage(resolved.storage.clone());
+        instance.set_cancel(cancel.clone());
         let writer_ctx = wit::WriterContext {
             table: resolved.wit_info.clone(),
             bucket: range.bucket,
@@ -482,4 +525,22 @@ pub fn now_millis() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_holds_write_results_up_to_its_budget() {
+        let mut budget = ResultBudget::new(100);
+        budget.charge(60, "p").unwrap();
+        budget.charge(40, "p").unwrap();
+        let e = budget.charge(1, "p").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PluginLimit);
+        assert!(
+            e.message()
+                .contains("101 bytes in one round, over the 100-byte round limit")
+        );
+    }
 }

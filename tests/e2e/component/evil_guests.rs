@@ -14,13 +14,17 @@ use fluss_lake_e2e::unique_name;
 use fluss_lake_host::ErrorKind;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::sandbox::check_location_names_table;
-use fluss_lake_host::plugin::storage::ScopedStorage;
+use fluss_lake_host::plugin::storage::{ScopedStorage, StorageQuota};
 use fluss_lake_host::plugin::wit::{TableInfo, WriterContext};
 use fluss_lake_host::plugin::{Plugin, PluginInstance};
+use tokio_util::sync::CancellationToken;
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 const MEMORY_LIMIT: usize = 256 << 20;
 const MAX_RESULT: usize = 8 << 20;
+const MAX_LIST_ENTRIES: usize = 100;
+/// The storage quota of one split of the suite (a round's quota in the host).
+const QUOTA_BYTES: u64 = 16 << 20;
 
 struct Suite {
     evil: Plugin,
@@ -36,6 +40,8 @@ impl Suite {
                 call_timeout: CALL_TIMEOUT,
                 max_result_bytes: MAX_RESULT,
                 cache_dir: Some(host::plugin_cache_dir()),
+                max_list_entries: MAX_LIST_ENTRIES,
+                ..EngineSettings::default()
             })
             .unwrap(),
         );
@@ -55,14 +61,26 @@ impl Suite {
     /// One split of `table` through `plugin` exactly as a round does it: location (checked
     /// as the host checks it), scoped storage, writer, one batch, complete.
     async fn split(&self, plugin: &Plugin, table: &TableInfo) -> fluss_lake_host::Result<()> {
+        self.split_until(plugin, table, CancellationToken::new())
+            .await
+    }
+
+    /// [`split`](Self::split), with its calls ended when `cancel` is cancelled.
+    async fn split_until(
+        &self,
+        plugin: &Plugin,
+        table: &TableInfo,
+        cancel: CancellationToken,
+    ) -> fluss_lake_host::Result<()> {
         let config = self.config();
         let mut i = PluginInstance::new(plugin, "evil-suite".into()).await?;
+        i.set_cancel(cancel);
         let location = i.table_location(table, &config).await?;
         check_location_names_table(&location, &table.path.database, &table.path.table)?;
-        i.set_storage(ScopedStorage::local(
-            &self.warehouse.display().to_string(),
-            &location,
-        )?);
+        i.set_storage(
+            ScopedStorage::local(&self.warehouse.display().to_string(), &location)?
+                .with_quota(StorageQuota::new(QUOTA_BYTES, 1000)),
+        );
         i.create_table_if_missing(table, &config).await?;
         let w = i
             .open_writer(&WriterContext {
@@ -82,20 +100,19 @@ impl Suite {
     }
 
     async fn evil_split(&self, mode: &str) -> fluss_lake_host::Error {
-        let mut t = table(
-            "evil",
-            &format!("t_{}", mode.replace('-', "_")),
-            ALL_TYPES,
-            &[],
-            &[],
-            1,
-            &[],
-        );
-        t.custom_properties = vec![
-            ("evil.mode".into(), mode.into()),
-            ("evil.target".into(), "fluss/victim".into()),
-        ];
-        self.split(&self.evil, &t)
+        self.evil_split_with(mode, &[], CancellationToken::new())
+            .await
+    }
+
+    /// An evil split in `mode` with more `evil.*` settings, ended by `cancel`.
+    async fn evil_split_with(
+        &self,
+        mode: &str,
+        settings: &[(&str, &str)],
+        cancel: CancellationToken,
+    ) -> fluss_lake_host::Error {
+        let t = evil_table(mode, settings);
+        self.split_until(&self.evil, &t, cancel)
             .await
             .expect_err(&format!("mode {mode} must fail"))
     }
@@ -107,6 +124,28 @@ impl Suite {
             .await
             .expect("the Paimon plugin keeps working");
     }
+}
+
+/// The evil table of `mode`, named `t_<mode>`, with more `evil.*` settings.
+fn evil_table(mode: &str, settings: &[(&str, &str)]) -> TableInfo {
+    let mut t = table(
+        "evil",
+        &format!("t_{}", mode.replace('-', "_")),
+        ALL_TYPES,
+        &[],
+        &[],
+        1,
+        &[],
+    );
+    t.custom_properties = vec![
+        ("evil.mode".into(), mode.into()),
+        ("evil.target".into(), "fluss/victim".into()),
+    ];
+    for (k, v) in settings {
+        t.custom_properties
+            .push((format!("evil.{k}"), v.to_string()));
+    }
+    t
 }
 
 /// Every file under `dir`, relative.
@@ -185,6 +224,137 @@ async fn paths_that_escape_the_table_are_refused_by_the_host() {
     assert!(!s.warehouse.parent().unwrap().join("escaped.txt").exists());
 }
 
+#[tokio::test]
+async fn resource_handle_floods_are_refused() {
+    let s = Suite::load().await;
+    for mode in ["handles", "wasi-handles"] {
+        let e = s.evil_split(mode).await;
+        assert_eq!(e.kind(), ErrorKind::PluginLimit, "{mode}: {e}");
+        assert!(
+            e.message()
+                .contains("exceeded its limit of 10000 resource handles in writer.write"),
+            "{mode}: {e}"
+        );
+    }
+    s.good_split("after_handles").await;
+}
+
+#[tokio::test]
+async fn listings_and_reads_are_bounded_before_the_host_holds_them() {
+    let s = Suite::load().await;
+    let e = s
+        .evil_split_with(
+            "list-flood",
+            &[("objects", &(MAX_LIST_ENTRIES + 1).to_string())],
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        e.message()
+            .contains("more than 100 objects under 'flood/': list a narrower prefix"),
+        "{e}"
+    );
+    assert!(!e.message().contains("LISTED"), "{e}");
+    // At the bound a listing still works.
+    std::fs::remove_dir_all(s.warehouse.join("fluss/t_list_flood/flood")).unwrap();
+    let e = s
+        .evil_split_with(
+            "list-flood",
+            &[("objects", &MAX_LIST_ENTRIES.to_string())],
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(e.message().contains("LISTED 100 objects"), "{e}");
+
+    // An object larger than the instance may hold (a sparse file: no disk is used) is
+    // refused before it is read.
+    let dir = s.warehouse.join("fluss/t_huge_get");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::File::create(dir.join("big"))
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    let e = s.evil_split("huge-get").await;
+    assert!(
+        e.message().contains(
+            "big is 4294967296 bytes, more than the 268435456 bytes a plugin instance may hold"
+        ),
+        "{e}"
+    );
+    std::fs::remove_file(dir.join("big")).unwrap();
+}
+
+#[tokio::test]
+async fn a_round_cannot_write_past_its_storage_quota_even_if_the_plugin_ignores_it() {
+    let s = Suite::load().await;
+    let e = s.evil_split("disk-fill").await;
+    assert_eq!(e.kind(), ErrorKind::PluginLimit, "{e}");
+    assert!(
+        e.message().contains(
+            "over the round's storage quota of 16777216 bytes in 1000 objects (in writer.write)"
+        ),
+        "{e}"
+    );
+    let filled = files(&s.warehouse.join("fluss/t_disk_fill/fill"));
+    assert_eq!(filled.len(), 16, "{filled:?}");
+}
+
+/// Counts the host's `plugin` log events and keeps their messages.
+#[derive(Clone, Default)]
+struct PluginLogs(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for PluginLogs {
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                if f.name() == "message" {
+                    self.0 = format!("{v:?}");
+                }
+            }
+        }
+        if event.metadata().target() == "plugin" {
+            let mut m = Message(String::new());
+            event.record(&mut m);
+            self.0.lock().unwrap().push(m.0);
+        }
+    }
+}
+
+/// A plugin logging 100 000 lines gets about its burst (1000) through; the rest are dropped
+/// and reported as counts, and nothing is lost track of.
+#[tokio::test(flavor = "current_thread")]
+async fn a_log_flood_is_dropped_and_counted() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let s = Suite::load().await;
+    let logs = PluginLogs::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(logs.clone()));
+    let t = evil_table("log-flood", &[]);
+    s.split(&s.evil, &t).await.expect("logging is not an error");
+    let lines = logs.0.lock().unwrap().clone();
+    let flood = lines.iter().filter(|l| l.contains("flood line")).count();
+    let dropped: usize = lines
+        .iter()
+        .filter_map(|l| {
+            l.split("] ")
+                .nth(1)?
+                .strip_suffix(" log lines dropped: over the plugin log rate")
+        })
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum();
+    assert!((1000..1500).contains(&flood), "{flood} lines logged");
+    assert_eq!(
+        flood + dropped,
+        100_000,
+        "{flood} logged, {dropped} dropped"
+    );
+}
+
 /// Assertions about wall time (a deadline, work finishing before it): under a loaded machine
 /// they could fail for the wrong reason, so `scripts/test.sh` runs these tests afterwards, one
 /// at a time (every test in a module named `alone`).
@@ -233,5 +403,80 @@ mod alone {
             "the write did compute"
         );
         assert_eq!(files(&s.warehouse), vec!["fluss/t_slow/data/-1-0-0"]);
+    }
+
+    /// A guest blocked inside a host import (a WASI timer: `std::thread::sleep`, or a raw
+    /// pollable) is abandoned at its deadline, where the epoch cannot reach it.
+    #[tokio::test]
+    async fn a_guest_blocked_in_a_wasi_timer_is_abandoned_at_its_deadline() {
+        let s = Suite::load().await;
+        for mode in ["sleep", "wasi-timer"] {
+            let started = Instant::now();
+            let e = s.evil_split(mode).await;
+            let elapsed = started.elapsed();
+            assert_eq!(e.kind(), ErrorKind::PluginLimit, "{mode}: {e}");
+            assert!(
+                e.message().contains(
+                    "blocked in a host call past its 3s call deadline in writer.write and was abandoned"
+                ),
+                "{mode}: {e}"
+            );
+            assert!(
+                elapsed >= CALL_TIMEOUT,
+                "{mode}: abandoned after {elapsed:?}"
+            );
+            assert!(
+                elapsed < CALL_TIMEOUT * 3,
+                "{mode}: abandoned only after {elapsed:?}"
+            );
+        }
+        s.good_split("after_sleep").await;
+    }
+
+    /// Cancelling the round ends a blocked call at once, not at its deadline.
+    #[tokio::test]
+    async fn a_cancelled_round_ends_a_blocked_call_at_once() {
+        let s = Suite::load().await;
+        let cancel = CancellationToken::new();
+        let started = Instant::now();
+        let (e, ()) = tokio::join!(s.evil_split_with("sleep", &[], cancel.clone()), async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            cancel.cancel();
+        });
+        let elapsed = started.elapsed();
+        assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
+        assert!(e.message().contains("writer.write stopped"), "{e}");
+        assert!(elapsed < CALL_TIMEOUT, "ended only after {elapsed:?}");
+    }
+
+    /// A plugin whose `info` blocks fails to load at the deadline instead of holding startup
+    /// (or a hot swap) forever.
+    #[tokio::test]
+    async fn a_plugin_whose_info_blocks_fails_to_load_at_its_deadline() {
+        let s = Suite::load().await;
+        let bytes = std::fs::read(plugin("evil")).unwrap();
+        let patched = host::patch_marker(&bytes, b"EVIL-INFO=honest", b"EVIL-INFO=sleeps");
+        let engine = Arc::new(
+            PluginEngine::new(EngineSettings {
+                call_timeout: CALL_TIMEOUT,
+                ..EngineSettings::default()
+            })
+            .unwrap(),
+        );
+        let started = Instant::now();
+        let digest = format!("{:064x}", patched.len());
+        let e = match Plugin::from_bytes(engine, Path::new("sleepy.wasm"), &patched, digest).await {
+            Ok(_) => panic!("a plugin whose info blocks must not load"),
+            Err(e) => e,
+        };
+        let elapsed = started.elapsed();
+        assert_eq!(e.kind(), ErrorKind::PluginLoad, "{e}");
+        assert!(
+            e.message()
+                .contains("blocked in a host call past its 3s call deadline in info"),
+            "{e}"
+        );
+        assert!(elapsed < CALL_TIMEOUT * 3, "failed only after {elapsed:?}");
+        drop(s);
     }
 }

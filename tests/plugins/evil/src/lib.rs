@@ -17,9 +17,17 @@
 //! | `slow`          | an honest plugin whose every write computes a while               |
 //! | `unsure-commit` | publishes its snapshot, then fails the commit, and cannot say      |
 //! |                 | afterwards whether anything was published; its abort really deletes |
+//! | `sleep`         | `std::thread::sleep`s for an hour in `write` (a WASI timer)        |
+//! | `wasi-timer`    | blocks on a WASI monotonic-clock pollable of an hour in `write`    |
+//! | `handles`       | creates 20 000 writer resources in `write` and forgets them        |
+//! | `wasi-handles`  | creates 20 000 WASI pollables in `write` and forgets them          |
+//! | `list-flood`    | writes `evil.objects` objects in `write`, then lists them          |
+//! | `huge-get`      | reads the object `big` (which a test places) in `write`            |
+//! | `disk-fill`     | writes 1 MiB objects in `write` until refused, ignores the refusal |
+//! | `log-flood`     | logs 100 000 lines in `write`                                      |
 //!
-//! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`) and
-//! any plugin version (see `VERSION_MARKER`).
+//! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`),
+//! any plugin version (see `VERSION_MARKER`), or to sleep (see `INFO_MARKER`).
 //!
 //! Except for its mode, the plugin is a minimal honest lake: `write` stores one object per
 //! batch, `commit` publishes `snapshots/<n>` with put-if-absent.
@@ -30,7 +38,7 @@ use std::cell::RefCell;
 
 use fluss_lake_guest_sdk::CONTRACT_VERSION;
 use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
-use fluss_lake_guest_sdk::bindings::fluss::lake::storage;
+use fluss_lake_guest_sdk::bindings::fluss::lake::{logging, storage};
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, ReadableSnapshot,
     RowBatch, TableInfo, TieringStats, WitErrorKind, WriteResult, WriterContext,
@@ -65,6 +73,26 @@ fn compute(iterations: u64) -> u64 {
     x
 }
 
+/// Blocks on a WASI timer pollable of an hour.
+#[cfg(target_arch = "wasm32")]
+fn block_on_wasi_timer() {
+    wasip2::clocks::monotonic_clock::subscribe_duration(3_600_000_000_000).block();
+}
+
+/// Creates `n` WASI resources and never drops them.
+#[cfg(target_arch = "wasm32")]
+fn forget_wasi_pollables(n: usize) {
+    for _ in 0..n {
+        std::mem::forget(wasip2::clocks::monotonic_clock::subscribe_duration(1));
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn block_on_wasi_timer() {}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn forget_wasi_pollables(_n: usize) {}
+
 /// A random number (std's hasher keys come from WASI's random source).
 fn nonce() -> u64 {
     use std::hash::{BuildHasher, Hasher};
@@ -87,8 +115,20 @@ static VERSION_MARKER: &str = concat!(
     "................................................................................",
 );
 
+/// What `info` does, behind a marker a test can patch (same length): `honest` answers,
+/// `sleeps` blocks in a WASI timer for an hour first.
+static INFO_MARKER: &str = "EVIL-INFO=honest";
+
+/// Blocks in the host: a WASI timer of an hour.
+fn sleep_an_hour() {
+    std::thread::sleep(std::time::Duration::from_secs(3600));
+}
+
 impl plugin::Guest for Evil {
     fn info() -> PluginInfo {
+        if std::hint::black_box(INFO_MARKER).ends_with("sleeps") {
+            sleep_an_hour();
+        }
         let marker = std::hint::black_box(CONTRACT_MARKER);
         let contract = marker
             .strip_prefix("EVIL-CONTRACT=")
@@ -133,6 +173,8 @@ impl catalog::Guest for Evil {
 struct EvilWriter {
     mode: String,
     compute: u64,
+    /// Objects `list-flood` writes.
+    objects: usize,
     batches: RefCell<u64>,
     rows: RefCell<u64>,
     /// Paths of the data objects written.
@@ -147,6 +189,9 @@ impl writer::GuestLakeWriter for EvilWriter {
             compute: setting(&context.table, &context.config, "compute")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(1 << 28),
+            objects: setting(&context.table, &context.config, "objects")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(10),
             batches: RefCell::new(0),
             rows: RefCell::new(0),
             written: RefCell::new(Vec::new()),
@@ -193,6 +238,54 @@ impl writer::GuestLakeWriter for EvilWriter {
             "slow" => {
                 // Hundreds of epoch ticks of pure computation (`evil.compute` iterations).
                 std::hint::black_box(compute(self.compute));
+            }
+            "sleep" => sleep_an_hour(),
+            "wasi-timer" => block_on_wasi_timer(),
+            "handles" => {
+                for _ in 0..20_000 {
+                    std::mem::forget(writer::LakeWriter::new(EvilWriter {
+                        mode: String::new(),
+                        compute: 0,
+                        objects: 0,
+                        batches: RefCell::new(0),
+                        rows: RefCell::new(0),
+                        written: RefCell::new(Vec::new()),
+                        split: String::new(),
+                    }));
+                }
+            }
+            "wasi-handles" => forget_wasi_pollables(20_000),
+            "list-flood" => {
+                let n: usize = self.objects;
+                for i in 0..n {
+                    storage::put(&format!("flood/{i}"), b"")?;
+                }
+                let listed = storage::list_objects("flood/")?;
+                return Err(error(
+                    WitErrorKind::Internal,
+                    format!("LISTED {} objects", listed.len()),
+                ));
+            }
+            "huge-get" => {
+                let big = storage::get("big")?;
+                return Err(error(
+                    WitErrorKind::Internal,
+                    format!("READ {} bytes", big.len()),
+                ));
+            }
+            "disk-fill" => {
+                let chunk = vec![0xDD; 1 << 20];
+                for i in 0.. {
+                    if storage::put(&format!("fill/{i}"), &chunk).is_err() {
+                        // Pretend nothing happened.
+                        break;
+                    }
+                }
+            }
+            "log-flood" => {
+                for i in 0..100_000 {
+                    logging::log(logging::Level::Info, &format!("flood line {i}"));
+                }
             }
             _ => {}
         }
