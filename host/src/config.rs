@@ -300,6 +300,8 @@ impl HostConfig {
                 "client.security.sasl.mechanism" => c.security_sasl_mechanism = v.clone(),
                 "client.security.sasl.username" => c.security_sasl_username = v.clone(),
                 "client.security.sasl.password" => c.security_sasl_password = v.clone(),
+                // The cluster's own setting, for clusters that do not report it.
+                "remote.data.dir" => {}
                 _ => return Err(bad("unknown Fluss client option (see --help)")),
             }
         }

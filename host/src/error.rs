@@ -29,6 +29,9 @@ pub enum ErrorKind {
     /// This host no longer owns the table's round (tiering epoch fenced, coordinator changed,
     /// table dropped or recreated); the round must be abandoned without committing.
     Fenced,
+    /// The round registered a lake snapshot an earlier round had committed to the lake only,
+    /// and ended without committing its own files; the next round resumes from there.
+    Recovered,
     /// Reading from Fluss failed.
     Fluss,
     /// Object storage failed.
@@ -53,6 +56,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Protocol => "protocol error",
             ErrorKind::Coordinator => "coordinator error",
             ErrorKind::Fenced => "fenced",
+            ErrorKind::Recovered => "recovered a missed lake snapshot",
             ErrorKind::Fluss => "fluss error",
             ErrorKind::Storage => "storage error",
             ErrorKind::Cancelled => "cancelled",

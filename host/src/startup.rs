@@ -11,10 +11,11 @@ use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
 use crate::coordinator::client::CoordinatorLocator;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fluss::cluster_config::ClusterConfig;
 use crate::plugin::PluginSet;
 use crate::plugin::engine::{EngineSettings, PluginEngine};
 use crate::plugin::sandbox::LogRate;
-use crate::tiering::round::TieringContext;
+use crate::tiering::context::TieringContext;
 
 /// How long startup waits for the Fluss cluster to answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -101,6 +102,13 @@ pub async fn connect(config: HostConfig, plugins: Arc<PluginSet>) -> Result<Arc<
         .await
         .map_err(|_| unreachable(None))??;
     let coordinator = Arc::new(CoordinatorClient::new(locator, config.rpc_timeout));
+    let mut cluster = tokio::time::timeout(CONNECT_TIMEOUT, ClusterConfig::describe(&admin))
+        .await
+        .unwrap_or_default();
+    if let Some(dir) = config.fluss_options.get("remote.data.dir") {
+        cluster.remote_data_dir = Some(dir.clone());
+    }
+    tracing::info!(remote_data_dir = ?cluster.remote_data_dir, warehouses = ?cluster.warehouses, "cluster configuration");
     Ok(Arc::new(TieringContext {
         config,
         conn,
@@ -108,5 +116,6 @@ pub async fn connect(config: HostConfig, plugins: Arc<PluginSet>) -> Result<Arc<
         coordinator,
         plugins,
         locations: Default::default(),
+        cluster,
     }))
 }

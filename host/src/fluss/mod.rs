@@ -1,7 +1,9 @@
 //! What the host needs from Fluss beyond the tiering RPCs, on top of fluss-rs: table
 //! metadata in the contract's shape ([`table`]), lake snapshot and offset lookups
-//! ([`offsets`]) and reading a bucket up to its stop offset as Arrow batches ([`reader`]).
+//! ([`offsets`]), reading a bucket up to its stop offset as Arrow batches ([`reader`]), and
+//! the cluster's own tiering settings ([`cluster_config`]).
 
+pub mod cluster_config;
 pub mod offsets;
 pub mod reader;
 pub mod table;

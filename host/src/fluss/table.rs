@@ -9,7 +9,9 @@ pub const DATALAKE_FORMAT_PROPERTY: &str = "table.datalake.format";
 /// The property with the table's freshness, which also bounds a tiering round.
 pub const DATALAKE_FRESHNESS_PROPERTY: &str = "table.datalake.freshness";
 
-pub fn to_wit(info: &TableInfo) -> wit::TableInfo {
+/// The table as the plugin of `format` sees it. Other formats' `table.datalake.<format>.*`
+/// properties are left out: they may hold another lake's credentials.
+pub fn to_wit(info: &TableInfo, format: &str) -> wit::TableInfo {
     let path = info.get_table_path();
     let schema = info.get_schema();
     let columns = schema
@@ -29,6 +31,7 @@ pub fn to_wit(info: &TableInfo) -> wit::TableInfo {
     let mut properties: Vec<(String, String)> = info
         .get_properties()
         .iter()
+        .filter(|(k, _)| !is_other_formats_property(k, format))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     properties.sort();
@@ -59,6 +62,13 @@ pub fn to_wit(info: &TableInfo) -> wit::TableInfo {
     }
 }
 
+/// `table.datalake.<f>.<key>` for a format `f` other than `format`.
+fn is_other_formats_property(key: &str, format: &str) -> bool {
+    key.strip_prefix("table.datalake.")
+        .and_then(|rest| rest.split_once('.'))
+        .is_some_and(|(f, _)| !f.eq_ignore_ascii_case(format))
+}
+
 /// The raw `table.datalake.format` property (not fluss-rs's enum, which lacks some formats).
 pub fn lake_format(info: &TableInfo) -> Option<String> {
     info.get_properties()
@@ -84,4 +94,37 @@ pub fn plugin_config(
         merged.insert(k.clone(), v.clone());
     }
     merged.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_other_formats_property;
+
+    #[test]
+    fn other_formats_properties_are_withheld() {
+        assert!(is_other_formats_property(
+            "table.datalake.iceberg.s3.secret-key",
+            "paimon"
+        ));
+        assert!(!is_other_formats_property(
+            "table.datalake.paimon.warehouse",
+            "paimon"
+        ));
+        assert!(!is_other_formats_property(
+            "table.datalake.format",
+            "paimon"
+        ));
+        assert!(!is_other_formats_property(
+            "table.datalake.freshness",
+            "paimon"
+        ));
+        assert!(!is_other_formats_property(
+            "table.datalake.enabled",
+            "paimon"
+        ));
+        assert!(!is_other_formats_property(
+            "table.replication.factor",
+            "paimon"
+        ));
+    }
 }

@@ -5,12 +5,18 @@
 //! - [`splits`]: which offsets of which buckets a round must tier (Flink's
 //!   `TieringSplitGenerator`).
 //! - [`routing`]: which plugin tiers a table (its format, or an override).
-//! - [`round`]: one table's round — validate, read every split through the plugin's writers.
-//! - [`commit`]: the two-phase commit of a round into the lake and into Fluss.
+//! - [`context`]: the values a round is made of, shared by the modules below.
+//! - [`round`]: one table's round — plan, then read every split through the plugin's writers.
+//! - [`commit`]: the two-phase commit of a round into the lake and into Fluss, in order.
+//! - [`fluss_commit`]: the coordinator calls of a commit and their messages.
+//! - [`recovery`]: verifying a lake snapshot Fluss missed before registering it.
 //! - [`journal`]: the rounds in flight, on disk, so a restarted host hands them back at once.
 
 pub mod commit;
+pub mod context;
+pub mod fluss_commit;
 pub mod journal;
+pub mod recovery;
 pub mod round;
 pub mod routing;
 pub mod service;

@@ -10,72 +10,25 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::metadata::TablePath;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::commit::{self, SplitResult};
-use super::splits;
-use crate::config::HostConfig;
-use crate::coordinator::CoordinatorClient;
+use super::commit::{self, RoundWrites};
+use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
+use super::{fluss_commit, splits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
 use crate::fluss::{reader, table};
-use crate::plugin::sandbox::{LocationClaim, LocationClaims, check_location_names_table};
+use crate::plugin::sandbox::check_location_names_table;
 use crate::plugin::storage::{ScopedStorage, StorageQuota};
-use crate::plugin::{Plugin, PluginInstance, PluginSet, wit};
-use crate::tiering::routing::{self, Route};
+use crate::plugin::{PluginInstance, wit};
+use crate::tiering::routing;
 
 /// Batches buffered between a bucket's reader and its writer.
 const CHANNEL_DEPTH: usize = 2;
-
-/// What every round shares.
-pub struct TieringContext {
-    pub config: HostConfig,
-    pub conn: Arc<FlussConnection>,
-    pub admin: Arc<FlussAdmin>,
-    pub coordinator: Arc<CoordinatorClient>,
-    /// The plugins serving new rounds; swapped as a whole on hot swap.
-    pub plugins: Arc<PluginSet>,
-    /// The lake locations of the rounds in flight, which may never overlap.
-    pub locations: LocationClaims,
-}
-
-/// A table the coordinator assigned to this host.
-#[derive(Debug, Clone)]
-pub struct Assignment {
-    pub table_id: i64,
-    pub path: TablePath,
-    pub tiering_epoch: i64,
-    /// The coordinator epoch the table was assigned under.
-    pub coordinator_epoch: i32,
-}
-
-/// How a successful round ended.
-#[derive(Debug, Clone, Default)]
-pub struct RoundOutcome {
-    /// The lake snapshot created, none when there was nothing to tier.
-    pub snapshot_id: Option<i64>,
-    pub stats: Option<wit::TieringStats>,
-    pub rows: u64,
-    /// The round hit the table's freshness and committed only part of its splits.
-    pub force_finished: bool,
-}
-
-/// A round's resolved table: metadata, plugin and storage scope.
-pub struct ResolvedTable {
-    pub info: fluss::metadata::TableInfo,
-    pub wit_info: wit::TableInfo,
-    pub plugin: Arc<Plugin>,
-    pub plugin_config: Vec<(String, String)>,
-    pub storage: ScopedStorage,
-    pub route: Route,
-    /// Held for the whole round: no other table may use this location meanwhile.
-    _location: LocationClaim,
-}
 
 pub async fn run_round(
     ctx: Arc<TieringContext>,
@@ -87,7 +40,7 @@ pub async fn run_round(
         .validate_table(&resolved.wit_info, &resolved.plugin_config)
         .await?;
 
-    let ranges = plan_splits(&ctx, &assignment, &resolved.info).await?;
+    let (planned_snapshot, ranges) = plan_splits(&ctx, &assignment, &resolved.info).await?;
     if ranges.is_empty() {
         tracing::info!(table = %assignment.path, "nothing new to tier");
         return Ok(RoundOutcome::default());
@@ -132,22 +85,30 @@ pub async fn run_round(
             "round cancelled before commit",
         ));
     }
-    let forced = force_finish.is_cancelled() && results.iter().any(|r| r.end_offset < r.range.stop);
+    let forced = force_finish.is_cancelled()
+        && results
+            .iter()
+            .any(|r| r.end_offset.is_none_or(|end| end < r.range.stop));
     if forced {
         tracing::warn!(table = %assignment.path, ?max_duration, "round reached the table's freshness; committing what was written");
     }
+    let writes = RoundWrites {
+        results,
+        planned_snapshot,
+    };
     let mut outcome =
-        commit::commit_round(&ctx, &assignment, &resolved, &mut control, results).await?;
+        commit::commit_round(&ctx, &assignment, &resolved, &mut control, writes, &cancel).await?;
     outcome.force_finished = forced;
     Ok(outcome)
 }
 
-/// The splits of this round: every bucket of every partition with something to tier.
+/// The splits of this round: every bucket of every partition with something to tier, with
+/// the lake snapshot Fluss held when they were planned (the commit checks it still does).
 async fn plan_splits(
     ctx: &TieringContext,
     assignment: &Assignment,
     info: &fluss::metadata::TableInfo,
-) -> Result<Vec<reader::BucketRange>> {
+) -> Result<(Option<i64>, Vec<reader::BucketRange>)> {
     let path = &assignment.path;
     let tiered = offsets::latest_tiered_offsets(&ctx.admin, path).await?;
     let partitions: Vec<Option<(i64, String)>> = if info.is_partitioned() {
@@ -176,7 +137,7 @@ async fn plan_splits(
             earliest,
         });
     }
-    splits::plan(&tiered, &inputs, buckets)
+    Ok((tiered.snapshot_id, splits::plan(&tiered, &inputs, buckets)?))
 }
 
 /// The table's `table.datalake.freshness` (Fluss's default: 3 minutes).
@@ -195,7 +156,7 @@ pub async fn resolve_table(
     ctx: &TieringContext,
     assignment: &Assignment,
 ) -> Result<(ResolvedTable, PluginInstance)> {
-    let info = commit::current_table_info(ctx, assignment).await?;
+    let info = fluss_commit::current_table_info(ctx, assignment).await?;
     let route = routing::route(
         &assignment.path,
         table::lake_format(&info).as_deref(),
@@ -218,7 +179,7 @@ pub async fn resolve_table(
     })?;
     tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, "table routed");
     let plugin_config = table::plugin_config(&info, &format, &ctx.config.lake_options_for(&format));
-    let wit_info = table::to_wit(&info);
+    let wit_info = table::to_wit(&info, &format);
     let warehouse = plugin_config
         .iter()
         .find(|(k, _)| k == "warehouse")
@@ -233,6 +194,13 @@ pub async fn resolve_table(
                 ),
             )
         })?;
+    routing::check_warehouse(
+        &warehouse,
+        &format,
+        &ctx.config.lake_options,
+        &ctx.cluster.warehouses,
+    )
+    .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?;
     let mut control = PluginInstance::new(&plugin, format!("{format} {}", assignment.path)).await?;
     let location = control.table_location(&wit_info, &plugin_config).await?;
     check_location_names_table(
@@ -461,18 +429,23 @@ impl SplitTask<'_> {
                         failpoints::hit(failpoints::AFTER_FIRST_WRITE).await;
                     }
                     written.rows += batch.rows as u64;
-                    written.end_offset = batch.end_offset;
-                    written.max_timestamp = written.max_timestamp.max(batch.max_timestamp);
+                    written.end_offset = Some(batch.end_offset);
+                    let batch_ts = (batch.max_timestamp >= 0).then_some(batch.max_timestamp);
+                    written.max_timestamp = written.max_timestamp.max(batch_ts);
                 }
             }
         }
         let end_offset = if forced {
             written.end_offset
         } else {
-            reader
-                .await
-                .map_err(|e| Error::new(ErrorKind::Internal, format!("reader task failed: {e}")))??
-                .end_offset
+            Some(
+                reader
+                    .await
+                    .map_err(|e| {
+                        Error::new(ErrorKind::Internal, format!("reader task failed: {e}"))
+                    })??
+                    .end_offset,
+            )
         };
         let write_result = instance.complete(writer).await?;
         tracing::debug!(
@@ -495,21 +468,13 @@ impl SplitTask<'_> {
 }
 
 /// What reached the plugin so far.
+#[derive(Default)]
 struct WrittenProgress {
     rows: u64,
-    /// Exclusive end offset of the last written batch, -1 before the first.
-    end_offset: i64,
-    max_timestamp: i64,
-}
-
-impl Default for WrittenProgress {
-    fn default() -> Self {
-        Self {
-            rows: 0,
-            end_offset: -1,
-            max_timestamp: -1,
-        }
-    }
+    /// Exclusive end offset of the last written batch; none before the first.
+    end_offset: Option<i64>,
+    /// Newest commit timestamp of the rows written; none before the first.
+    max_timestamp: Option<i64>,
 }
 
 struct AbortOnDrop(tokio::task::AbortHandle);

@@ -13,6 +13,8 @@
 //! segments can expire), but Fluss's union read only knows the table's own format and cannot
 //! read the overriding lake table.
 
+use std::collections::BTreeMap;
+
 use fluss::metadata::TablePath;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -156,11 +158,81 @@ fn glob_match(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|&c| c == '*')
 }
 
+/// Refuses a warehouse that neither this host (`--datalake.<format>.warehouse`, any format)
+/// nor the cluster (`datalake.<format>.warehouse`) configured: a table's properties come
+/// from its owner, who must not be able to point a plugin at `/` or at another system's
+/// data. Paths compare exactly, after dropping `file://` and trailing slashes.
+pub fn check_warehouse(
+    warehouse: &str,
+    format: &str,
+    host: &BTreeMap<String, BTreeMap<String, String>>,
+    cluster: &BTreeMap<String, String>,
+) -> Result<()> {
+    let norm = |w: &str| {
+        let w = w.strip_prefix("file://").unwrap_or(w);
+        w.trim_end_matches('/').to_string()
+    };
+    let wanted = norm(warehouse);
+    let allowed = host
+        .values()
+        .filter_map(|o| o.get("warehouse"))
+        .chain(cluster.values());
+    let mut listed = Vec::new();
+    for a in allowed {
+        if norm(a) == wanted {
+            return Ok(());
+        }
+        listed.push(a.clone());
+    }
+    Err(Error::new(
+        ErrorKind::Config,
+        format!(
+            "warehouse '{warehouse}' for format {format} is not one the host or the cluster configured \
+             (allowed: {}); give the host --datalake.{format}.warehouse",
+            if listed.is_empty() {
+                "none".to_string()
+            } else {
+                listed.join(", ")
+            }
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
 
     use super::*;
+
+    #[test]
+    fn only_configured_warehouses_are_allowed() {
+        let mut host = BTreeMap::new();
+        host.insert(
+            "iceberg".to_string(),
+            BTreeMap::from([("warehouse".to_string(), "/wh/iceberg/".to_string())]),
+        );
+        let cluster = BTreeMap::from([("paimon".to_string(), "file:///wh/paimon".to_string())]);
+        check_warehouse("/wh/iceberg", "iceberg", &host, &cluster).unwrap();
+        check_warehouse("/wh/paimon/", "paimon", &host, &cluster).unwrap();
+        // Any configured warehouse serves any format (a Lance table routed next to Paimon's).
+        check_warehouse("file:///wh/paimon", "lance", &host, &cluster).unwrap();
+        for bad in [
+            "/",
+            "/wh",
+            "/wh/paimon/sub",
+            "/etc",
+            "/wh/iceberg/../paimon",
+        ] {
+            let e = check_warehouse(bad, "paimon", &host, &cluster).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Config, "{bad}");
+            assert!(
+                e.message()
+                    .contains("is not one the host or the cluster configured")
+            );
+        }
+        let e = check_warehouse("/x", "paimon", &BTreeMap::new(), &BTreeMap::new()).unwrap_err();
+        assert!(e.message().contains("(allowed: none)"), "{e}");
+    }
 
     fn path(db: &str, t: &str) -> TablePath {
         TablePath::new(db.to_string(), t.to_string())

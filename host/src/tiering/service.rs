@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::context::{Assignment, RoundOutcome, TieringContext};
 use super::journal::{Journal, JournalEntry};
-use super::round::{self, Assignment, RoundOutcome, TieringContext};
+use super::round;
 use crate::coordinator::api::errors;
 use crate::coordinator::proto::*;
 use crate::error::{ErrorKind, Result};
@@ -403,11 +404,14 @@ fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatRe
 }
 
 /// Failures that will recur on the next round of the same table (its plugin, its options),
-/// as opposed to fencing, cancellation and outages, which say nothing about the table.
+/// as opposed to fencing, cancellation and outages, which say nothing about the table. A
+/// recovery counts too: a plugin that claims a missed snapshot every round must not make the
+/// table cycle at RPC speed.
 fn is_table_fault(kind: ErrorKind) -> bool {
     matches!(
         kind,
-        ErrorKind::Plugin
+        ErrorKind::Recovered
+            | ErrorKind::Plugin
             | ErrorKind::PluginLimit
             | ErrorKind::NoPlugin
             | ErrorKind::Config

@@ -140,7 +140,7 @@ async fn check_registered(
 /// ids, identifier fields, partition spec, sort order and properties (but the Parquet codec).
 async fn assert_plugin_creates_the_same_table(admin: &FlussAdmin, path: &TablePath, dir: &Path) {
     let info = admin.get_table_info(path).await.unwrap();
-    let wit = fluss_lake_host::fluss::table::to_wit(&info);
+    let wit = fluss_lake_host::fluss::table::to_wit(&info, "iceberg");
     let wh = std::env::temp_dir().join(unique_name("iceberg-create"));
     let driver = ComponentDriver::load(&host::plugin("iceberg"), &wh).await;
     assert!(driver.create(&wit).await);

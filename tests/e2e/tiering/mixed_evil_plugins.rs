@@ -40,6 +40,22 @@ const MODES: &[(&str, &str)] = &[
         "unsure-commit",
         "the connection was lost after the commit was sent",
     ),
+    (
+        "own-offsets",
+        "_own_offsets: the plugin reported a lake snapshot 1 Fluss missed, but its offsets file is not one the coordinator wrote",
+    ),
+    (
+        "replay-offsets",
+        "cannot be read: No such file or directory",
+    ),
+    (
+        "sleep",
+        "blocked in a host call past its 3s call deadline in writer.write and was abandoned",
+    ),
+    (
+        "disk-fill",
+        "over the round's storage quota of 16777216 bytes",
+    ),
 ];
 
 fn evil_table(mode: &str, target: &str) -> TableDescriptor {
@@ -118,6 +134,8 @@ async fn evil_plugins_fail_their_own_tables_only() {
                 "512mb",
                 "--plugin-max-result-size",
                 "8mb",
+                "--plugin-round-write-limit",
+                "16mb",
                 "--lake.tiering.max-concurrent-tables",
                 "10",
                 "--tiering.poll.table.interval",

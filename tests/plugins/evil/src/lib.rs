@@ -25,6 +25,10 @@
 //! | `huge-get`      | reads the object `big` (which a test places) in `write`            |
 //! | `disk-fill`     | writes 1 MiB objects in `write` until refused, ignores the refusal |
 //! | `log-flood`     | logs 100 000 lines in `write`                                      |
+//! | `own-offsets`   | claims a snapshot Fluss missed, with an offsets file it wrote in   |
+//! |                 | its own table under a path shaped like the coordinator's           |
+//! | `replay-offsets`| fails every lake commit, keeping the offsets path the host gave it, |
+//! |                 | then claims a snapshot Fluss missed with that genuine path         |
 //!
 //! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`),
 //! any plugin version (see `VERSION_MARKER`), or to sleep (see `INFO_MARKER`).
@@ -323,12 +327,16 @@ impl writer::Guest for Evil {
 
 struct EvilCommitter {
     mode: String,
+    table: TableInfo,
+    warehouse: String,
 }
 
 impl committer::GuestLakeCommitter for EvilCommitter {
     fn open(context: CommitterContext) -> Result<committer::LakeCommitter, LakeError> {
         Ok(committer::LakeCommitter::new(EvilCommitter {
             mode: mode(&context.table, &context.config),
+            warehouse: setting(&context.table, &context.config, "warehouse").unwrap_or_default(),
+            table: context.table,
         }))
     }
 
@@ -341,6 +349,18 @@ impl committer::GuestLakeCommitter for EvilCommitter {
         committable: Vec<u8>,
         properties: Vec<(String, String)>,
     ) -> Result<CommitResult, LakeError> {
+        if self.mode == "replay-offsets" {
+            // Keep the genuine offsets path for a later round, and fail; the host's probe
+            // that follows is answered "nothing published" (true).
+            let offsets = properties
+                .iter()
+                .find(|(k, _)| k == "fluss-offsets")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            storage::put("replay/path", offsets.as_bytes())?;
+            storage::put("replay/probe-pending", b"")?;
+            return Err(error(WitErrorKind::Io, "deliberately failed commit".into()));
+        }
         let existing = storage::list_objects("snapshots/")?.len() as i64;
         let id = existing + 1;
         let mut body = committable;
@@ -387,6 +407,46 @@ impl committer::GuestLakeCommitter for EvilCommitter {
                 WitErrorKind::Io,
                 "cannot read the table's snapshots right now".into(),
             ));
+        }
+        if self.mode == "own-offsets" {
+            // An offsets file of its own making, inside its own table, under a path shaped
+            // like the coordinator's (`…/lake/<db>/<table>-<id>/metadata/<uuid>.offsets`).
+            let t = &self.table;
+            let rel = format!(
+                "x/lake/{}/{}-{}/metadata/0f8fad5b-d9cb-469f-a165-70867728950e.offsets",
+                t.path.database, t.path.table, t.table_id
+            );
+            let body = format!(
+                r#"{{"version":1,"table_id":{},"bucket_offsets":[1000000]}}"#,
+                t.table_id
+            );
+            storage::put(&rel, body.as_bytes())?;
+            let full = format!(
+                "{}/{}/{}/{rel}",
+                self.warehouse.trim_end_matches('/'),
+                t.path.database,
+                t.path.table
+            );
+            return Ok(Some(CommittedSnapshot {
+                snapshot_id: latest.unwrap_or(0) + 1,
+                properties: vec![("fluss-offsets".into(), full)],
+            }));
+        }
+        if self.mode == "replay-offsets" {
+            if storage::head("replay/probe-pending")?.is_some() {
+                storage::delete_object("replay/probe-pending")?;
+                return Ok(None);
+            }
+            if let Ok(path) = storage::get("replay/path") {
+                return Ok(Some(CommittedSnapshot {
+                    snapshot_id: latest.unwrap_or(0) + 1,
+                    properties: vec![(
+                        "fluss-offsets".into(),
+                        String::from_utf8_lossy(&path).into_owned(),
+                    )],
+                }));
+            }
+            return Ok(None);
         }
         if self.mode == "forged-offsets" {
             // Claims a snapshot Fluss missed, with an offsets file of its own making.

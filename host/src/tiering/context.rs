@@ -1,0 +1,77 @@
+//! The values a round is made of, shared by the modules it flows through: what every round
+//! shares ([`TieringContext`]), what the coordinator assigned ([`Assignment`]), the table a
+//! round resolved ([`ResolvedTable`]), what each split produced ([`SplitResult`]) and how a
+//! round ended ([`RoundOutcome`]).
+
+use std::sync::Arc;
+
+use fluss::client::{FlussAdmin, FlussConnection};
+use fluss::metadata::TablePath;
+
+use crate::config::HostConfig;
+use crate::coordinator::CoordinatorClient;
+use crate::fluss::cluster_config::ClusterConfig;
+use crate::fluss::reader::BucketRange;
+use crate::plugin::sandbox::{LocationClaim, LocationClaims};
+use crate::plugin::storage::ScopedStorage;
+use crate::plugin::{Plugin, PluginSet, wit};
+use crate::tiering::routing::Route;
+
+/// What every round shares.
+pub struct TieringContext {
+    pub config: HostConfig,
+    pub conn: Arc<FlussConnection>,
+    pub admin: Arc<FlussAdmin>,
+    pub coordinator: Arc<CoordinatorClient>,
+    /// The plugins serving new rounds; swapped as a whole on hot swap.
+    pub plugins: Arc<PluginSet>,
+    /// The lake locations of the rounds in flight, which may never overlap.
+    pub locations: LocationClaims,
+    /// What the cluster says about tiering (remote data dir, its lake warehouses).
+    pub cluster: ClusterConfig,
+}
+
+/// A table the coordinator assigned to this host.
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    pub table_id: i64,
+    pub path: TablePath,
+    pub tiering_epoch: i64,
+    /// The coordinator epoch the table was assigned under.
+    pub coordinator_epoch: i32,
+}
+
+/// How a successful round ended.
+#[derive(Debug, Clone, Default)]
+pub struct RoundOutcome {
+    /// The lake snapshot created, none when there was nothing to tier.
+    pub snapshot_id: Option<i64>,
+    pub stats: Option<wit::TieringStats>,
+    pub rows: u64,
+    /// The round hit the table's freshness and committed only part of its splits.
+    pub force_finished: bool,
+}
+
+/// A round's resolved table: metadata, plugin and storage scope.
+pub struct ResolvedTable {
+    pub info: fluss::metadata::TableInfo,
+    pub wit_info: wit::TableInfo,
+    pub plugin: Arc<Plugin>,
+    pub plugin_config: Vec<(String, String)>,
+    pub storage: ScopedStorage,
+    pub route: Route,
+    /// Held for the whole round: no other table may use this location meanwhile.
+    pub(super) _location: LocationClaim,
+}
+
+/// What one split produced.
+pub struct SplitResult {
+    pub range: BucketRange,
+    /// Exclusive offset the bucket was read up to (its stop offset when complete); none when
+    /// the round was force-finished before this split wrote anything.
+    pub end_offset: Option<i64>,
+    /// Newest commit timestamp of the rows written; none when no row carried one.
+    pub max_timestamp: Option<i64>,
+    pub rows: u64,
+    pub write_result: wit::WriteResult,
+}
