@@ -104,7 +104,7 @@ pub fn row_batch(
 ) -> RowBatch {
     let n = batch.num_rows() as i64;
     RowBatch {
-        ipc: fluss_lake_host::fluss::reader::encode_ipc(batch).expect("ipc"),
+        ipc: fluss_lake_host::tiering::row_batches::encode_ipc(batch).expect("ipc"),
         change_types,
         log_offsets: (first_offset..first_offset + n).collect(),
         timestamps: vec![ts; n as usize],

@@ -1,24 +1,31 @@
 //! Reads one bucket from a start offset up to an exclusive stop offset and hands the rows
-//! on as contract batches (Arrow IPC + per-row change type, offset and timestamp).
+//! on as Arrow batches with each row's change type, offset and commit timestamp. It knows
+//! Fluss only; turning these batches into the plugin contract's is the tiering layer's job.
 //!
 //! fluss-rs's record scanner is used rather than its Arrow batch scanner because only the
 //! record scanner carries each row's commit timestamp and change type, which lake formats
 //! store (`__timestamp`, PK changelogs). It still decodes whole Arrow batches: consecutive
 //! records that share a source batch are re-assembled into a zero-copy slice of it, so no
 //! row is ever copied one by one.
+//!
+//! A bucket is complete once the scanner has consumed it up to the stop offset: its next
+//! fetch offset, not the last record seen, decides, because Fluss writes log batches with
+//! no record in them (a FIRST_ROW table's duplicate keys, deletes of missing keys), and a
+//! range may end in such batches (Java's `TieringSplitReader` does the same).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use arrow::ipc::writer::StreamWriter;
-use fluss::client::FlussConnection;
+use fluss::client::{FlussConnection, LogScanner};
 use fluss::metadata::TablePath;
 use fluss::record::{ChangeType, ScanRecord};
 use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::plugin::wit;
+
+/// How often a bucket that returns no record is checked for being consumed anyway.
+const EMPTY_TAIL_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Fluss's sentinel for "from the earliest offset the log still holds".
 pub const EARLIEST_OFFSET: i64 = -2;
@@ -36,41 +43,48 @@ pub struct BucketRange {
     pub stop: i64,
 }
 
-/// A batch on its way to a plugin, with what the commit needs to know about it.
-pub struct ReadBatch {
-    pub batch: wit::RowBatch,
-    pub rows: usize,
-    pub max_timestamp: i64,
+/// Consecutive rows of one bucket, as Fluss stored them.
+pub struct BucketBatch {
+    /// The rows: a zero-copy slice of the fetched Arrow batch.
+    pub rows: RecordBatch,
+    /// Fluss change type byte values (0 `+A` .. 4 `-D`), one per row; empty when every
+    /// row is `+A`.
+    pub change_types: Vec<u8>,
+    /// The log offset of every row.
+    pub offsets: Vec<i64>,
+    /// The commit timestamp (epoch millis) of every row's log batch.
+    pub timestamps: Vec<i64>,
+}
+
+impl BucketBatch {
+    pub fn num_rows(&self) -> usize {
+        self.offsets.len()
+    }
+
     /// Exclusive offset after the batch's last row: how far the bucket is tiered once the
     /// batch is written.
-    pub end_offset: i64,
+    pub fn end_offset(&self) -> i64 {
+        self.offsets.last().map_or(0, |o| o + 1)
+    }
+
+    /// The newest commit timestamp among the rows.
+    pub fn max_timestamp(&self) -> Option<i64> {
+        self.timestamps.iter().copied().max()
+    }
 }
 
-/// How far a bucket was read.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReadProgress {
-    pub rows: u64,
-    /// Exclusive offset up to which the bucket was read, -1 if nothing was read.
-    pub end_offset: i64,
-    pub max_timestamp: i64,
-}
-
-/// Reads `range` of `path` and sends its rows to `tx` until the stop offset is reached.
-/// Returns when the bucket is complete or `tx` is closed (the writer gave up).
+/// Reads `range` of `path` and sends its rows to `tx` until the bucket is consumed up to
+/// the stop offset. Returns once it is (the bucket is then tiered up to `range.stop`), or
+/// when `tx` is closed (the writer gave up).
 pub async fn read_bucket(
     conn: Arc<FlussConnection>,
     path: TablePath,
     range: BucketRange,
     poll_timeout: Duration,
-    tx: mpsc::Sender<ReadBatch>,
-) -> Result<ReadProgress> {
-    let mut progress = ReadProgress {
-        end_offset: -1,
-        max_timestamp: -1,
-        ..Default::default()
-    };
+    tx: mpsc::Sender<BucketBatch>,
+) -> Result<()> {
     if range.stop <= 0 || (range.start >= 0 && range.start >= range.stop) {
-        return Ok(progress);
+        return Ok(());
     }
     let fluss_err = |what: &str, e: fluss::error::Error| {
         Error::new(
@@ -97,38 +111,40 @@ pub async fn read_bucket(
     }
     .map_err(|e| fluss_err("cannot subscribe to", e))?;
 
+    // Short polls: a range that ends in empty batches yields no record, only a moved fetch
+    // offset, which is checked after every poll.
+    let poll_timeout = poll_timeout.min(EMPTY_TAIL_CHECK_INTERVAL);
     loop {
         let records = scanner
             .poll(poll_timeout)
             .await
             .map_err(|e| fluss_err("cannot read", e))?;
-        let mut done = false;
         for (_bucket, recs) in records.into_records_by_buckets() {
             let mut i = 0;
             while i < recs.len() {
                 if recs[i].offset() >= range.stop {
-                    done = true;
-                    break;
+                    return Ok(());
                 }
                 let run = same_batch_run(&recs[i..], range.stop);
-                let out = to_row_batch(&recs[i..i + run])?;
-                progress.rows += out.rows as u64;
-                progress.end_offset = recs[i + run - 1].offset() + 1;
-                progress.max_timestamp = progress.max_timestamp.max(out.max_timestamp);
-                if tx.send(out).await.is_err() {
-                    return Ok(progress);
+                if tx.send(to_bucket_batch(&recs[i..i + run])?).await.is_err() {
+                    return Ok(());
                 }
                 i += run;
             }
-            if progress.end_offset >= range.stop {
-                done = true;
-            }
         }
-        if done {
-            progress.end_offset = range.stop;
-            return Ok(progress);
+        if consumed_offset(&scanner, &range).is_some_and(|o| o >= range.stop) {
+            return Ok(());
         }
     }
+}
+
+/// The scanner's next fetch offset for the range's bucket.
+fn consumed_offset(scanner: &LogScanner, range: &BucketRange) -> Option<i64> {
+    scanner
+        .get_subscribed_buckets()
+        .into_iter()
+        .find(|(tb, _)| tb.bucket_id() == range.bucket && tb.partition_id() == range.partition_id)
+        .map(|(_, offset)| offset)
 }
 
 /// Length of the run of records at the head of `recs` that are consecutive rows of one
@@ -152,8 +168,8 @@ fn same_batch_run(recs: &[ScanRecord], stop: i64) -> usize {
     n
 }
 
-/// Builds the contract batch for a run of records sharing one source batch.
-fn to_row_batch(run: &[ScanRecord]) -> Result<ReadBatch> {
+/// The batch of a run of records sharing one source batch.
+fn to_bucket_batch(run: &[ScanRecord]) -> Result<BucketBatch> {
     let first = &run[0];
     let source = first.row().get_record_batch().ok_or_else(|| {
         Error::new(
@@ -161,40 +177,19 @@ fn to_row_batch(run: &[ScanRecord]) -> Result<ReadBatch> {
             "a scanned record carries no Arrow batch",
         )
     })?;
-    let slice = source.slice(first.row().get_row_id(), run.len());
     let all_append = run
         .iter()
         .all(|r| *r.change_type() == ChangeType::AppendOnly);
-    let change_types = if all_append {
-        Vec::new()
-    } else {
-        run.iter()
-            .map(|r| r.change_type().to_byte_value())
-            .collect()
-    };
-    let log_offsets: Vec<i64> = run.iter().map(ScanRecord::offset).collect();
-    let timestamps: Vec<i64> = run.iter().map(ScanRecord::timestamp).collect();
-    let max_timestamp = timestamps.iter().copied().max().unwrap_or(-1);
-    Ok(ReadBatch {
-        rows: run.len(),
-        max_timestamp,
-        end_offset: run[run.len() - 1].offset() + 1,
-        batch: wit::RowBatch {
-            ipc: encode_ipc(&slice)?,
-            change_types,
-            log_offsets,
-            timestamps,
+    Ok(BucketBatch {
+        rows: source.slice(first.row().get_row_id(), run.len()),
+        change_types: if all_append {
+            Vec::new()
+        } else {
+            run.iter()
+                .map(|r| r.change_type().to_byte_value())
+                .collect()
         },
+        offsets: run.iter().map(ScanRecord::offset).collect(),
+        timestamps: run.iter().map(ScanRecord::timestamp).collect(),
     })
-}
-
-/// One Arrow IPC stream: schema, the batch, end-of-stream.
-pub fn encode_ipc(batch: &RecordBatch) -> Result<Vec<u8>> {
-    let ipc_err = |e: arrow::error::ArrowError| {
-        Error::new(ErrorKind::Internal, "Arrow IPC encoding").with_source(e)
-    };
-    let mut writer = StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(ipc_err)?;
-    writer.write(batch).map_err(ipc_err)?;
-    writer.finish().map_err(ipc_err)?;
-    writer.into_inner().map_err(ipc_err)
 }

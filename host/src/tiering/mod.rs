@@ -7,6 +7,7 @@
 //! - [`routing`]: which plugin tiers a table (its format, or an override).
 //! - [`context`]: the values a round is made of, shared by the modules below.
 //! - [`round`]: one table's round — plan, then read every split through the plugin's writers.
+//! - [`row_batches`]: Fluss bucket batches into the contract's row batches.
 //! - [`commit`]: the two-phase commit of a round into the lake and into Fluss, in order.
 //! - [`fluss_commit`]: the coordinator calls of a commit and their messages.
 //! - [`recovery`]: verifying a lake snapshot Fluss missed before registering it.
@@ -19,6 +20,7 @@ pub mod journal;
 pub mod recovery;
 pub mod round;
 pub mod routing;
+pub mod row_batches;
 pub mod service;
 pub mod splits;
 

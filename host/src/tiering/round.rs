@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::commit::{self, RoundWrites};
 use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
-use super::{fluss_commit, splits};
+use super::{fluss_commit, row_batches, splits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
@@ -397,14 +397,19 @@ impl SplitTask<'_> {
         };
         let writer = instance.open_writer(&writer_ctx).await?;
 
-        let (tx, mut rx) = mpsc::channel(CHANNEL_DEPTH);
-        let reader = tokio::spawn(reader::read_bucket(
+        // Reading, encoding and writing overlap: reader → encoder → this loop.
+        let (raw_tx, raw_rx) = mpsc::channel(CHANNEL_DEPTH);
+        let (tx, mut rx) = mpsc::channel(1);
+        let read = reader::read_bucket(
             ctx.conn.clone(),
             path.clone(),
             range.clone(),
             ctx.config.poll_timeout,
-            tx,
-        ));
+            raw_tx,
+        );
+        let reader = tokio::spawn(async move {
+            tokio::try_join!(read, row_batches::encode_all(raw_rx, tx)).map(|_| ())
+        });
         // Aborts the reader whichever way this function returns.
         let _reader_guard = AbortOnDrop(reader.abort_handle());
         let mut written = WrittenProgress::default();
@@ -430,22 +435,19 @@ impl SplitTask<'_> {
                     }
                     written.rows += batch.rows as u64;
                     written.end_offset = Some(batch.end_offset);
-                    let batch_ts = (batch.max_timestamp >= 0).then_some(batch.max_timestamp);
-                    written.max_timestamp = written.max_timestamp.max(batch_ts);
+                    written.max_timestamp = written.max_timestamp.max(batch.max_timestamp);
                 }
             }
         }
         let end_offset = if forced {
             written.end_offset
         } else {
-            Some(
-                reader
-                    .await
-                    .map_err(|e| {
-                        Error::new(ErrorKind::Internal, format!("reader task failed: {e}"))
-                    })??
-                    .end_offset,
-            )
+            // The reader ended: the bucket is consumed up to its stop offset, even when its
+            // last batches held no row.
+            reader.await.map_err(|e| {
+                Error::new(ErrorKind::Internal, format!("reader task failed: {e}"))
+            })??;
+            Some(range.stop)
         };
         let write_result = instance.complete(writer).await?;
         tracing::debug!(

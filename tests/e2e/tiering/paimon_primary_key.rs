@@ -178,3 +178,81 @@ async fn primary_key_table_merged_read_equals_fluss_state() {
 async fn partitioned_primary_key_table_merged_read_equals_fluss_state() {
     run(true).await;
 }
+
+/// Deletes of keys that do not exist append log batches that hold no record. A round whose
+/// range ends in such batches still completes, on the offset the scanner consumed rather
+/// than at the table's freshness, and commits that progress. (Before, every round ran to its
+/// 10 s freshness, was force-finished and threw its progress away: the lake offsets never
+/// reached the high watermark.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_ending_in_empty_log_batches_completes_and_commits() {
+    let c = cluster::lease("paimon");
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
+    let admin = conn.get_admin().unwrap();
+    let path = TablePath::new("fluss", unique_name("pk_empty_batches"));
+    let descriptor = TableDescriptor::builder()
+        .schema(
+            Schema::builder()
+                .column("id", DataTypes::int())
+                .column("name", DataTypes::string())
+                .column("val", DataTypes::bigint())
+                .column("price", DataTypes::double())
+                .column("flag", DataTypes::boolean())
+                .primary_key(vec!["id"])
+                .unwrap()
+                .build()
+                .unwrap(),
+        )
+        .distributed_by(Some(1), vec!["id".to_string()])
+        .property("table.datalake.enabled", "true")
+        .property("table.datalake.freshness", "10s")
+        .build()
+        .unwrap();
+    data::create_table(&admin, &path, &descriptor).await;
+    let table = conn.get_table(&path).await.unwrap();
+    let writer = table.new_upsert().unwrap().create_writer().unwrap();
+    let row = |id: i32| Row {
+        name: format!("n{id}"),
+        val: id as i64,
+        price: 1.5,
+        flag: true,
+    };
+    for id in 0..20 {
+        writer.upsert(&fluss_row(id, &row(id), None)).unwrap();
+    }
+    writer.flush().await.unwrap();
+    let mut h = host::HostProcess::spawn(
+        &host::args(&c.bootstrap, &[host::plugin("paimon")], &[]),
+        &format!("{}-host", path.table()),
+    );
+    let before = data::all_log_end_offsets(&admin, &path).await;
+    fluss_lake_e2e::lake_check::wait_registered(&c, &admin, &path, &before, &h).await;
+
+    for batch in 0..3 {
+        for id in 1_000 + batch * 10..1_010 + batch * 10 {
+            writer.delete(&fluss_row(id, &row(id), None)).unwrap();
+        }
+        writer.flush().await.unwrap();
+    }
+    let after = data::all_log_end_offsets(&admin, &path).await;
+    assert!(
+        after[&(None, 0)] > before[&(None, 0)],
+        "deleting missing keys advanced the log: {before:?} → {after:?}"
+    );
+    data::wait_for_all_lake_offsets(&admin, &path, &after, Duration::from_secs(40))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nhost log:\n{}", h.log()));
+    let log = h.log();
+    assert!(
+        !log.contains("round reached the table's freshness"),
+        "the round ran to its freshness:\n{log}"
+    );
+    let lake = business(&paimon::rows(
+        &c.paimon_warehouse,
+        "fluss",
+        path.table(),
+        None,
+    ));
+    assert_eq!(lake.len(), 20, "{lake:?}");
+    assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+}
