@@ -11,8 +11,10 @@
 //! - [`commit`]: the two-phase commit of a round into the lake and into Fluss, in order.
 //! - [`fluss_commit`]: the coordinator calls of a commit and their messages.
 //! - [`recovery`]: verifying a lake snapshot Fluss missed before registering it.
+//! - [`backoff`]: how long a table whose rounds keep failing waits.
 //! - [`journal`]: the rounds in flight, on disk, so a restarted host hands them back at once.
 
+pub mod backoff;
 pub mod commit;
 pub mod context;
 pub mod fluss_commit;

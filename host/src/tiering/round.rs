@@ -40,8 +40,15 @@ pub async fn run_round(
         .validate_table(&resolved.wit_info, &resolved.plugin_config)
         .await?;
 
-    let (planned_snapshot, ranges) = plan_splits(&ctx, &assignment, &resolved.info).await?;
+    let (planned_snapshot, plan) = plan_splits(&ctx, &assignment, &resolved.info).await?;
+    for refused in &plan.refused {
+        tracing::warn!(table = %assignment.path, "bucket not tiered: {refused}");
+    }
+    let ranges = plan.splits;
     if ranges.is_empty() {
+        if let Some(refused) = plan.refused.into_iter().next() {
+            return Err(refused);
+        }
         tracing::info!(table = %assignment.path, "nothing new to tier");
         return Ok(RoundOutcome::default());
     }
@@ -108,7 +115,7 @@ async fn plan_splits(
     ctx: &TieringContext,
     assignment: &Assignment,
     info: &fluss::metadata::TableInfo,
-) -> Result<(Option<i64>, Vec<reader::BucketRange>)> {
+) -> Result<(Option<i64>, splits::Plan)> {
     let path = &assignment.path;
     let tiered = offsets::latest_tiered_offsets(&ctx.admin, path).await?;
     let partitions: Vec<Option<(i64, String)>> = if info.is_partitioned() {
@@ -137,7 +144,7 @@ async fn plan_splits(
             earliest,
         });
     }
-    Ok((tiered.snapshot_id, splits::plan(&tiered, &inputs, buckets)?))
+    Ok((tiered.snapshot_id, splits::plan(&tiered, &inputs, buckets)))
 }
 
 /// The table's `table.datalake.freshness` (Fluss's default: 3 minutes).

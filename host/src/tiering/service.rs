@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::backoff::TableBackoff;
 use super::context::{Assignment, RoundOutcome, TieringContext};
 use super::journal::{Journal, JournalEntry};
 use super::round;
@@ -48,10 +49,8 @@ pub struct TieringService {
     last_empty_poll: Option<Instant>,
     consecutive_failures: u32,
     journal: Journal,
-    /// Tables whose rounds failed in a row: how many times. The coordinator hands a failed
-    /// table straight back, so without this a broken table (bad plugin, missing option)
-    /// would spin between host and coordinator; its next rounds start after a growing delay.
-    table_failures: HashMap<i64, u32>,
+    /// Tables whose rounds failed in a row: their next rounds start after a growing delay.
+    backoff: TableBackoff,
 }
 
 /// How long shutdown waits for cancelled rounds to clean up.
@@ -100,7 +99,7 @@ impl TieringService {
             last_empty_poll: None,
             consecutive_failures: 0,
             journal,
-            table_failures: HashMap::new(),
+            backoff: TableBackoff::default(),
         })
     }
 
@@ -266,11 +265,7 @@ impl TieringService {
             tiering_epoch: assignment.tiering_epoch,
         });
         let cancel = CancellationToken::new();
-        let delay = self
-            .table_failures
-            .get(&t.table_id)
-            .map(|n| table_retry_delay(*n))
-            .unwrap_or_default();
+        let delay = self.backoff.delay(t.table_id);
         self.active.insert(
             t.table_id,
             ActiveRound {
@@ -301,15 +296,10 @@ impl TieringService {
         if still_ours {
             self.active.remove(&assignment.table_id);
         }
-        match &outcome {
-            Ok(_) => {
-                self.table_failures.remove(&assignment.table_id);
-            }
-            Err(e) if is_table_fault(e.kind()) => {
-                *self.table_failures.entry(assignment.table_id).or_default() += 1;
-            }
-            Err(_) => {}
-        }
+        self.backoff.record(
+            assignment.table_id,
+            outcome.as_ref().err().map(|e| e.kind()),
+        );
         match outcome {
             Ok(outcome) => {
                 if still_ours {
@@ -401,30 +391,6 @@ fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatRe
         tiering_epoch: a.tiering_epoch,
         lake_tiering_stats: stats,
     }
-}
-
-/// Failures that will recur on the next round of the same table (its plugin, its options),
-/// as opposed to fencing, cancellation and outages, which say nothing about the table. A
-/// recovery counts too: a plugin that claims a missed snapshot every round must not make the
-/// table cycle at RPC speed.
-fn is_table_fault(kind: ErrorKind) -> bool {
-    matches!(
-        kind,
-        ErrorKind::Recovered
-            | ErrorKind::Plugin
-            | ErrorKind::PluginLimit
-            | ErrorKind::NoPlugin
-            | ErrorKind::Config
-            | ErrorKind::Unsupported
-            | ErrorKind::Storage
-            | ErrorKind::Internal
-    )
-}
-
-/// A failed table's next round waits 1 s, 2 s, 4 s… up to a minute; well within the
-/// coordinator's 120 s tiering timeout, since the waiting round is heartbeated as in flight.
-fn table_retry_delay(failures: u32) -> Duration {
-    Duration::from_secs(1u64 << failures.clamp(1, 7).saturating_sub(1)).min(Duration::from_secs(60))
 }
 
 /// Exponential backoff from 1 s, capped at the heartbeat interval.

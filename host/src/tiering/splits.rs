@@ -5,12 +5,18 @@
 //!
 //! One difference for primary-key tables: a never-tiered bucket is read from its changelog
 //! at offset 0 instead of from a KV snapshot, which replays the same state. That needs the
-//! log to still hold the bucket's whole history; when it does not, the bucket is refused with
-//! a clear error (reading KV snapshots is not implemented).
+//! log to still hold the bucket's whole history; when it does not, that bucket is refused
+//! with a clear error (reading KV snapshots is not implemented) and the table's other buckets
+//! are tiered as usual.
+//!
+//! Splits come out ordered by lag, most behind first, ties in random order: a round that
+//! reaches its freshness stops its splits where they are, so a fixed (partition, bucket)
+//! order would start the same buckets every round and starve the rest. By lag, the buckets
+//! a forced round left behind lead the next one.
 
 use std::collections::HashMap;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind};
 use crate::fluss::offsets::TieredOffsets;
 use crate::fluss::reader::{BucketRange, EARLIEST_OFFSET};
 
@@ -25,13 +31,18 @@ pub struct PartitionOffsets {
     pub earliest: Option<HashMap<i32, i64>>,
 }
 
-/// All splits of a round, in (partition, bucket) order.
-pub fn plan(
-    tiered: &TieredOffsets,
-    partitions: &[PartitionOffsets],
-    num_buckets: i32,
-) -> Result<Vec<BucketRange>> {
+/// What a round tiers: its splits, most lagging first, and the buckets it cannot tier.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub splits: Vec<BucketRange>,
+    /// Buckets with rows to tier that this host cannot read, with why.
+    pub refused: Vec<Error>,
+}
+
+/// All splits of a round.
+pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets], num_buckets: i32) -> Plan {
     let mut splits = Vec::new();
+    let mut refused = Vec::new();
     for p in partitions {
         let pid = p.partition.as_ref().map(|(id, _)| *id);
         for bucket in 0..num_buckets {
@@ -48,7 +59,7 @@ pub fn plan(
             {
                 let start = earliest.get(&bucket).copied().unwrap_or(0);
                 if start > 0 {
-                    return Err(Error::new(
+                    refused.push(Error::new(
                         ErrorKind::Unsupported,
                         format!(
                             "bucket {bucket}{} was never tiered and its changelog now starts at offset {start}: \
@@ -59,13 +70,31 @@ pub fn plan(
                                 .unwrap_or_default()
                         ),
                     ));
+                    continue;
                 }
                 range.start = 0;
             }
             splits.push(range);
         }
     }
-    Ok(splits)
+    order_by_lag(&mut splits, &std::collections::hash_map::RandomState::new());
+    Plan { splits, refused }
+}
+
+/// How far behind a split's bucket is: rows between its start and stop (from 0 when it
+/// starts at the earliest offset).
+fn lag(range: &BucketRange) -> i64 {
+    range.stop - range.start.max(0)
+}
+
+/// Most lagging first; equal lags in an order drawn from `ties`.
+fn order_by_lag(splits: &mut [BucketRange], ties: &impl std::hash::BuildHasher) {
+    splits.sort_by_cached_key(|r| {
+        (
+            std::cmp::Reverse(lag(r)),
+            ties.hash_one((r.partition_id, r.bucket)),
+        )
+    });
 }
 
 /// The split of one bucket, if it has anything to tier.
@@ -127,7 +156,7 @@ mod tests {
             &table(&[(0, 10), (1, 0), (2, 5)]),
             3,
         )
-        .unwrap();
+        .splits;
         assert_eq!(
             splits,
             vec![range(0, EARLIEST_OFFSET, 10), range(2, EARLIEST_OFFSET, 5)]
@@ -137,19 +166,19 @@ mod tests {
     #[test]
     fn tiered_buckets_resume_and_caught_up_buckets_are_skipped() {
         let t = tiered(&[(None, 0, 4), (None, 1, 7), (None, 2, 9)]);
-        let splits = plan(&t, &table(&[(0, 10), (1, 7), (2, 5)]), 3).unwrap();
+        let splits = plan(&t, &table(&[(0, 10), (1, 7), (2, 5)]), 3).splits;
         assert_eq!(splits, vec![range(0, 4, 10)]);
     }
 
     #[test]
     fn partially_tiered_table_mixes_both() {
-        let splits = plan(&tiered(&[(None, 0, 1)]), &table(&[(0, 3), (1, 3)]), 2).unwrap();
-        assert_eq!(splits, vec![range(0, 1, 3), range(1, EARLIEST_OFFSET, 3)]);
+        let splits = plan(&tiered(&[(None, 0, 1)]), &table(&[(0, 3), (1, 3)]), 2).splits;
+        assert_eq!(splits, vec![range(1, EARLIEST_OFFSET, 3), range(0, 1, 3)]);
     }
 
     #[test]
     fn buckets_missing_from_list_offsets_get_no_split() {
-        let splits = plan(&TieredOffsets::default(), &table(&[(1, 9)]), 3).unwrap();
+        let splits = plan(&TieredOffsets::default(), &table(&[(1, 9)]), 3).splits;
         assert_eq!(splits, vec![range(1, EARLIEST_OFFSET, 9)]);
     }
 
@@ -168,7 +197,7 @@ mod tests {
             },
         ];
         // partition 11 bucket 0 is caught up; partition 12 was never tiered.
-        let splits = plan(&tiered(&[(Some(11), 0, 5), (Some(11), 1, 1)]), &parts, 2).unwrap();
+        let splits = plan(&tiered(&[(Some(11), 0, 5), (Some(11), 1, 1)]), &parts, 2).splits;
         let got: Vec<_> = splits
             .iter()
             .map(|r| {
@@ -184,24 +213,66 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (Some(11), "2024$eu".to_string(), 1, 1, 2),
                 (Some(12), "2024$us".to_string(), 0, EARLIEST_OFFSET, 4),
+                (Some(11), "2024$eu".to_string(), 1, 1, 2),
             ]
         );
     }
 
     #[test]
-    fn primary_key_buckets_replay_the_whole_changelog_or_are_refused() {
+    fn primary_key_buckets_replay_the_whole_changelog_or_are_refused_alone() {
         let mut parts = table(&[(0, 8), (1, 6)]);
         parts[0].earliest = Some(HashMap::from([(0, 0), (1, 0)]));
-        let splits = plan(&tiered(&[(None, 1, 2)]), &parts, 2).unwrap();
-        assert_eq!(splits, vec![range(0, 0, 8), range(1, 2, 6)]);
+        let p = plan(&tiered(&[(None, 1, 2)]), &parts, 2);
+        assert_eq!(p.splits, vec![range(0, 0, 8), range(1, 2, 6)]);
+        assert!(p.refused.is_empty());
 
+        // Bucket 0 needs a KV snapshot: it is refused, bucket 1 is still tiered.
         parts[0].earliest = Some(HashMap::from([(0, 3), (1, 0)]));
-        let err = plan(&TieredOffsets::default(), &parts, 2).unwrap_err();
+        let p = plan(&TieredOffsets::default(), &parts, 2);
+        assert_eq!(p.splits, vec![range(1, 0, 6)]);
+        let [err] = p.refused.as_slice() else {
+            panic!("{:?}", p.refused)
+        };
         assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert!(err.message().contains("bucket 0"), "{err}");
         assert!(err.message().contains("KV snapshot"), "{err}");
         // Once tiered, a bucket resumes from the lake whatever the log start is.
-        assert!(plan(&tiered(&[(None, 0, 5), (None, 1, 6)]), &parts, 2).is_ok());
+        let p = plan(&tiered(&[(None, 0, 5), (None, 1, 6)]), &parts, 2);
+        assert!(p.refused.is_empty());
+    }
+
+    #[test]
+    fn splits_are_ordered_most_lagging_first() {
+        let t = tiered(&[(None, 0, 90), (None, 1, 10), (None, 2, 50)]);
+        let p = plan(&t, &table(&[(0, 100), (1, 100), (2, 100), (3, 30)]), 4);
+        let order: Vec<i32> = p.splits.iter().map(|r| r.bucket).collect();
+        assert_eq!(order, vec![1, 2, 3, 0]);
+    }
+
+    /// Rounds that only ever get through the first few splits before their freshness still
+    /// move every bucket forward over a few rounds (in fixed bucket order, buckets 3.. would
+    /// never move).
+    #[test]
+    fn force_finished_rounds_do_not_starve_any_bucket() {
+        let buckets = 12;
+        let mut t = TieredOffsets::default();
+        for b in 0..buckets {
+            t.buckets.insert((None, b), 0);
+        }
+        let mut high_watermark = 1_000;
+        for _round in 0..8 {
+            high_watermark += 100;
+            let latest: Vec<(i32, i64)> = (0..buckets).map(|b| (b, high_watermark)).collect();
+            let p = plan(&t, &table(&latest), buckets);
+            // Only three splits start before the round reaches its freshness, each getting
+            // through 400 offsets.
+            for r in p.splits.iter().take(3) {
+                t.buckets.insert((None, r.bucket), r.start + 400);
+            }
+        }
+        for b in 0..buckets {
+            assert!(t.buckets[&(None, b)] > 0, "bucket {b} never moved: {t:?}");
+        }
     }
 }
