@@ -158,7 +158,7 @@ pub struct Cli {
     #[arg(long = "shutdown.grace-period", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub shutdown_grace_period: Duration,
 
-    /// Timeout of one coordinator RPC.
+    /// Budget of one coordinator RPC, connecting included (at most 60s).
     #[arg(long = "rpc.timeout", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub rpc_timeout: Duration,
 }
@@ -262,6 +262,12 @@ impl HostConfig {
             } else if let Some(k) = key.strip_prefix("fluss.") {
                 config.fluss_options.insert(k.to_string(), value);
             }
+        }
+        if config.rpc_timeout > Duration::from_secs(60) {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                "--rpc.timeout must be at most 60s: a call must end well within the coordinator's 120 s tiering timeout\n",
+            ));
         }
         if config.heartbeat_interval >= Duration::from_secs(120) {
             return Err(clap::Error::raw(

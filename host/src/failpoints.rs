@@ -1,13 +1,17 @@
 //! Named points where tests can make the host crash or stall, to prove exactly-once
 //! delivery under crashes at the worst moments (e.g. between the lake and Fluss commits).
 //!
-//! Test-only: armed by the environment variable `FLUSS_LAKE_HOST_FAILPOINTS`, a `;`-separated
-//! list of `point=action`, where action is `crash` (abort the process, like SIGKILL: no
-//! cleanup, no last heartbeat) or `sleep:<millis>`. Unset in production, every point is a
-//! no-op costing one lookup in an empty map.
+//! Test-only: compiled in only with the cargo feature `failpoints` (which the test crate
+//! enables; a release build of the host alone has none, and every point is an empty inline
+//! function). Armed by the environment variable `FLUSS_LAKE_HOST_FAILPOINTS`, a
+//! `;`-separated list of `point=action`, where action is `crash` (abort the process, like
+//! SIGKILL: no cleanup, no last heartbeat) or `sleep:<millis>`.
 
+#[cfg(feature = "failpoints")]
 use std::collections::HashMap;
+#[cfg(feature = "failpoints")]
 use std::sync::OnceLock;
+#[cfg(feature = "failpoints")]
 use std::time::Duration;
 
 pub const ENV: &str = "FLUSS_LAKE_HOST_FAILPOINTS";
@@ -31,17 +35,20 @@ pub const ALL: &[&str] = &[
     AFTER_FLUSS_COMMIT,
 ];
 
+#[cfg(feature = "failpoints")]
 #[derive(Debug, Clone, PartialEq)]
 enum Action {
     Crash,
     Sleep(Duration),
 }
 
+#[cfg(feature = "failpoints")]
 fn armed() -> &'static HashMap<String, Action> {
     static ARMED: OnceLock<HashMap<String, Action>> = OnceLock::new();
     ARMED.get_or_init(|| parse(&std::env::var(ENV).unwrap_or_default()))
 }
 
+#[cfg(feature = "failpoints")]
 fn parse(spec: &str) -> HashMap<String, Action> {
     spec.split(';')
         .filter_map(|entry| {
@@ -57,7 +64,13 @@ fn parse(spec: &str) -> HashMap<String, Action> {
         .collect()
 }
 
+/// Passes the named point: without the `failpoints` feature, nothing.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub async fn hit(_point: &str) {}
+
 /// Passes the named point: crashes or stalls if a test armed it.
+#[cfg(feature = "failpoints")]
 pub async fn hit(point: &str) {
     match armed().get(point) {
         None => {}
@@ -72,7 +85,7 @@ pub async fn hit(point: &str) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "failpoints"))]
 mod tests {
     use super::*;
 

@@ -1,9 +1,14 @@
-//! A connection to the Fluss coordinator for the tiering RPCs.
+//! Connections to the Fluss coordinator for the tiering RPCs.
 //!
-//! Tiering RPCs are rare (a heartbeat every few seconds, two per commit), so one connection
-//! carrying one request at a time is enough. Any I/O failure drops the connection; the next
-//! request finds the coordinator again through the [`CoordinatorLocator`] (the coordinator
-//! may have moved after a fail-over) and redoes the `ApiVersions` handshake.
+//! Tiering RPCs are rare (a heartbeat every few seconds, two per commit), so each
+//! connection carries one request at a time. Heartbeats have a connection of their own, so
+//! they never queue behind another table's `PrepareLakeTableSnapshot` or
+//! `CommitLakeTableSnapshot`: a slow commit cannot make the coordinator time the host's
+//! other rounds out. Each call has one budget (`--rpc.timeout`) for everything it does —
+//! locating the coordinator, connecting, the `ApiVersions` handshake and the request — so
+//! a call never takes longer than that. Any failure drops the connection; the next request
+//! finds the coordinator again through the [`CoordinatorLocator`] (the coordinator may have
+//! moved after a fail-over) and redoes the handshake.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -39,8 +44,12 @@ impl CoordinatorLocator for FixedAddress {
 
 pub struct CoordinatorClient {
     locator: Arc<dyn CoordinatorLocator>,
-    connection: Mutex<Option<TcpStream>>,
+    /// Heartbeats only.
+    heartbeats: Mutex<Option<TcpStream>>,
+    /// Everything else (prepare, commit).
+    commits: Mutex<Option<TcpStream>>,
     next_request_id: AtomicI32,
+    /// The whole budget of one call, waiting for its connection included.
     request_timeout: Duration,
 }
 
@@ -48,7 +57,8 @@ impl CoordinatorClient {
     pub fn new(locator: Arc<dyn CoordinatorLocator>, request_timeout: Duration) -> Self {
         Self {
             locator,
-            connection: Mutex::new(None),
+            heartbeats: Mutex::new(None),
+            commits: Mutex::new(None),
             next_request_id: AtomicI32::new(0),
             request_timeout,
         }
@@ -58,36 +68,55 @@ impl CoordinatorClient {
         &self,
         req: &LakeTieringHeartbeatRequest,
     ) -> Result<LakeTieringHeartbeatResponse> {
-        self.call(api::LAKE_TIERING_HEARTBEAT, req).await
+        self.call(&self.heartbeats, api::LAKE_TIERING_HEARTBEAT, req)
+            .await
     }
 
     pub async fn prepare_lake_table_snapshot(
         &self,
         req: &PrepareLakeTableSnapshotRequest,
     ) -> Result<PrepareLakeTableSnapshotResponse> {
-        self.call(api::PREPARE_LAKE_TABLE_SNAPSHOT, req).await
+        self.call(&self.commits, api::PREPARE_LAKE_TABLE_SNAPSHOT, req)
+            .await
     }
 
     pub async fn commit_lake_table_snapshot(
         &self,
         req: &CommitLakeTableSnapshotRequest,
     ) -> Result<CommitLakeTableSnapshotResponse> {
-        self.call(api::COMMIT_LAKE_TABLE_SNAPSHOT, req).await
+        self.call(&self.commits, api::COMMIT_LAKE_TABLE_SNAPSHOT, req)
+            .await
     }
 
-    /// Sends one request and waits for its response, connecting first if needed.
+    /// Sends one request on `lane` and waits for its response, connecting first if needed,
+    /// all within the call's budget.
     async fn call<Req: Message, Resp: Message + Default>(
         &self,
+        lane: &Mutex<Option<TcpStream>>,
         api_key: i16,
         req: &Req,
     ) -> Result<Resp> {
-        let mut guard = self.connection.lock().await;
-        if guard.is_none() {
-            *guard = Some(self.connect().await?);
-        }
-        let stream = guard.as_mut().expect("connected above");
-        let result =
-            tokio::time::timeout(self.request_timeout, self.exchange(stream, api_key, req)).await;
+        let deadline = tokio::time::Instant::now() + self.request_timeout;
+        let timed_out = || {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "coordinator did not answer API {api_key} within {:?}",
+                    self.request_timeout
+                ),
+            )
+        };
+        let mut guard = tokio::time::timeout_at(deadline, lane.lock())
+            .await
+            .map_err(|_| timed_out())?;
+        let result = tokio::time::timeout_at(deadline, async {
+            if guard.is_none() {
+                *guard = Some(self.connect().await?);
+            }
+            let stream = guard.as_mut().expect("connected above");
+            self.exchange(stream, api_key, req).await
+        })
+        .await;
         let body = match result {
             Ok(Ok(body)) => body,
             Ok(Err(e)) => {
@@ -96,13 +125,7 @@ impl CoordinatorClient {
             }
             Err(_) => {
                 *guard = None;
-                return Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "coordinator did not answer API {api_key} within {:?}",
-                        self.request_timeout
-                    ),
-                ));
+                return Err(timed_out());
             }
         };
         match body {
@@ -150,34 +173,15 @@ impl CoordinatorClient {
     /// Opens a connection and checks, through `ApiVersions`, that the peer is a coordinator
     /// that serves the three tiering APIs at version 0.
     async fn connect(&self) -> Result<TcpStream> {
-        // The locator asks the cluster (fluss-rs has no request timeout of its own), so it
-        // is bounded too: a frozen coordinator must not freeze the heartbeat loop.
-        let addr = tokio::time::timeout(self.request_timeout, self.locator.locate())
-            .await
-            .map_err(|_| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "locating the coordinator took over {:?}",
-                        self.request_timeout
-                    ),
-                )
-            })??;
-        let mut stream = tokio::time::timeout(self.request_timeout, TcpStream::connect(&addr))
-            .await
-            .map_err(|_| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!("connecting to coordinator {addr} timed out"),
-                )
-            })?
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!("cannot connect to coordinator {addr}"),
-                )
-                .with_source(e)
-            })?;
+        // Every step is bounded by the budget of the call that connects.
+        let addr = self.locator.locate().await?;
+        let mut stream = TcpStream::connect(&addr).await.map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("cannot connect to coordinator {addr}"),
+            )
+            .with_source(e)
+        })?;
         stream.set_nodelay(true).ok();
         let req = ApiVersionsRequest {
             client_software_name: "fluss-lake-host".into(),
@@ -193,14 +197,7 @@ impl CoordinatorClient {
             ))
             .await
             .map_err(io_error)?;
-        let response = tokio::time::timeout(self.request_timeout, read_frame(&mut stream))
-            .await
-            .map_err(|_| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!("coordinator {addr} did not answer ApiVersions"),
-                )
-            })??;
+        let response = read_frame(&mut stream).await?;
         let response = codec::decode_response(response)?;
         let body = response.body.map_err(|e| {
             Error::new(
@@ -269,4 +266,113 @@ async fn read_frame(stream: &mut TcpStream) -> Result<Bytes> {
 
 fn io_error(e: std::io::Error) -> Error {
     Error::new(ErrorKind::Unavailable, "coordinator connection").with_source(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+    use tokio::net::TcpListener;
+
+    /// A coordinator that answers `ApiVersions` and heartbeats and never answers a prepare.
+    async fn fake_coordinator() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    while let Ok(frame) = read_frame(&mut stream).await {
+                        let (key, _, id, _) = codec::decode_request(frame).unwrap();
+                        let reply = match key {
+                            api::API_VERSIONS => {
+                                let versions = ApiVersionsResponse {
+                                    api_versions: [
+                                        api::LAKE_TIERING_HEARTBEAT,
+                                        api::PREPARE_LAKE_TABLE_SNAPSHOT,
+                                        api::COMMIT_LAKE_TABLE_SNAPSHOT,
+                                    ]
+                                    .iter()
+                                    .map(|k| PbApiVersion {
+                                        api_key: i32::from(*k),
+                                        min_version: 0,
+                                        max_version: 0,
+                                    })
+                                    .collect(),
+                                    server_type: Some(api::SERVER_TYPE_COORDINATOR),
+                                };
+                                codec::encode_response(id, Ok(&versions))
+                            }
+                            api::LAKE_TIERING_HEARTBEAT => codec::encode_response(
+                                id,
+                                Ok(&LakeTieringHeartbeatResponse::default()),
+                            ),
+                            // A frozen commit path.
+                            _ => std::future::pending().await,
+                        };
+                        stream.write_all(&reply).await.unwrap();
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn heartbeats_do_not_wait_behind_a_stuck_commit() {
+        let addr = fake_coordinator().await;
+        let client = Arc::new(CoordinatorClient::new(
+            Arc::new(FixedAddress(addr)),
+            Duration::from_secs(5),
+        ));
+        let stuck = {
+            let client = client.clone();
+            tokio::spawn(async move {
+                client
+                    .prepare_lake_table_snapshot(&PrepareLakeTableSnapshotRequest::default())
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = Instant::now();
+        client
+            .heartbeat(&LakeTieringHeartbeatRequest::default())
+            .await
+            .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the heartbeat waited {:?} behind the prepare",
+            started.elapsed()
+        );
+        let e = stuck.await.unwrap().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    }
+
+    /// A locator that takes most of the budget.
+    struct SlowLocator(String);
+
+    #[async_trait]
+    impl CoordinatorLocator for SlowLocator {
+        async fn locate(&self) -> Result<String> {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            Ok(self.0.clone())
+        }
+    }
+
+    #[tokio::test]
+    async fn one_budget_covers_locating_connecting_and_the_request() {
+        let addr = fake_coordinator().await;
+        let client = CoordinatorClient::new(Arc::new(SlowLocator(addr)), Duration::from_secs(2));
+        let started = Instant::now();
+        let e = client
+            .prepare_lake_table_snapshot(&PrepareLakeTableSnapshotRequest::default())
+            .await
+            .unwrap_err();
+        let elapsed = started.elapsed();
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+        assert!(
+            elapsed < Duration::from_millis(3000),
+            "a 2 s call took {elapsed:?}"
+        );
+    }
 }
