@@ -119,6 +119,8 @@ start_jvm() {
       -Dlog4j.configurationFile="file:$CONF_DIR/log4j2.properties" \
       -classpath "$SERVER_CP" "$main" "$@" >"$LOG_DIR/$name.out" 2>&1 </dev/null) &
   echo $! > "$PID_DIR/$name.pid"
+  # The exact command, so restart-server.sh can start this server again as it was.
+  printf '%q ' "$main" "$opts" "$@" > "$PID_DIR/$name.args"
   STARTED+=("$name")
   echo "started $name (pid $!)"
 }

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use fluss::client::{FlussAdmin, FlussConnection};
 
 use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
 use crate::coordinator::client::CoordinatorLocator;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fluss::client::FlussClient;
 use crate::fluss::cluster_config::ClusterConfig;
 use crate::plugin::PluginSet;
 use crate::plugin::engine::{EngineSettings, PluginEngine};
@@ -54,15 +54,16 @@ pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
     Ok(Arc::new(plugins))
 }
 
-/// Finds the coordinator through fluss-rs's view of the cluster's server nodes.
+/// Finds the coordinator through fluss-rs's view of the cluster's server nodes (re-read on
+/// every call, so a coordinator that moved is found).
 struct AdminLocator {
-    admin: Arc<FlussAdmin>,
+    fluss: Arc<FlussClient>,
 }
 
 #[async_trait]
 impl CoordinatorLocator for AdminLocator {
     async fn locate(&self) -> Result<String> {
-        let nodes = self.admin.get_server_nodes().await?;
+        let nodes = self.fluss.admin().get_server_nodes().await?;
         nodes
             .iter()
             .find(|n| *n.server_type() == fluss::ServerType::CoordinatorServer)
@@ -77,42 +78,22 @@ impl CoordinatorLocator for AdminLocator {
 }
 
 pub async fn connect(config: HostConfig, plugins: Arc<PluginSet>) -> Result<Arc<TieringContext>> {
-    let servers = config.bootstrap_servers.clone();
-    let unreachable = |e: Option<fluss::error::Error>| {
-        let err = Error::new(
-            ErrorKind::Unavailable,
-            format!("cannot reach the Fluss cluster at {servers}"),
-        );
-        match e {
-            Some(e) => err.with_source(e),
-            None => err,
-        }
-    };
-    let client_config = config.fluss_client_config()?;
-    let conn = tokio::time::timeout(CONNECT_TIMEOUT, FlussConnection::new(client_config))
-        .await
-        .map_err(|_| unreachable(None))?
-        .map_err(|e| unreachable(Some(e)))?;
-    let conn = Arc::new(conn);
-    let admin = conn.get_admin().map_err(|e| unreachable(Some(e)))?;
+    let fluss = Arc::new(FlussClient::connect(config.fluss_client_config()?).await?);
     let locator = Arc::new(AdminLocator {
-        admin: admin.clone(),
+        fluss: fluss.clone(),
     });
-    tokio::time::timeout(CONNECT_TIMEOUT, locator.locate())
-        .await
-        .map_err(|_| unreachable(None))??;
     let coordinator = Arc::new(CoordinatorClient::new(locator, config.rpc_timeout));
-    let mut cluster = tokio::time::timeout(CONNECT_TIMEOUT, ClusterConfig::describe(&admin))
-        .await
-        .unwrap_or_default();
+    let mut cluster =
+        tokio::time::timeout(CONNECT_TIMEOUT, ClusterConfig::describe(&fluss.admin()))
+            .await
+            .unwrap_or_default();
     if let Some(dir) = config.fluss_options.get("remote.data.dir") {
         cluster.remote_data_dir = Some(dir.clone());
     }
     tracing::info!(remote_data_dir = ?cluster.remote_data_dir, warehouses = ?cluster.warehouses, "cluster configuration");
     Ok(Arc::new(TieringContext {
         config,
-        conn,
-        admin,
+        fluss,
         coordinator,
         plugins,
         locations: Default::default(),

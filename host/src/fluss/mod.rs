@@ -1,8 +1,10 @@
 //! What the host needs from Fluss beyond the tiering RPCs, on top of fluss-rs: table
 //! metadata in the contract's shape ([`table`]), lake snapshot and offset lookups
 //! ([`offsets`]), reading a bucket up to its stop offset as Arrow batches ([`reader`]), and
-//! the cluster's own tiering settings ([`cluster_config`]).
+//! the cluster's own tiering settings ([`cluster_config`]), and the connection itself, which
+//! can be repaired when its metadata goes bad ([`client`]).
 
+pub mod client;
 pub mod cluster_config;
 pub mod offsets;
 pub mod reader;

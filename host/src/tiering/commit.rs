@@ -234,7 +234,7 @@ async fn prepare(
     let before = async {
         failpoints::hit(failpoints::BEFORE_PREPARE).await;
         fluss_commit::current_table_info(ctx, assignment).await?;
-        let fluss = offsets::latest_tiered_offsets(&ctx.admin, &assignment.path).await?;
+        let fluss = offsets::latest_tiered_offsets(&ctx.fluss.admin(), &assignment.path).await?;
         if fluss.snapshot_id != planned_snapshot {
             return Err(Error::new(
                 ErrorKind::Fenced,

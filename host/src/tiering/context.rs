@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::metadata::TablePath;
 
 use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
+use crate::fluss::client::FlussClient;
 use crate::fluss::cluster_config::ClusterConfig;
 use crate::fluss::reader::BucketRange;
 use crate::plugin::sandbox::{LocationClaim, LocationClaims};
@@ -20,8 +20,8 @@ use crate::tiering::routing::Route;
 /// What every round shares.
 pub struct TieringContext {
     pub config: HostConfig,
-    pub conn: Arc<FlussConnection>,
-    pub admin: Arc<FlussAdmin>,
+    /// The connection to Fluss, repaired when its metadata goes bad.
+    pub fluss: Arc<FlussClient>,
     pub coordinator: Arc<CoordinatorClient>,
     /// The plugins serving new rounds; swapped as a whole on hot swap.
     pub plugins: Arc<PluginSet>,

@@ -17,7 +17,7 @@ pub async fn current_table_info(
     ctx: &TieringContext,
     assignment: &Assignment,
 ) -> Result<fluss::metadata::TableInfo> {
-    let info = match ctx.admin.get_table_info(&assignment.path).await {
+    let info = match ctx.fluss.admin().get_table_info(&assignment.path).await {
         Ok(info) => info,
         Err(e) if e.api_error() == Some(fluss::rpc::FlussError::TableNotExist) => {
             return Err(Error::new(

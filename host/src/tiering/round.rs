@@ -117,9 +117,10 @@ async fn plan_splits(
     info: &fluss::metadata::TableInfo,
 ) -> Result<(Option<i64>, splits::Plan)> {
     let path = &assignment.path;
-    let tiered = offsets::latest_tiered_offsets(&ctx.admin, path).await?;
+    let admin = ctx.fluss.admin();
+    let tiered = offsets::latest_tiered_offsets(&admin, path).await?;
     let partitions: Vec<Option<(i64, String)>> = if info.is_partitioned() {
-        offsets::partitions(&ctx.admin, path)
+        offsets::partitions(&admin, path)
             .await?
             .into_iter()
             .map(Some)
@@ -131,10 +132,9 @@ async fn plan_splits(
     let mut inputs = Vec::with_capacity(partitions.len());
     for partition in partitions {
         let name = partition.as_ref().map(|(_, n)| n.as_str());
-        let latest =
-            offsets::bucket_offsets(&ctx.admin, path, name, buckets, LogEnd::Latest).await?;
+        let latest = offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Latest).await?;
         let earliest = if info.has_primary_key() {
-            Some(offsets::bucket_offsets(&ctx.admin, path, name, buckets, LogEnd::Earliest).await?)
+            Some(offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Earliest).await?)
         } else {
             None
         };
@@ -408,7 +408,7 @@ impl SplitTask<'_> {
         let (raw_tx, raw_rx) = mpsc::channel(CHANNEL_DEPTH);
         let (tx, mut rx) = mpsc::channel(1);
         let read = reader::read_bucket(
-            ctx.conn.clone(),
+            ctx.fluss.conn(),
             path.clone(),
             range.clone(),
             ctx.config.poll_timeout,

@@ -51,6 +51,9 @@ pub struct TieringService {
     journal: Journal,
     /// Tables whose rounds failed in a row: their next rounds start after a growing delay.
     backoff: TableBackoff,
+    /// A round failed reading Fluss: the Fluss client may have lost the cluster and is
+    /// repaired before the host asks for more tables.
+    fluss_suspect: bool,
 }
 
 /// How long shutdown waits for cancelled rounds to clean up.
@@ -100,6 +103,7 @@ impl TieringService {
             consecutive_failures: 0,
             journal,
             backoff: TableBackoff::default(),
+            fluss_suspect: false,
         })
     }
 
@@ -107,7 +111,11 @@ impl TieringService {
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<()> {
         tokio::pin!(shutdown);
         loop {
-            let got_table = self.heartbeat_once(true).await;
+            if self.fluss_suspect && self.ctx.fluss.repair().await {
+                self.fluss_suspect = false;
+            }
+            // A client that cannot see the cluster would only fail the tables it gets.
+            let got_table = self.heartbeat_once(!self.fluss_suspect).await;
             let wait = if self.consecutive_failures > 0 {
                 backoff(
                     self.consecutive_failures,
@@ -300,6 +308,12 @@ impl TieringService {
             assignment.table_id,
             outcome.as_ref().err().map(|e| e.kind()),
         );
+        if outcome
+            .as_ref()
+            .is_err_and(|e| e.kind() == ErrorKind::Fluss)
+        {
+            self.fluss_suspect = true;
+        }
         match outcome {
             Ok(outcome) => {
                 if still_ours {

@@ -4,3 +4,4 @@
 
 mod coordinator_outage;
 mod lifecycle;
+mod tablet_crash;

@@ -250,9 +250,13 @@ impl Cluster {
             servers.insert(server_id, server_node);
         }
 
+        // A tablet server that has just restarted may answer before it knows the
+        // coordinator: keep the one already known rather than lose it (patched in by
+        // fluss-lake-host; without it every admin call fails until the client is rebuilt).
         let coordinator_server = metadata_response
             .coordinator_server
-            .map(|node| from_pb_server_node(node, ServerType::CoordinatorServer));
+            .map(|node| from_pb_server_node(node, ServerType::CoordinatorServer))
+            .or_else(|| origin_cluster.and_then(|o| o.get_coordinator_server().cloned()));
 
         let mut table_id_by_path = HashMap::new();
         let mut table_info_by_path = HashMap::new();
