@@ -41,6 +41,17 @@ pub struct Assignment {
     pub coordinator_epoch: i32,
 }
 
+impl Assignment {
+    /// Whether `other` is this very round: same table, same tiering epoch *and* same
+    /// coordinator epoch (a new coordinator restarts tiering epochs, so the tiering epoch
+    /// alone can name two different rounds).
+    pub fn is_same_round(&self, other: &Assignment) -> bool {
+        self.table_id == other.table_id
+            && self.tiering_epoch == other.tiering_epoch
+            && self.coordinator_epoch == other.coordinator_epoch
+    }
+}
+
 /// How a successful round ended.
 #[derive(Debug, Clone, Default)]
 pub struct RoundOutcome {
@@ -74,4 +85,31 @@ pub struct SplitResult {
     pub max_timestamp: Option<i64>,
     pub rows: u64,
     pub write_result: wit::WriteResult,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_is_named_by_both_epochs() {
+        let a = Assignment {
+            table_id: 1,
+            path: TablePath::new("fluss".to_string(), "t".to_string()),
+            tiering_epoch: 1,
+            coordinator_epoch: 0,
+        };
+        assert!(a.is_same_round(&a.clone()));
+        // After a coordinator failover the new coordinator hands out tiering epoch 1 again.
+        let after_failover = Assignment {
+            coordinator_epoch: 1,
+            ..a.clone()
+        };
+        assert!(!a.is_same_round(&after_failover));
+        let next = Assignment {
+            tiering_epoch: 2,
+            ..a.clone()
+        };
+        assert!(!a.is_same_round(&next));
+    }
 }

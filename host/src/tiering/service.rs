@@ -148,7 +148,9 @@ impl TieringService {
         running < self.ctx.config.max_concurrent_tables
     }
 
-    /// One heartbeat; returns whether a new table was assigned.
+    /// One heartbeat; returns whether a new table was assigned. The steps: build the
+    /// request from the rounds in flight and the reports pending, send it, then apply the
+    /// answer (the coordinator epoch, per-table refusals, a new table).
     async fn heartbeat_once(&mut self, may_request: bool) -> bool {
         let poll_due = self
             .last_empty_poll
@@ -156,7 +158,47 @@ impl TieringService {
         let request_table = may_request && self.has_capacity() && poll_due;
         let finished: Vec<Finished> = std::mem::take(&mut self.finished);
         let failed: Vec<Assignment> = std::mem::take(&mut self.failed);
-        let req = LakeTieringHeartbeatRequest {
+        let req = self.heartbeat_request(&finished, &failed, request_table);
+        let response = match self.ctx.coordinator.heartbeat(&req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.on_heartbeat_failed(&e, finished, failed);
+                return false;
+            }
+        };
+        self.consecutive_failures = 0;
+        let reported: Vec<Assignment> = finished
+            .iter()
+            .map(|f| f.assignment.clone())
+            .chain(failed.iter().cloned())
+            .collect();
+        self.forget_reported(&reported);
+        self.apply_coordinator_epoch(response.coordinator_epoch);
+        self.apply_table_refusals(&response);
+        match response.tiering_table {
+            Some(t) => {
+                self.last_empty_poll = None;
+                self.start_round(t);
+                true
+            }
+            None => {
+                if request_table {
+                    self.last_empty_poll = Some(Instant::now());
+                }
+                false
+            }
+        }
+    }
+
+    /// The heartbeat request: every round in flight, the finished ones with their stats and
+    /// whether they were force-finished, the failed ones, and possibly a request for a table.
+    fn heartbeat_request(
+        &self,
+        finished: &[Finished],
+        failed: &[Assignment],
+        request_table: bool,
+    ) -> LakeTieringHeartbeatRequest {
+        LakeTieringHeartbeatRequest {
             tiering_tables: self
                 .active
                 .values()
@@ -179,46 +221,51 @@ impl TieringService {
                 .filter(|f| f.outcome.force_finished)
                 .map(|f| f.assignment.table_id)
                 .collect(),
-        };
-        let response = match self.ctx.coordinator.heartbeat(&req).await {
-            Ok(r) => r,
-            Err(e) => {
-                self.consecutive_failures += 1;
-                tracing::warn!(
-                    failures = self.consecutive_failures,
-                    "heartbeat failed: {e}"
-                );
-                // Keep the reports for the next attempt.
-                self.finished = finished;
-                self.failed = failed;
-                if self.consecutive_failures == self.ctx.config.heartbeat_max_failures {
-                    tracing::error!(
-                        "{} heartbeats failed in a row; abandoning every round in flight",
-                        self.consecutive_failures
-                    );
-                    self.cancel_all();
-                }
-                return false;
-            }
-        };
-        self.consecutive_failures = 0;
-        let reported: Vec<Assignment> = finished
-            .iter()
-            .map(|f| f.assignment.clone())
-            .chain(failed.iter().cloned())
-            .collect();
-        self.forget_reported(&reported);
-        if response.coordinator_epoch != self.coordinator_epoch {
-            tracing::warn!(
-                old = self.coordinator_epoch,
-                new = response.coordinator_epoch,
-                "coordinator changed; rounds of the previous coordinator are abandoned"
-            );
-            self.coordinator_epoch = response.coordinator_epoch;
-            self.cancel_all();
-            // The new coordinator forgot those rounds; reporting them would only be refused.
-            self.failed.clear();
         }
+    }
+
+    /// Keeps the reports for the next attempt; after too many failures in a row abandons
+    /// every round in flight.
+    fn on_heartbeat_failed(
+        &mut self,
+        e: &crate::error::Error,
+        finished: Vec<Finished>,
+        failed: Vec<Assignment>,
+    ) {
+        self.consecutive_failures += 1;
+        tracing::warn!(
+            failures = self.consecutive_failures,
+            "heartbeat failed: {e}"
+        );
+        self.finished = finished;
+        self.failed = failed;
+        if self.consecutive_failures == self.ctx.config.heartbeat_max_failures {
+            tracing::error!(
+                "{} heartbeats failed in a row; abandoning every round in flight",
+                self.consecutive_failures
+            );
+            self.cancel_all();
+        }
+    }
+
+    /// A new coordinator has forgotten every round: they are abandoned.
+    fn apply_coordinator_epoch(&mut self, epoch: i32) {
+        if epoch == self.coordinator_epoch {
+            return;
+        }
+        tracing::warn!(
+            old = self.coordinator_epoch,
+            new = epoch,
+            "coordinator changed; rounds of the previous coordinator are abandoned"
+        );
+        self.coordinator_epoch = epoch;
+        self.cancel_all();
+        // The new coordinator forgot those rounds; reporting them would only be refused.
+        self.failed.clear();
+    }
+
+    /// Logs every per-table refusal; a fenced round in flight is cancelled without committing.
+    fn apply_table_refusals(&mut self, response: &LakeTieringHeartbeatResponse) {
         for (kind, resps) in [
             ("tiering", &response.tiering_table_resp),
             ("finished", &response.finished_table_resp),
@@ -239,19 +286,6 @@ impl TieringService {
                     tracing::warn!(table = %round.assignment.path, "round fenced by the coordinator; cancelling it");
                     round.cancel.cancel();
                 }
-            }
-        }
-        match response.tiering_table {
-            Some(t) => {
-                self.last_empty_poll = None;
-                self.start_round(t);
-                true
-            }
-            None => {
-                if request_table {
-                    self.last_empty_poll = Some(Instant::now());
-                }
-                false
             }
         }
     }
@@ -300,7 +334,7 @@ impl TieringService {
         let still_ours = self
             .active
             .get(&assignment.table_id)
-            .is_some_and(|r| r.assignment.tiering_epoch == assignment.tiering_epoch);
+            .is_some_and(|r| r.assignment.is_same_round(&assignment));
         if still_ours {
             self.active.remove(&assignment.table_id);
         }
