@@ -2,7 +2,6 @@
 //! any table), then Fluss and the coordinator.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -10,15 +9,12 @@ use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
 use crate::coordinator::client::CoordinatorLocator;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fluss::client::FlussClient;
+use crate::fluss::client::{CONNECT_TIMEOUT, FlussClient, coordinator_address};
 use crate::fluss::cluster_config::ClusterConfig;
 use crate::plugin::PluginSet;
 use crate::plugin::engine::{EngineSettings, PluginEngine};
 use crate::plugin::sandbox::LogRate;
 use crate::tiering::context::TieringContext;
-
-/// How long startup waits for the Fluss cluster to answer.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
     let engine = Arc::new(PluginEngine::new(EngineSettings {
@@ -64,16 +60,7 @@ struct AdminLocator {
 impl CoordinatorLocator for AdminLocator {
     async fn locate(&self) -> Result<String> {
         let nodes = self.fluss.admin().get_server_nodes().await?;
-        nodes
-            .iter()
-            .find(|n| *n.server_type() == fluss::ServerType::CoordinatorServer)
-            .map(|n| format!("{}:{}", n.host(), n.port()))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    "the Fluss cluster reports no coordinator",
-                )
-            })
+        coordinator_address(&nodes)
     }
 }
 

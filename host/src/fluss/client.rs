@@ -16,7 +16,7 @@ use fluss::client::{FlussAdmin, FlussConnection};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How long connecting or checking the cluster may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Repairs are at most this frequent, however many rounds fail meanwhile.
 const MIN_REPAIR_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -118,15 +118,19 @@ async fn sees_coordinator(admin: &FlussAdmin) -> Result<()> {
         .map_err(|e| {
             Error::new(ErrorKind::Unavailable, "cannot list the Fluss servers").with_source(e)
         })?;
-    if nodes
+    coordinator_address(&nodes).map(|_| ())
+}
+
+/// `host:port` of the coordinator among the cluster's `nodes`.
+pub fn coordinator_address(nodes: &[fluss::ServerNode]) -> Result<String> {
+    nodes
         .iter()
-        .any(|n| *n.server_type() == fluss::ServerType::CoordinatorServer)
-    {
-        Ok(())
-    } else {
-        Err(Error::new(
-            ErrorKind::Unavailable,
-            "the Fluss cluster reports no coordinator",
-        ))
-    }
+        .find(|n| *n.server_type() == fluss::ServerType::CoordinatorServer)
+        .map(|n| format!("{}:{}", n.host(), n.port()))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                "the Fluss cluster reports no coordinator",
+            )
+        })
 }

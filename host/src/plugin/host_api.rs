@@ -12,9 +12,8 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::fluss::lake::{clock, logging, storage, types};
-use super::sandbox::{
-    LogAdmission, LogRate, LogRateLimit, MAX_HANDLES, SandboxLimits, truncate_message,
-};
+use super::engine::EngineSettings;
+use super::sandbox::{LogAdmission, LogRateLimit, MAX_HANDLES, SandboxLimits, truncate_message};
 use super::storage::{ObjectInfo, ScopedStorage, StorageError, StorageErrorKind};
 
 /// WASI's clocks as the sandbox shows them: always the epoch.
@@ -55,16 +54,8 @@ pub struct InstanceState {
     max_list_entries: usize,
 }
 
-/// The per-instance bounds an [`InstanceState`] enforces in host imports.
-#[derive(Debug, Clone, Copy)]
-pub struct ImportLimits {
-    pub memory_limit: usize,
-    pub log_rate: LogRate,
-    pub max_list_entries: usize,
-}
-
 impl InstanceState {
-    pub fn new(limits: ImportLimits, log_context: String) -> Self {
+    pub fn new(settings: &EngineSettings, log_context: String) -> Self {
         let wasi = WasiCtx::builder()
             .allow_tcp(false)
             .allow_udp(false)
@@ -77,21 +68,19 @@ impl InstanceState {
         Self {
             wasi,
             table,
-            limits: SandboxLimits::new(limits.memory_limit),
+            limits: SandboxLimits::new(settings.instance_memory_limit),
             deadline: None,
             storage: None,
             log_context,
-            log_limit: LogRateLimit::new(limits.log_rate),
-            max_list_entries: limits.max_list_entries,
+            log_limit: LogRateLimit::new(settings.log_rate),
+            max_list_entries: settings.max_list_entries,
         }
     }
 
     /// Reports log lines dropped by the rate limit and not reported yet (the instance ends).
     pub(super) fn report_dropped_logs(&mut self) {
         let dropped = self.log_limit.take_dropped();
-        if dropped > 0 {
-            tracing::warn!(target: "plugin", "[{}] {dropped} log lines dropped: over the plugin log rate", self.log_context);
-        }
+        warn_dropped(&self.log_context, dropped);
     }
 
     fn storage(&self) -> Result<&ScopedStorage, types::LakeError> {
@@ -108,6 +97,13 @@ impl WasiView for InstanceState {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
+    }
+}
+
+/// The one line that stands for `dropped` plugin log lines the rate limit dropped.
+fn warn_dropped(ctx: &str, dropped: u64) {
+    if dropped > 0 {
+        tracing::warn!(target: "plugin", "[{ctx}] {dropped} log lines dropped: over the plugin log rate");
     }
 }
 
@@ -181,9 +177,7 @@ impl logging::Host for InstanceState {
             LogAdmission::Log { dropped_before } => dropped_before,
         };
         let ctx = &self.log_context;
-        if dropped > 0 {
-            tracing::warn!(target: "plugin", "[{ctx}] {dropped} log lines dropped: over the plugin log rate");
-        }
+        warn_dropped(ctx, dropped);
         let message = truncate_message(message);
         match level {
             logging::Level::Trace => tracing::trace!(target: "plugin", "[{ctx}] {message}"),

@@ -19,7 +19,7 @@ use wasmtime::component::ResourceAny;
 
 use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
-use super::host_api::{ImportLimits, InstanceState};
+use super::host_api::InstanceState;
 use super::registry::Plugin;
 use super::sandbox::{
     self, DeadlineExceeded, MAX_INFO_FIELD_BYTES, check_result_size, truncate_message,
@@ -95,17 +95,7 @@ pub struct CommitterHandle(ResourceAny);
 impl PluginInstance {
     pub async fn new(plugin: &Plugin, log_context: String) -> Result<Self> {
         let settings = plugin.engine_settings();
-        let mut store = Store::new(
-            plugin.engine(),
-            InstanceState::new(
-                ImportLimits {
-                    memory_limit: settings.instance_memory_limit,
-                    log_rate: settings.log_rate,
-                    max_list_entries: settings.max_list_entries,
-                },
-                log_context,
-            ),
-        );
+        let mut store = Store::new(plugin.engine(), InstanceState::new(settings, log_context));
         store.limiter(|s| &mut s.limits);
         store.set_max_component_handles(sandbox::MAX_HANDLES);
         store.set_epoch_deadline(1);
@@ -204,10 +194,7 @@ impl PluginInstance {
             .as_ref()
             .and_then(|s| s.quota().exceeded());
         match quota {
-            Some(why)
-                if result.is_ok()
-                    || !matches!(result, Err(ref e) if e.kind() == ErrorKind::Cancelled) =>
-            {
+            Some(why) if !matches!(result, Err(ref e) if e.kind() == ErrorKind::Cancelled) => {
                 Err(Error::new(
                     ErrorKind::PluginLimit,
                     format!("plugin {name} wrote {why} (in {call})"),

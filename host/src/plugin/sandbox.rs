@@ -80,7 +80,10 @@ impl ResourceLimiter for SandboxLimits {
     ) -> wasmtime::Result<bool> {
         // `current` is this memory's size (0 for a memory being created), so the sum over
         // every memory of the instance is what is checked, not each memory alone.
-        let total = (self.memory_total - current.min(self.memory_total)).saturating_add(desired);
+        let total = self
+            .memory_total
+            .saturating_sub(current)
+            .saturating_add(desired);
         if total > self.memory_limit {
             self.memory_exceeded = Some(total);
             return Err(wasmtime::Error::msg(format!(
@@ -98,8 +101,10 @@ impl ResourceLimiter for SandboxLimits {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total =
-            (self.table_elements - current.min(self.table_elements)).saturating_add(desired);
+        let total = self
+            .table_elements
+            .saturating_sub(current)
+            .saturating_add(desired);
         if total > MAX_TABLE_ELEMENTS {
             return Ok(false);
         }

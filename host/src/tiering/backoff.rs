@@ -64,8 +64,13 @@ impl TableBackoff {
         } else {
             DETERMINISTIC_CAP
         };
-        Duration::from_secs(1u64 << f.count.clamp(1, 7).saturating_sub(1)).min(cap)
+        exponential(f.count, cap)
     }
+}
+
+/// 1 s after the first failure, doubling with each one after it, never more than `cap`.
+pub fn exponential(failures: u32, cap: Duration) -> Duration {
+    Duration::from_secs(1u64 << failures.clamp(1, 7).saturating_sub(1)).min(cap)
 }
 
 #[cfg(test)]

@@ -239,7 +239,8 @@ async fn prepare(
             return Err(Error::new(
                 ErrorKind::Fenced,
                 format!(
-                    "{}: Fluss's lake snapshot moved from {planned_snapshot:?} to {:?} while the round ran                      (another round committed); this round's files are discarded",
+                    "{}: Fluss's lake snapshot moved from {planned_snapshot:?} to {:?} while the round ran \
+                     (another round committed); this round's files are discarded",
                     assignment.path, fluss.snapshot_id
                 ),
             ));

@@ -82,17 +82,12 @@ pub async fn prepare_offsets(
             ),
         ));
     };
-    if let Some(code) = entry.error_code.filter(|c| *c != 0) {
-        return Err(Error::new(
-            ErrorKind::Coordinator,
-            format!(
-                "PrepareLakeTableSnapshot for {} failed: {}",
-                assignment.path,
-                entry.error_message.as_deref().unwrap_or("no message")
-            ),
-        )
-        .with_code(code));
-    }
+    check_entry(
+        "PrepareLakeTableSnapshot",
+        assignment,
+        entry.error_code,
+        entry.error_message.as_deref(),
+    )?;
     entry.lake_table_offsets_path.clone().ok_or_else(|| {
         Error::new(
             ErrorKind::Protocol,
@@ -228,19 +223,35 @@ fn check_commit_response(
     response: &CommitLakeTableSnapshotResponse,
 ) -> Result<()> {
     for r in &response.table_resp {
-        if let Some(code) = r.error_code.filter(|c| *c != 0) {
-            return Err(Error::new(
-                ErrorKind::Coordinator,
-                format!(
-                    "CommitLakeTableSnapshot for {} failed: {}",
-                    assignment.path,
-                    r.error_message.as_deref().unwrap_or("no message")
-                ),
-            )
-            .with_code(code));
-        }
+        check_entry(
+            "CommitLakeTableSnapshot",
+            assignment,
+            r.error_code,
+            r.error_message.as_deref(),
+        )?;
     }
     Ok(())
+}
+
+/// A per-table entry of a response: a non-zero error code is the coordinator refusing.
+fn check_entry(
+    api: &str,
+    assignment: &Assignment,
+    error_code: Option<i32>,
+    error_message: Option<&str>,
+) -> Result<()> {
+    match error_code.filter(|c| *c != 0) {
+        None => Ok(()),
+        Some(code) => Err(Error::new(
+            ErrorKind::Coordinator,
+            format!(
+                "{api} for {} failed: {}",
+                assignment.path,
+                error_message.unwrap_or("no message")
+            ),
+        )
+        .with_code(code)),
+    }
 }
 
 fn table_path(assignment: &Assignment) -> PbTablePath {

@@ -287,11 +287,11 @@ async fn write_splits(
     let mut done = Vec::new();
     let mut failure = None;
     let mut budget = ResultBudget::new(ctx.config.plugin_round_result_limit);
+    let plugin = resolved.plugin.describe();
     while let Some(joined) = tasks.join_next().await {
         match joined {
             Ok(Ok(r)) => {
-                let charged =
-                    budget.charge(r.write_result.payload.len(), &resolved.plugin.describe());
+                let charged = budget.charge(r.write_result.payload.len(), &plugin);
                 done.push(r);
                 if let Err(e) = charged
                     && failure.is_none()

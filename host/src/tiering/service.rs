@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::TableBackoff;
+use super::backoff::{self, TableBackoff};
 use super::context::{Assignment, RoundOutcome, TieringContext};
 use super::journal::{Journal, JournalEntry};
 use super::round;
@@ -117,7 +117,7 @@ impl TieringService {
             // A client that cannot see the cluster would only fail the tables it gets.
             let got_table = self.heartbeat_once(!self.fluss_suspect).await;
             let wait = if self.consecutive_failures > 0 {
-                backoff(
+                heartbeat_backoff(
                     self.consecutive_failures,
                     self.ctx.config.heartbeat_interval,
                 )
@@ -441,8 +441,7 @@ fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatRe
     }
 }
 
-/// Exponential backoff from 1 s, capped at the heartbeat interval.
-fn backoff(failures: u32, cap: Duration) -> Duration {
-    let exp = Duration::from_secs(1u64 << failures.min(6).saturating_sub(1));
-    exp.min(cap)
+/// Backoff between failed heartbeats: from 1 s, at most 32 s and the heartbeat interval.
+fn heartbeat_backoff(failures: u32, interval: Duration) -> Duration {
+    backoff::exponential(failures, interval.min(Duration::from_secs(32)))
 }

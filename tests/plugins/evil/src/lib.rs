@@ -174,6 +174,7 @@ impl catalog::Guest for Evil {
     }
 }
 
+#[derive(Default)]
 struct EvilWriter {
     mode: String,
     compute: u64,
@@ -247,15 +248,7 @@ impl writer::GuestLakeWriter for EvilWriter {
             "wasi-timer" => block_on_wasi_timer(),
             "handles" => {
                 for _ in 0..20_000 {
-                    std::mem::forget(writer::LakeWriter::new(EvilWriter {
-                        mode: String::new(),
-                        compute: 0,
-                        objects: 0,
-                        batches: RefCell::new(0),
-                        rows: RefCell::new(0),
-                        written: RefCell::new(Vec::new()),
-                        split: String::new(),
-                    }));
+                    std::mem::forget(writer::LakeWriter::new(EvilWriter::default()));
                 }
             }
             "wasi-handles" => forget_wasi_pollables(20_000),
