@@ -2,6 +2,7 @@
 //! (`<warehouse>/<db>/<table>`): where a table lives, checking that this plugin can tier it,
 //! and creating it the way Fluss's `IcebergLakeCatalog` does when the coordinator did not.
 
+use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, ErrorKind, Result, clock, config};
@@ -12,10 +13,10 @@ use crate::partition::PartitionSpec;
 use crate::schema::{IcebergSchema, TableLayout};
 
 /// `<db>/<table>`, the Hadoop catalog layout.
-pub fn table_location(table: &TableInfo) -> Result<String> {
-    let (db, t) = fluss_lake_guest_sdk::storage::table_path_segments(table)?;
-    Ok(format!("{db}/{t}"))
-}
+pub const LAYOUT: Layout = Layout {
+    database_suffix: "",
+    table_suffix: "",
+};
 
 /// The table's absolute location for new tables: the warehouse joined with the Hadoop
 /// layout, written as Java's Hadoop catalog writes it (the warehouse string as configured,
@@ -29,7 +30,7 @@ pub fn location_uri(table: &TableInfo, plugin_config: &[(String, String)]) -> Re
             "warehouse {warehouse:?} must be an absolute path or a URI"
         )));
     }
-    Ok(format!("{warehouse}/{}", table_location(table)?))
+    Ok(format!("{warehouse}/{}", LAYOUT.location(table)?))
 }
 
 /// Checks that the Iceberg table exists and that this plugin can write the Fluss table into

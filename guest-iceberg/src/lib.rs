@@ -21,6 +21,7 @@ pub mod types;
 pub mod writer;
 
 use fluss_lake_guest_sdk::Result;
+use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::plugin::LakeFormat;
 use fluss_lake_guest_sdk::storage::HostStorage;
 use fluss_lake_guest_sdk::wit::TableInfo;
@@ -37,9 +38,7 @@ impl LakeFormat for Iceberg {
     type Writer = writer::IcebergWriter<HostStorage>;
     type Committer = committer::IcebergCommitter<HostStorage>;
 
-    fn table_location(table: &TableInfo, _config: &[(String, String)]) -> Result<String> {
-        catalog::table_location(table)
-    }
+    const LAYOUT: Layout = catalog::LAYOUT;
     fn validate_table(
         storage: &HostStorage,
         table: &TableInfo,

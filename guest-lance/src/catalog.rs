@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
@@ -15,10 +16,10 @@ use crate::schema::{check_compatible, fields_for_fluss_table};
 use crate::versions;
 
 /// `<db>/<table>.lance`.
-pub fn table_location(table: &TableInfo) -> Result<String> {
-    let (db, t) = fluss_lake_guest_sdk::storage::table_path_segments(table)?;
-    Ok(format!("{db}/{t}.lance"))
-}
+pub const LAYOUT: Layout = Layout {
+    database_suffix: "",
+    table_suffix: ".lance",
+};
 
 /// Lance tables are log tables only, as in Fluss's Java Lance plugin.
 pub fn check_log_table(table: &TableInfo) -> Result<()> {

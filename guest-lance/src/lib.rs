@@ -19,6 +19,7 @@ pub mod versions;
 pub mod writer;
 
 use fluss_lake_guest_sdk::Result;
+use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::plugin::LakeFormat;
 use fluss_lake_guest_sdk::storage::HostStorage;
 use fluss_lake_guest_sdk::wit::TableInfo;
@@ -35,9 +36,7 @@ impl LakeFormat for Lance {
     type Writer = writer::LanceWriter<HostStorage>;
     type Committer = committer::LanceCommitter<HostStorage>;
 
-    fn table_location(table: &TableInfo, _config: &[(String, String)]) -> Result<String> {
-        catalog::table_location(table)
-    }
+    const LAYOUT: Layout = catalog::LAYOUT;
     fn validate_table(
         storage: &HostStorage,
         table: &TableInfo,

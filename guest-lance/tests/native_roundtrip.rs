@@ -16,7 +16,7 @@ use fluss_lake_guest_sdk::ipc::make_row_batch;
 use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter};
 use fluss_lake_guest_sdk::storage::LocalStorage;
 use fluss_lake_guest_sdk::testing::{committer_context, log_table, writer_context};
-use fluss_lake_lance::catalog::{create_table_if_missing, table_location};
+use fluss_lake_lance::catalog::{LAYOUT, create_table_if_missing};
 use fluss_lake_lance::committer::LanceCommitter;
 use fluss_lake_lance::writer::LanceWriter;
 
@@ -132,7 +132,7 @@ fn lance_read(args: &[&str]) -> String {
 fn pylance_reads_what_the_plugin_wrote() {
     let wh = std::env::temp_dir().join(format!("lance-native-{}", uuid::Uuid::new_v4()));
     let t = log_table("db", "t", COLUMNS, &[], 2, &[]);
-    let dir = wh.join(table_location(&t).unwrap());
+    let dir = wh.join(LAYOUT.location(&t).unwrap());
     let storage = LocalStorage::new(&dir);
     assert!(create_table_if_missing(&storage, &t).unwrap());
     let mut offset = 0;

@@ -1,6 +1,7 @@
 //! Table-level operations: where a table lives, creating it like Fluss's `PaimonLakeCatalog`
 //! would, and checking that the plugin can tier it (Fluss `TieringTableValidator`).
 
+use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, ErrorKind, Result, clock, config};
@@ -14,10 +15,10 @@ use crate::table::check_supported;
 pub const SYSTEM_COLUMNS_CONFIG: &str = "create-system-columns";
 
 /// `<db>.db/<table>`, the Paimon filesystem catalog layout.
-pub fn table_location(table: &TableInfo) -> Result<String> {
-    let (db, t) = fluss_lake_guest_sdk::storage::table_path_segments(table)?;
-    Ok(format!("{db}.db/{t}"))
-}
+pub const LAYOUT: Layout = Layout {
+    database_suffix: ".db",
+    table_suffix: "",
+};
 
 /// Checks that the Paimon table exists and that this plugin can write the Fluss table into it:
 /// log tables and primary-key tables (the options it honours or refuses for the latter are in

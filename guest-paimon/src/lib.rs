@@ -25,6 +25,7 @@ pub mod types;
 pub mod writer;
 
 use fluss_lake_guest_sdk::Result;
+use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::plugin::LakeFormat;
 use fluss_lake_guest_sdk::storage::HostStorage;
 use fluss_lake_guest_sdk::wit::TableInfo;
@@ -41,9 +42,7 @@ impl LakeFormat for Paimon {
     type Writer = writer::PaimonWriter<HostStorage>;
     type Committer = committer::PaimonCommitter<HostStorage>;
 
-    fn table_location(table: &TableInfo, _config: &[(String, String)]) -> Result<String> {
-        catalog::table_location(table)
-    }
+    const LAYOUT: Layout = catalog::LAYOUT;
     fn validate_table(
         storage: &HostStorage,
         table: &TableInfo,

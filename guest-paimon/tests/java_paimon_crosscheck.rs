@@ -27,7 +27,7 @@ use fluss_lake_guest_sdk::testing::{pk_table, writer_context};
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_paimon::binary_row::Value;
 use fluss_lake_paimon::bucket::bucket_of;
-use fluss_lake_paimon::catalog::{create_table_if_missing, table_location, validate_table};
+use fluss_lake_paimon::catalog::{LAYOUT, create_table_if_missing, validate_table};
 use fluss_lake_paimon::committer::{PaimonCommitter, to_committable};
 use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
@@ -154,11 +154,11 @@ fn check_schema(warehouse: &Path) {
         v
     };
     let ours = table_info("ours_pk");
-    let storage = LocalStorage::new(warehouse.join(table_location(&ours).unwrap()));
+    let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&ours).unwrap()));
     assert!(create_table_if_missing(&storage, &ours, &[]).unwrap());
     assert_eq!(schema("ours_pk"), schema("rust_pk"));
     let theirs = table_info("rust_pk");
-    let storage = LocalStorage::new(warehouse.join(table_location(&theirs).unwrap()));
+    let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&theirs).unwrap()));
     validate_table(&storage, &theirs).unwrap();
     assert!(!create_table_if_missing(&storage, &theirs, &[]).unwrap());
 }
@@ -167,7 +167,7 @@ fn check_schema(warehouse: &Path) {
 /// (partition, bucket) fed that bucket's records in log order, then one commit.
 fn write_with_plugin(warehouse: &Path) {
     let table = table_info("rust_pk");
-    let storage = LocalStorage::new(warehouse.join(table_location(&table).unwrap()));
+    let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&table).unwrap()));
     let mut offsets: BTreeMap<(&str, i32), i64> = BTreeMap::new();
     for r in 0..ROUNDS {
         let mut logs: BTreeMap<(&str, i32), Vec<i32>> = BTreeMap::new();

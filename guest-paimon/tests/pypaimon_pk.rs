@@ -24,7 +24,7 @@ use fluss_lake_guest_sdk::testing::{ColumnSpec, pk_table, writer_context};
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_paimon::binary_row::Value;
 use fluss_lake_paimon::bucket::bucket_of;
-use fluss_lake_paimon::catalog::{create_table_if_missing, table_location, validate_table};
+use fluss_lake_paimon::catalog::{LAYOUT, create_table_if_missing, validate_table};
 use fluss_lake_paimon::commit_message::CommitMessage;
 use fluss_lake_paimon::committer::{PaimonCommitter, to_committable};
 use fluss_lake_paimon::snapshot::read_snapshot;
@@ -235,7 +235,7 @@ impl Harness {
             spec.buckets,
             &spec.partition_keys,
         );
-        let storage = LocalStorage::new(warehouse.join(table_location(&table).unwrap()));
+        let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&table).unwrap()));
         assert!(create_table_if_missing(&storage, &table, &[]).unwrap());
         validate_table(&storage, &table).unwrap();
         Harness {

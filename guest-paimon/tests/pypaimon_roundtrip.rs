@@ -22,7 +22,7 @@ use fluss_lake_guest_sdk::testing::{log_table, writer_context};
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_paimon::binary_row::Value;
 use fluss_lake_paimon::bucket::bucket_of;
-use fluss_lake_paimon::catalog::{create_table_if_missing, table_location, validate_table};
+use fluss_lake_paimon::catalog::{LAYOUT, create_table_if_missing, validate_table};
 use fluss_lake_paimon::committer::{PaimonCommitter, to_committable};
 use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
@@ -203,7 +203,7 @@ impl Harness {
         table: TableInfo,
         config: Vec<(&'static str, &'static str)>,
     ) -> Harness {
-        let location = table_location(&table).unwrap();
+        let location = LAYOUT.location(&table).unwrap();
         assert_eq!(location, format!("fluss.db/{}", table.path.table));
         let storage = LocalStorage::new(warehouse.join(&location));
         let cfg: Vec<(String, String)> = config
@@ -442,7 +442,7 @@ fn pypaimon_reads_partitioned_tables_without_system_columns() {
     let mut cols = COLUMNS.to_vec();
     cols.push(("region", "STRING", false));
     let table = log_table("fluss", "parted", &cols, &[], 2, &["region"]);
-    let location = warehouse.join(table_location(&table).unwrap());
+    let location = warehouse.join(LAYOUT.location(&table).unwrap());
     let storage = LocalStorage::new(&location);
     let cfg = vec![("create-system-columns".to_string(), "false".to_string())];
     assert!(create_table_if_missing(&storage, &table, &cfg).unwrap());

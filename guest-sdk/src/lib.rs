@@ -7,6 +7,7 @@
 //! * [`storage`] — the [`Storage`](storage::Storage) trait format code is written against,
 //!   with the host implementation and in-memory / local-directory ones for native runs.
 //! * [`error`] — the one error type, convertible to and from the WIT `lake-error`.
+//! * [`layout`] — the table layout a plugin declares, and the locations composed from it.
 //! * [`ipc`] — decoding of `row-batch`es into Arrow `RecordBatch`es.
 //! * [`parquet`], [`stats`], [`avro`] — data and metadata file writing.
 //! * [`ord`] — ordering rows the way Java orders keys, for formats that sort their files.
@@ -21,6 +22,7 @@ pub mod convert;
 pub mod datatype;
 pub mod error;
 pub mod ipc;
+pub mod layout;
 pub mod log;
 pub mod ord;
 pub mod parquet;
@@ -48,7 +50,7 @@ pub mod deps {
 
 /// The WIT record and enum types (plain Rust data, usable natively too).
 pub mod wit {
-    pub use crate::bindings::exports::fluss::lake::plugin::PluginInfo;
+    pub use crate::bindings::exports::fluss::lake::plugin::{PluginInfo, TableLayout};
     pub use crate::bindings::fluss::lake::types::{
         ChangeType as WitChangeType, Column, CommitResult, CommittedSnapshot, CommitterContext,
         ErrorKind as WitErrorKind, LakeError, ObjectMeta as WitObjectMeta, ReadableSnapshot,
@@ -57,7 +59,7 @@ pub mod wit {
 }
 
 /// The version of the WIT contract these bindings were generated from.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.2.0";
 
 /// The commit user Fluss's tiering service commits lake snapshots with.
 pub const FLUSS_COMMIT_USER: &str = "__fluss_lake_tiering";

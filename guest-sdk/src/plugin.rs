@@ -12,6 +12,7 @@ use std::marker::PhantomData;
 
 use crate::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::storage::{HostStorage, Storage};
 use crate::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, RowBatch, TableInfo,
@@ -29,8 +30,8 @@ pub trait LakeFormat: 'static {
     /// Commits a round's write results.
     type Committer: FormatCommitter<HostStorage> + 'static;
 
-    /// Where the table lives, relative to the warehouse.
-    fn table_location(table: &TableInfo, config: &[(String, String)]) -> Result<String>;
+    /// Where the format keeps its tables; the host composes each table's location from it.
+    const LAYOUT: Layout;
     /// Checks that the table exists in the lake and can be tiered by this plugin.
     fn validate_table(
         storage: &HostStorage,
@@ -83,13 +84,8 @@ impl<F: LakeFormat> plugin::Guest for Component<F> {
             format: F::FORMAT.to_string(),
             plugin_version: F::VERSION.to_string(),
             contract_version: crate::CONTRACT_VERSION.to_string(),
+            layout: F::LAYOUT.to_wit(),
         }
-    }
-    fn table_location(
-        table: TableInfo,
-        config: Vec<(String, String)>,
-    ) -> std::result::Result<String, LakeError> {
-        wit(F::table_location(&table, &config))
     }
     fn validate_table(
         table: TableInfo,

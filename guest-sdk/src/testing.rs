@@ -118,7 +118,7 @@ pub fn writer_context(
         bucket,
         partition_id: partition_name.map(|_| 1),
         partition_name: partition_name.map(str::to_string),
-        split_index: bucket,
+        split_index: bucket.unsigned_abs(),
         round_timestamp: crate::clock::now_millis(),
         config: pairs(config),
     }

@@ -24,7 +24,7 @@ from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, Linker, Record, Variant
 
 PKG = "fluss:lake"
-VER = "0.1.0"
+VER = "0.2.0"
 
 
 def rec(**fields):
@@ -203,9 +203,11 @@ def main(wasm, warehouse):
     assert fmt in ("paimon", "iceberg", "lance") and get(info, "contract-version") == VER, vars(info)
     config = [("warehouse", warehouse)]
     t = table_info(table, fmt)
-    location = p.ok("plugin", "table-location", t, config)
-    assert location == {"paimon": f"fluss.db/{table}", "iceberg": f"fluss/{table}",
-                        "lance": f"fluss/{table}.lance"}[fmt], location
+    # The plugin declares its layout; the host (here, this script) composes the location.
+    layout = get(info, "layout")
+    suffixes = (get(layout, "database-suffix"), get(layout, "table-suffix"))
+    assert suffixes == {"paimon": (".db", ""), "iceberg": ("", ""), "lance": ("", ".lance")}[fmt], suffixes
+    location = f"fluss{suffixes[0]}/{table}{suffixes[1]}"
     storage.root = os.path.join(warehouse, location)
     err = p.call("plugin", "validate-table", t, config)
     assert err is not None and err.kind == "not-found", err

@@ -143,20 +143,24 @@ impl ComponentDriver {
         let mut i = PluginInstance::new(&self.plugin, "test".into())
             .await
             .unwrap();
-        let location = i.table_location(table, &self.config).await.unwrap();
+        let location = self.location(table);
         i.set_storage(
             ScopedStorage::local(&self.warehouse.display().to_string(), &location).unwrap(),
         );
         i
     }
 
+    /// The table's location as the host composes it from the plugin's layout.
+    fn location(&self, table: &TableInfo) -> String {
+        self.plugin
+            .layout()
+            .location(&table.path.database, &table.path.table)
+            .unwrap()
+    }
+
     /// The table's directory.
     pub async fn table_dir(&self, table: &TableInfo) -> PathBuf {
-        let mut i = PluginInstance::new(&self.plugin, "test".into())
-            .await
-            .unwrap();
-        self.warehouse
-            .join(i.table_location(table, &self.config).await.unwrap())
+        self.warehouse.join(self.location(table))
     }
 
     pub async fn create(&self, table: &TableInfo) -> bool {
@@ -191,7 +195,7 @@ impl ComponentDriver {
                 bucket: split.bucket,
                 partition_id: split.partition.as_ref().map(|_| 1),
                 partition_name: split.partition.clone(),
-                split_index: k as i32,
+                split_index: k as u32,
                 round_timestamp: 0,
                 config: self.config.clone(),
             };

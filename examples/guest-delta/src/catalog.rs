@@ -7,6 +7,7 @@
 //! which this plugin does not implement. Log tables only need blind appends.
 
 use fluss_lake_guest_sdk::deps::serde_json::{Value, json};
+use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, ErrorKind, Result, clock};
@@ -16,10 +17,10 @@ use crate::delta_log::{self, TableState};
 use crate::partition::check_partition_keys;
 
 /// `<db>/<table>`.
-pub fn table_location(table: &TableInfo) -> Result<String> {
-    let (db, t) = fluss_lake_guest_sdk::storage::table_path_segments(table)?;
-    Ok(format!("{db}/{t}"))
-}
+pub const LAYOUT: Layout = Layout {
+    database_suffix: "",
+    table_suffix: "",
+};
 
 /// Refuses primary-key tables (`unsupported`).
 pub fn check_log_table(table: &TableInfo) -> Result<()> {
@@ -122,7 +123,7 @@ mod tests {
     fn creates_version_zero_once() {
         let s = MemoryStorage::new();
         let t = table();
-        assert_eq!(table_location(&t).unwrap(), "db/t");
+        assert_eq!(LAYOUT.location(&t).unwrap(), "db/t");
         assert_eq!(
             validate_table(&s, &t).unwrap_err().kind(),
             ErrorKind::NotFound

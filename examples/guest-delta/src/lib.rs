@@ -30,6 +30,7 @@ pub mod stats;
 pub mod writer;
 
 use fluss_lake_guest_sdk::Result;
+use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::plugin::LakeFormat;
 use fluss_lake_guest_sdk::storage::HostStorage;
 use fluss_lake_guest_sdk::wit::TableInfo;
@@ -49,9 +50,7 @@ impl LakeFormat for Delta {
     type Writer = writer::DeltaWriter<HostStorage>;
     type Committer = committer::DeltaCommitter<HostStorage>;
 
-    fn table_location(table: &TableInfo, _config: &[(String, String)]) -> Result<String> {
-        catalog::table_location(table)
-    }
+    const LAYOUT: Layout = catalog::LAYOUT;
     fn validate_table(
         storage: &HostStorage,
         table: &TableInfo,

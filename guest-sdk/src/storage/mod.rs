@@ -111,18 +111,6 @@ pub fn join(parts: &[&str]) -> String {
         .join("/")
 }
 
-/// The table's database and table names, checked to be usable as single path segments of a
-/// table location (no `/`, `.`, `..` or empty names).
-pub fn table_path_segments(table: &crate::wit::TableInfo) -> Result<(&str, &str)> {
-    let (db, t) = (table.path.database.as_str(), table.path.table.as_str());
-    for part in [db, t] {
-        if part.is_empty() || part.contains('/') || part == "." || part == ".." {
-            return Err(Error::invalid_input(format!("invalid table path {db}.{t}")));
-        }
-    }
-    Ok((db, t))
-}
-
 #[cfg(test)]
 pub(crate) mod conformance {
     //! One behavioural test suite run against every native implementation.

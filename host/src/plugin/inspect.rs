@@ -75,6 +75,7 @@ pub async fn inspect(cli: &InspectCli, out: &mut impl std::io::Write) -> Result<
             plugin.contract_version()
         ),
     );
+    w(out, "table layout", plugin.layout().describe());
     // The first instance was created while loading; time a few more, as rounds create them.
     let mut best = plugin.instantiate_time();
     for _ in 0..5 {

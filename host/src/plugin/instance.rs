@@ -293,28 +293,6 @@ impl PluginInstance {
         Ok(info)
     }
 
-    pub async fn table_location(
-        &mut self,
-        table: &wit::TableInfo,
-        config: &Config,
-    ) -> Result<String> {
-        let r = guest_call!(self, "table-location", |b, s| b
-            .fluss_lake_plugin()
-            .call_table_location(s, table, config))?;
-        let location = r.map_err(|e| self.plugin_error("table-location", e))?;
-        if location.len() > sandbox::MAX_LOCATION_CHARS {
-            return Err(Error::new(
-                ErrorKind::PluginLimit,
-                format!(
-                    "plugin {} returned a {}-byte table location",
-                    self.plugin_name,
-                    location.len()
-                ),
-            ));
-        }
-        Ok(location)
-    }
-
     pub async fn validate_table(&mut self, table: &wit::TableInfo, config: &Config) -> Result<()> {
         let r = guest_call!(self, "validate-table", |b, s| b
             .fluss_lake_plugin()

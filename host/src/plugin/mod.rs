@@ -5,8 +5,9 @@
 //! - [`registry`] loads plugin files and answers "which plugin writes format X".
 //! - [`reload`] swaps in new plugin versions while the host runs (hot swap).
 //! - [`instance`] is one sandboxed instance of a plugin, with typed calls into it.
+//! - [`layout`] composes table locations from the layout a plugin declares.
 //! - [`sandbox`] holds the limits instances run under: memory, deadlines, result sizes,
-//!   table locations.
+//!   location claims.
 //! - [`host_api`] implements what the host provides to plugins: storage, logging, clock.
 //! - [`storage`] confines a plugin's storage calls to one table's lake location.
 //! - [`inspect`] is `fluss-lake-host plugins inspect PATH`.
@@ -15,6 +16,7 @@ pub mod engine;
 pub mod host_api;
 pub mod inspect;
 pub mod instance;
+pub mod layout;
 pub mod registry;
 pub mod reload;
 pub mod sandbox;
@@ -37,4 +39,4 @@ pub use registry::{Plugin, PluginRegistry};
 pub use reload::PluginSet;
 
 /// The contract version this host implements (the WIT package version).
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.2.0";

@@ -11,6 +11,7 @@ use wasmtime::component::{HasSelf, Linker};
 use super::bindings::{LakePlugin, LakePluginPre};
 use super::engine::{EngineSettings, PluginEngine};
 use super::host_api::InstanceState;
+use super::layout::TableLayout;
 use super::source::{PluginFile, read_pinned};
 use super::{CONTRACT_VERSION, PluginInstance};
 use crate::error::{Error, ErrorKind, Result};
@@ -24,6 +25,7 @@ pub struct Plugin {
     format: String,
     version: String,
     contract_version: String,
+    layout: TableLayout,
     size: u64,
     /// How long creating the first instance took (pre-instantiated component).
     instantiate_time: Duration,
@@ -70,9 +72,15 @@ impl Plugin {
         LakePlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| load_err(format!("cannot link host imports: {e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
-            load_err(format!(
-                "does not match the fluss:lake@{CONTRACT_VERSION} contract: {e:#}"
-            ))
+            match other_contract_version(&component, engine.engine()) {
+                Some(theirs) => load_err(format!(
+                    "built for contract fluss:lake@{theirs} but this host implements \
+                     {CONTRACT_VERSION}: rebuild the plugin against fluss:lake@{CONTRACT_VERSION}"
+                )),
+                None => load_err(format!(
+                    "does not match the fluss:lake@{CONTRACT_VERSION} contract: {e:#}"
+                )),
+            }
         })?;
         let pre = LakePluginPre::new(pre).map_err(|e| {
             load_err(format!(
@@ -87,6 +95,7 @@ impl Plugin {
             format: String::new(),
             version: String::new(),
             contract_version: String::new(),
+            layout: TableLayout::default(),
             size: bytes.len() as u64,
             instantiate_time: Duration::ZERO,
         };
@@ -113,6 +122,8 @@ impl Plugin {
         {
             return Err(load_err(format!("invalid format name '{}'", info.format)));
         }
+        plugin.layout =
+            TableLayout::from_wit(&info.layout).map_err(|e| load_err(e.message().to_string()))?;
         plugin.format = info.format.to_ascii_lowercase();
         plugin.version = info.plugin_version;
         plugin.contract_version = info.contract_version;
@@ -145,6 +156,11 @@ impl Plugin {
 
     pub fn contract_version(&self) -> &str {
         &self.contract_version
+    }
+
+    /// Where the plugin's tables live (checked at load).
+    pub fn layout(&self) -> &TableLayout {
+        &self.layout
     }
 
     pub fn path(&self) -> &Path {
@@ -184,6 +200,24 @@ pub(super) fn log_loaded(plugin: &Plugin) {
         instantiate_us = plugin.instantiate_time().as_micros() as u64,
         "loaded plugin"
     );
+}
+
+/// The `fluss:lake` version a component imports or exports when it is not this host's, so
+/// that a plugin built for another contract gets that said in one line instead of a link error.
+fn other_contract_version(
+    component: &wasmtime::component::Component,
+    engine: &Engine,
+) -> Option<String> {
+    let ty = component.component_type();
+    let names: Vec<String> = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .chain(ty.exports(engine).map(|(name, _)| name.to_string()))
+        .collect();
+    names.iter().find_map(|name| {
+        let version = name.strip_prefix("fluss:lake/")?.split_once('@')?.1;
+        (version != CONTRACT_VERSION).then(|| super::sandbox::plugin_text(version, 32))
+    })
 }
 
 /// Same major version, and before 1.0 the same minor version (semver's rule for 0.x).
@@ -257,13 +291,34 @@ impl PluginRegistry {
 
 #[cfg(test)]
 mod tests {
-    use super::contract_compatible;
+    use super::*;
+
+    /// A component built for another contract version is named as such, not as a link error.
+    #[test]
+    fn another_contract_version_is_named() {
+        let engine = Engine::default();
+        let old = wasmtime::component::Component::new(
+            &engine,
+            r#"(component (import "fluss:lake/logging@0.1.0" (instance)))"#,
+        )
+        .unwrap();
+        assert_eq!(
+            other_contract_version(&old, &engine).as_deref(),
+            Some("0.1.0")
+        );
+        let current = wasmtime::component::Component::new(
+            &engine,
+            format!(r#"(component (import "fluss:lake/logging@{CONTRACT_VERSION}" (instance)))"#),
+        )
+        .unwrap();
+        assert_eq!(other_contract_version(&current, &engine), None);
+    }
 
     #[test]
     fn contract_versions() {
-        assert!(contract_compatible("0.1.0", "0.1.0"));
-        assert!(contract_compatible("0.1.3", "0.1.0"));
-        assert!(!contract_compatible("0.2.0", "0.1.0"));
+        assert!(contract_compatible("0.2.0", "0.2.0"));
+        assert!(contract_compatible("0.2.3", "0.2.0"));
+        assert!(!contract_compatible("0.1.0", "0.2.0"));
         assert!(contract_compatible("1.4.0", "1.0.0"));
         assert!(!contract_compatible("2.0.0", "1.0.0"));
         assert!(!contract_compatible("garbage", "0.1.0"));

@@ -40,8 +40,6 @@ const MAX_MEMORIES: usize = 4;
 pub const MAX_HANDLES: usize = 10_000;
 /// Longest error or log message kept from a plugin; the rest is cut.
 pub const MAX_MESSAGE_CHARS: usize = 8 * 1024;
-/// Longest table location a plugin may return.
-pub const MAX_LOCATION_CHARS: usize = 1024;
 /// Longest format name, plugin version or contract version kept from a plugin's `info`.
 pub const MAX_INFO_FIELD_BYTES: usize = 256;
 
@@ -264,29 +262,6 @@ pub fn truncate_message(message: String) -> String {
     plugin_text(&message, MAX_MESSAGE_CHARS)
 }
 
-/// Checks that a plugin's table location names its own table: at least two segments, the
-/// last starting with the table name and the one before it with the database name (Paimon
-/// `db.db/t`, Iceberg `db/t`, Lance `db/t.lance`, Delta `db/t`).
-pub fn check_location_names_table(location: &str, database: &str, table: &str) -> Result<()> {
-    let refuse = |why: &str| {
-        Error::new(
-            ErrorKind::PluginLimit,
-            format!("table location '{location}' for {database}.{table} {why}"),
-        )
-    };
-    if location.len() > MAX_LOCATION_CHARS {
-        return Err(refuse("is too long"));
-    }
-    let segments: Vec<&str> = location.trim_end_matches('/').split('/').collect();
-    let n = segments.len();
-    if n < 2 || !segments[n - 1].starts_with(table) || !segments[n - 2].starts_with(database) {
-        return Err(refuse(
-            "does not end with <database>…/<table>…: plugins may only write a table's own directory",
-        ));
-    }
-    Ok(())
-}
-
 /// The table locations in use by this host's rounds, so that no two tables share files.
 #[derive(Default)]
 pub struct LocationClaims {
@@ -336,22 +311,6 @@ impl LocationClaims {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn locations_must_name_their_table() {
-        for ok in ["db.db/t", "db/t", "db/t.lance", "wh/db/t/"] {
-            check_location_names_table(ok, "db", "t").unwrap();
-        }
-        for bad in ["t", "db/other", "other/t", "db/t/x"] {
-            assert_eq!(
-                check_location_names_table(bad, "db", "t")
-                    .unwrap_err()
-                    .kind(),
-                ErrorKind::PluginLimit,
-                "{bad}"
-            );
-        }
-    }
 
     #[test]
     fn overlapping_claims_are_refused() {

@@ -22,7 +22,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
 use crate::fluss::{reader, table};
-use crate::plugin::sandbox::check_location_names_table;
 use crate::plugin::storage::{ScopedStorage, StorageQuota};
 use crate::plugin::{PluginInstance, wit};
 use crate::tiering::routing;
@@ -208,13 +207,11 @@ pub async fn resolve_table(
         &ctx.cluster.warehouses,
     )
     .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?;
+    // The host composes the location from the plugin's declared layout: the plugin never names it.
+    let location = plugin
+        .layout()
+        .location(assignment.path.database(), assignment.path.table())?;
     let mut control = PluginInstance::new(&plugin, format!("{format} {}", assignment.path)).await?;
-    let location = control.table_location(&wit_info, &plugin_config).await?;
-    check_location_names_table(
-        &location,
-        assignment.path.database(),
-        assignment.path.table(),
-    )?;
     // One quota for every instance of the round.
     let storage = ScopedStorage::local(&warehouse, &location)?.with_quota(StorageQuota::new(
         ctx.config.plugin_round_write_limit,
@@ -278,7 +275,7 @@ async fn write_splits(
                 path,
                 resolved: &resolved,
                 range,
-                split_index: index as i32,
+                split_index: u32::try_from(index).unwrap_or(u32::MAX),
                 round_ts,
             };
             split.run(&cancel, &force_finish).await
@@ -361,7 +358,7 @@ struct SplitTask<'a> {
     path: TablePath,
     resolved: &'a ResolvedTable,
     range: reader::BucketRange,
-    split_index: i32,
+    split_index: u32,
     round_ts: i64,
 }
 

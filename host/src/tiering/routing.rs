@@ -162,6 +162,10 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 /// nor the cluster (`datalake.<format>.warehouse`) configured: a table's properties come
 /// from its owner, who must not be able to point a plugin at `/` or at another system's
 /// data. Paths compare exactly, after dropping `file://` and trailing slashes.
+///
+/// Also refuses a warehouse that lies inside another allowed warehouse or contains one: table
+/// locations are exact within a warehouse (see [`crate::plugin::layout`]), but a warehouse
+/// nested in another could make one table's files another warehouse's table.
 pub fn check_warehouse(
     warehouse: &str,
     format: &str,
@@ -177,12 +181,22 @@ pub fn check_warehouse(
         .values()
         .filter_map(|o| o.get("warehouse"))
         .chain(cluster.values());
-    let mut listed = Vec::new();
-    for a in allowed {
-        if norm(a) == wanted {
-            return Ok(());
+    let listed: Vec<&String> = allowed.collect();
+    if listed.iter().any(|a| norm(a) == wanted) {
+        let inside = |outer: &str, inner: &str| inner.starts_with(&format!("{outer}/"));
+        if let Some(nested) = listed.iter().find(|a| {
+            let a = norm(a);
+            inside(&a, &wanted) || inside(&wanted, &a)
+        }) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "warehouse '{warehouse}' for format {format} and the configured warehouse '{nested}' \
+                     lie one inside the other: give each format the same warehouse or separate ones"
+                ),
+            ));
         }
-        listed.push(a.clone());
+        return Ok(());
     }
     Err(Error::new(
         ErrorKind::Config,
@@ -192,7 +206,11 @@ pub fn check_warehouse(
             if listed.is_empty() {
                 "none".to_string()
             } else {
-                listed.join(", ")
+                listed
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         ),
     ))
@@ -232,6 +250,20 @@ mod tests {
         }
         let e = check_warehouse("/x", "paimon", &BTreeMap::new(), &BTreeMap::new()).unwrap_err();
         assert!(e.message().contains("(allowed: none)"), "{e}");
+    }
+
+    #[test]
+    fn nested_warehouses_are_refused() {
+        let host = BTreeMap::from([(
+            "lance".to_string(),
+            BTreeMap::from([("warehouse".to_string(), "/wh/paimon/lance".to_string())]),
+        )]);
+        let cluster = BTreeMap::from([("paimon".to_string(), "file:///wh/paimon/".to_string())]);
+        for (wh, format) in [("/wh/paimon/lance", "lance"), ("/wh/paimon", "paimon")] {
+            let e = check_warehouse(wh, format, &host, &cluster).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Config, "{wh}");
+            assert!(e.message().contains("lie one inside the other"), "{e}");
+        }
     }
 
     fn path(db: &str, t: &str) -> TablePath {

@@ -13,7 +13,6 @@ use fluss_lake_e2e::host::{self, plugin};
 use fluss_lake_e2e::unique_name;
 use fluss_lake_host::ErrorKind;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
-use fluss_lake_host::plugin::sandbox::check_location_names_table;
 use fluss_lake_host::plugin::storage::{ScopedStorage, StorageQuota};
 use fluss_lake_host::plugin::wit::{TableInfo, WriterContext};
 use fluss_lake_host::plugin::{Plugin, PluginInstance};
@@ -58,8 +57,8 @@ impl Suite {
         vec![("warehouse".into(), self.warehouse.display().to_string())]
     }
 
-    /// One split of `table` through `plugin` exactly as a round does it: location (checked
-    /// as the host checks it), scoped storage, writer, one batch, complete.
+    /// One split of `table` through `plugin` exactly as a round does it: location (composed
+    /// by the host from the plugin's layout), scoped storage, writer, one batch, complete.
     async fn split(&self, plugin: &Plugin, table: &TableInfo) -> fluss_lake_host::Result<()> {
         self.split_until(plugin, table, CancellationToken::new())
             .await
@@ -75,8 +74,9 @@ impl Suite {
         let config = self.config();
         let mut i = PluginInstance::new(plugin, "evil-suite".into()).await?;
         i.set_cancel(cancel);
-        let location = i.table_location(table, &config).await?;
-        check_location_names_table(&location, &table.path.database, &table.path.table)?;
+        let location = plugin
+            .layout()
+            .location(&table.path.database, &table.path.table)?;
         i.set_storage(
             ScopedStorage::local(&self.warehouse.display().to_string(), &location)?
                 .with_quota(StorageQuota::new(QUOTA_BYTES, 1000)),
@@ -137,10 +137,7 @@ fn evil_table(mode: &str, settings: &[(&str, &str)]) -> TableInfo {
         1,
         &[],
     );
-    t.custom_properties = vec![
-        ("evil.mode".into(), mode.into()),
-        ("evil.target".into(), "fluss/victim".into()),
-    ];
+    t.custom_properties = vec![("evil.mode".into(), mode.into())];
     for (k, v) in settings {
         t.custom_properties
             .push((format!("evil.{k}"), v.to_string()));
@@ -192,15 +189,63 @@ async fn traps_and_oversized_results_fail_the_call_and_nothing_else() {
         "{e}"
     );
     s.good_split("after_huge_result").await;
+}
 
-    let e = s.evil_split("other-table").await;
-    assert_eq!(e.kind(), ErrorKind::PluginLimit, "{e}");
-    assert!(e.message().contains("'fluss/victim'"), "{e}");
-    assert!(
-        e.message()
-            .contains("plugins may only write a table's own directory"),
-        "{e}"
-    );
+/// The evil plugin declaring the table layout `<database suffix>;<table suffix>`.
+async fn evil_with_layout(layout: &str) -> fluss_lake_host::Result<Plugin> {
+    const UNPATCHED: &str = "EVIL-LAYOUT=;########################################";
+    let mut to = format!("EVIL-LAYOUT={layout}");
+    assert!(to.len() <= UNPATCHED.len());
+    while to.len() < UNPATCHED.len() {
+        to.push('#');
+    }
+    let bytes = std::fs::read(plugin("evil")).unwrap();
+    let patched = host::patch_marker(&bytes, UNPATCHED.as_bytes(), to.as_bytes());
+    let engine = Arc::new(PluginEngine::new(EngineSettings::default()).unwrap());
+    let digest = fluss_lake_host::plugin::source::digest(&patched);
+    Plugin::from_bytes(engine, Path::new("evil-layout.wasm"), &patched, digest).await
+}
+
+/// A plugin cannot name a table location at all: it declares suffixes, the host composes
+/// `<database><suffix>/<table><suffix>`, and a layout that could name another table's files
+/// (a suffix that extends a name, adds folders, climbs out, or is not plain ASCII) is refused
+/// when the plugin loads. (Contract 0.1.0 let a plugin return `fluss.db/orders_v2` for table
+/// `orders`, or `fluss.db/victim/x/fluss/orders`, and a prefix check accepted both.)
+#[tokio::test]
+async fn a_plugin_cannot_name_another_tables_location() {
+    for hostile in [
+        ";_v2",
+        ".db/victim;",
+        ";/../../victim",
+        "/..;",
+        ";.",
+        ";.lance/x",
+        ";.Été",
+        "x;",
+    ] {
+        let e = match evil_with_layout(hostile).await {
+            Ok(_) => panic!("layout {hostile:?} must be refused"),
+            Err(e) => e,
+        };
+        assert_eq!(e.kind(), ErrorKind::PluginLoad, "{hostile}: {e}");
+        assert!(e.message().contains("suffix"), "{hostile}: {e}");
+        assert!(
+            e.message().contains("a suffix is empty or '.' followed by"),
+            "{e}"
+        );
+    }
+
+    // An accepted layout puts every byte at exactly the composed location.
+    let s = Suite::load().await;
+    let evil = evil_with_layout(".evdb;.evil").await.unwrap();
+    let t = evil_table("honest", &[]);
+    s.split(&evil, &t).await.unwrap();
+    let written = files(&s.warehouse);
+    assert!(!written.is_empty());
+    let location = format!("fluss.evdb/{}.evil/", t.path.table);
+    for f in &written {
+        assert!(f.starts_with(&location), "{f} is outside {location}");
+    }
 }
 
 #[tokio::test]

@@ -25,10 +25,6 @@ const MODES: &[(&str, &str)] = &[
     ),
     ("escape", "every escape was refused"),
     (
-        "other-table",
-        "plugins may only write a table's own directory",
-    ),
-    (
         "malformed",
         "returned a malformed commit result: snapshot id -7",
     ),
@@ -58,13 +54,12 @@ const MODES: &[(&str, &str)] = &[
     ),
 ];
 
-fn evil_table(mode: &str, target: &str) -> TableDescriptor {
+fn evil_table(mode: &str) -> TableDescriptor {
     let base = data::lake_log_table(1, Some("id"), "2s");
     let mut builder = TableDescriptor::builder()
         .schema(base.schema().clone())
         .distributed_by(Some(1), vec!["id".to_string()])
-        .custom_property("evil.mode", mode)
-        .custom_property("evil.target", target);
+        .custom_property("evil.mode", mode);
     for (k, v) in base.properties() {
         builder = builder.property(k.clone(), v.clone());
     }
@@ -102,12 +97,11 @@ async fn evil_plugins_fail_their_own_tables_only() {
     let id = unique_name("evil");
     let good = TablePath::new("fluss", format!("{id}_good"));
     data::create_table(&admin, &good, &data::lake_log_table(2, Some("id"), "2s")).await;
-    // The other-table mode claims the good table's Paimon location as its own.
     let good_location = format!("fluss.db/{}", good.table());
     let mut evil = Vec::new();
     for (mode, _) in MODES {
         let path = TablePath::new("fluss", format!("{id}_{}", mode.replace('-', "_")));
-        data::create_table(&admin, &path, &evil_table(mode, &good_location)).await;
+        data::create_table(&admin, &path, &evil_table(mode)).await;
         data::write_rows(&conn, &path, 0, 100, 100).await;
         evil.push(path);
     }

@@ -11,7 +11,6 @@
 //! | `memory`        | allocates without end in `write`                                  |
 //! | `huge-result`   | returns a 100 MiB write result from `complete`                    |
 //! | `escape`        | writes `../`, absolute and `a/../../` paths through raw storage    |
-//! | `other-table`   | claims another table's location (`evil.target`) as its own        |
 //! | `malformed`     | commits and returns snapshot id -7                                |
 //! | `forged-offsets`| claims a snapshot Fluss missed, with an offsets file of its own   |
 //! | `slow`          | an honest plugin whose every write computes a while               |
@@ -31,7 +30,8 @@
 //! |                 | then claims a snapshot Fluss missed with that genuine path         |
 //!
 //! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`),
-//! any plugin version (see `VERSION_MARKER`), or to sleep (see `INFO_MARKER`).
+//! any plugin version (see `VERSION_MARKER`), any table layout (see `LAYOUT_MARKER`), or to
+//! sleep (see `INFO_MARKER`).
 //!
 //! Except for its mode, the plugin is a minimal honest lake: `write` stores one object per
 //! batch, `commit` publishes `snapshots/<n>` with put-if-absent.
@@ -45,7 +45,7 @@ use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{catalog, committer, p
 use fluss_lake_guest_sdk::bindings::fluss::lake::{logging, storage};
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, ReadableSnapshot,
-    RowBatch, TableInfo, TieringStats, WitErrorKind, WriteResult, WriterContext,
+    RowBatch, TableInfo, TableLayout, TieringStats, WitErrorKind, WriteResult, WriterContext,
 };
 
 struct Evil;
@@ -107,12 +107,12 @@ fn nonce() -> u64 {
 
 /// The contract version `info` reports, behind a marker a test can find in the `.wasm` and
 /// patch (same length) to fake a plugin built for another contract version.
-static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.1.0";
+static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.2.0";
 
 /// The plugin version `info` reports (trailing dots are padding), behind a marker a test can
 /// patch (same length) to any version text, e.g. a long one of multi-byte characters.
 static VERSION_MARKER: &str = concat!(
-    "EVIL-VERSION=0.1.0",
+    "EVIL-VERSION=0.2.0",
     "................................................................................",
     "................................................................................",
     "................................................................................",
@@ -122,6 +122,23 @@ static VERSION_MARKER: &str = concat!(
 /// What `info` does, behind a marker a test can patch (same length): `honest` answers,
 /// `sleeps` blocks in a WASI timer for an hour first.
 static INFO_MARKER: &str = "EVIL-INFO=honest";
+
+/// The table layout `info` declares: `EVIL-LAYOUT=<database suffix>;<table suffix>` then `#`
+/// padding, behind a marker a test can patch (same length) to any suffixes, hostile ones
+/// included. Unpatched: no suffixes (`<db>/<table>`).
+static LAYOUT_MARKER: &str = "EVIL-LAYOUT=;########################################";
+
+fn declared_layout() -> TableLayout {
+    let text = std::hint::black_box(LAYOUT_MARKER)
+        .strip_prefix("EVIL-LAYOUT=")
+        .unwrap_or_default()
+        .trim_end_matches('#');
+    let (database_suffix, table_suffix) = text.split_once(';').unwrap_or((text, ""));
+    TableLayout {
+        database_suffix: database_suffix.into(),
+        table_suffix: table_suffix.into(),
+    }
+}
 
 /// Blocks in the host: a WASI timer of an hour.
 fn sleep_an_hour() {
@@ -145,19 +162,8 @@ impl plugin::Guest for Evil {
                 .trim_end_matches('.')
                 .into(),
             contract_version: contract.into(),
+            layout: declared_layout(),
         }
-    }
-
-    fn table_location(
-        table: TableInfo,
-        config: Vec<(String, String)>,
-    ) -> Result<String, LakeError> {
-        let db = &table.path.database;
-        if mode(&table, &config) == "other-table" {
-            // `evil.target`: another table's location, e.g. `fluss.db/orders` (Paimon's).
-            return Ok(setting(&table, &config, "target").unwrap_or_else(|| format!("{db}/victim")));
-        }
-        Ok(format!("{db}/{}", table.path.table))
     }
 
     fn validate_table(_table: TableInfo, _config: Vec<(String, String)>) -> Result<(), LakeError> {

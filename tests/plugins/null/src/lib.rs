@@ -10,7 +10,7 @@ use fluss_lake_guest_sdk::CONTRACT_VERSION;
 use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, RowBatch, TableInfo,
-    WitErrorKind, WriteResult, WriterContext,
+    TableLayout, WitErrorKind, WriteResult, WriterContext,
 };
 
 struct Null;
@@ -28,13 +28,11 @@ impl plugin::Guest for Null {
             format: "test-null".into(),
             plugin_version: env!("CARGO_PKG_VERSION").into(),
             contract_version: CONTRACT_VERSION.into(),
+            layout: TableLayout {
+                database_suffix: String::new(),
+                table_suffix: String::new(),
+            },
         }
-    }
-    fn table_location(
-        _table: TableInfo,
-        _config: Vec<(String, String)>,
-    ) -> Result<String, LakeError> {
-        refuse()
     }
     fn validate_table(_table: TableInfo, _config: Vec<(String, String)>) -> Result<(), LakeError> {
         refuse()
