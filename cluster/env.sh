@@ -43,6 +43,20 @@ PID_DIR="$CLUSTER_WORK_DIR/pids"
 : "${TABLET_PORT_BASE:=$((9124 + 10 * CLUSTER_INDEX))}"    # tablet server i listens on TABLET_PORT_BASE + i (i < 9)
 : "${TS_COUNT:=1}"
 BOOTSTRAP="$FLUSS_HOST:$COORDINATOR_PORT"
+# SASL: when SASL_USERS is set ("user:password user2:password2"), every server also listens on
+# its port + SASL_PORT_SHIFT with SASL/PLAIN (listener SECURE) for those users; the FLUSS
+# listener stays plaintext (and internal).
+: "${SASL_USERS:=}"
+: "${SASL_PORT_SHIFT:=10000}"
+SASL_BOOTSTRAP="$FLUSS_HOST:$((COORDINATOR_PORT + SASL_PORT_SHIFT))"
+# The bind.listeners value of a server whose plaintext port is $1.
+listeners() {
+  if [ -n "$SASL_USERS" ]; then
+    echo "FLUSS://$FLUSS_HOST:$1,SECURE://$FLUSS_HOST:$(($1 + SASL_PORT_SHIFT))"
+  else
+    echo "FLUSS://$FLUSS_HOST:$1"
+  fi
+}
 
 # ---- cluster / lake settings rendered into server.yaml ----------------------
 : "${DEFAULT_BUCKETS:=1}"

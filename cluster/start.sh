@@ -39,7 +39,20 @@ for n in "${NAMES[@]}"; do
     die "$n is already running (pid $(cat "$pf")); run cluster/stop.sh first"
   fi
 done
+[ -z "$SASL_USERS" ] || for p in "${PORTS[@]:1}"; do PORTS+=("$((p + SASL_PORT_SHIFT))"); done
 for p in "${PORTS[@]}"; do ! port_open "$p" || die "port $FLUSS_HOST:$p is already in use"; done
+SASL_YAML=""
+if [ -n "$SASL_USERS" ]; then
+  jaas_users=""
+  for u in $SASL_USERS; do
+    [[ "$u" =~ ^[A-Za-z0-9_-]+:[^\"[:space:]]+$ ]] || die "SASL_USERS entry '$u' is not user:password"
+    jaas_users+=" user_${u%%:*}=\"${u#*:}\""
+  done
+  SASL_YAML="internal.listener.name: FLUSS
+security.protocol.map: SECURE:SASL
+security.sasl.enabled.mechanisms: PLAIN
+security.sasl.plain.jaas.config: org.apache.fluss.security.auth.sasl.plain.PlainLoginModule required$jaas_users;"
+fi
 
 # ---- work dir & config -------------------------------------------------------------
 if [ "$CLEAN" = 1 ]; then
@@ -71,13 +84,14 @@ esac
 cat > "$CONF_DIR/server.yaml" <<EOF
 zookeeper.address: $FLUSS_HOST:$ZK_PORT
 zookeeper.path.root: /fluss
-bind.listeners: FLUSS://$FLUSS_HOST:$COORDINATOR_PORT
+bind.listeners: $(listeners "$COORDINATOR_PORT")
 default.bucket.number: $DEFAULT_BUCKETS
 default.replication.factor: $REPLICATION_FACTOR
 data.dir: $DATA_DIR
 remote.data.dir: $REMOTE_DATA_DIR
 tablet-server.id: 0
 $LAKE_YAML
+$SASL_YAML
 $EXTRA_SERVER_YAML
 EOF
 cat > "$CONF_DIR/zookeeper.properties" <<EOF
@@ -158,7 +172,7 @@ wait_for "coordinator ready" log_has coordinator-server "End initializing coordi
 for ((i = 0; i < TS_COUNT; i++)); do
   start_jvm "tablet-server-$i" "$TABLET_MAIN" \
     "-Xms256m -Xmx$TABLET_HEAP -XX:MaxDirectMemorySize=$TABLET_DIRECT" --configDir "$CONF_DIR" \
-    "-Dtablet-server.id=$i" "-Dbind.listeners=FLUSS://$FLUSS_HOST:$((TABLET_PORT_BASE + i))" \
+    "-Dtablet-server.id=$i" "-Dbind.listeners=$(listeners "$((TABLET_PORT_BASE + i))")" \
     "-Ddata.dir=$DATA_DIR/tablet-server-$i"
 done
 # a tablet server registers in ZooKeeper after its RPC server is up; the coordinator logs this
@@ -181,6 +195,7 @@ echo "$DATALAKE_FORMAT" > "$CLUSTER_WORK_DIR/lake-format"
 
 echo "Fluss $FLUSS_VERSION cluster up in $(( $(now_ms) - T0 )) ms (1 coordinator, $TS_COUNT tablet server(s)); logs: $LOG_DIR"
 echo "BOOTSTRAP=$BOOTSTRAP"
+[ -z "$SASL_USERS" ] || echo "SASL_BOOTSTRAP=$SASL_BOOTSTRAP"
 echo "ZOOKEEPER=$FLUSS_HOST:$ZK_PORT"
 echo "DATALAKE_FORMAT=$DATALAKE_FORMAT"
 echo "LAKE_WAREHOUSE=$LAKE_WAREHOUSE"

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::coordinator::client::PlainCredentials;
 use crate::error::{Error, ErrorKind, Result};
 use crate::plugin::source::{PluginFile, PluginSource};
 use crate::tiering::routing::RouteRule;
@@ -306,12 +307,60 @@ impl HostConfig {
                 "client.security.sasl.mechanism" => c.security_sasl_mechanism = v.clone(),
                 "client.security.sasl.username" => c.security_sasl_username = v.clone(),
                 "client.security.sasl.password" => c.security_sasl_password = v.clone(),
+                // Read by `sasl_plain` below (the Java clients' way of giving credentials).
+                "client.security.sasl.jaas.config" => {}
                 // The cluster's own setting, for clusters that do not report it.
                 "remote.data.dir" => {}
                 _ => return Err(bad("unknown Fluss client option (see --help)")),
             }
         }
+        if let Some(credentials) = self.sasl_plain()? {
+            c.security_sasl_username = credentials.username;
+            c.security_sasl_password = credentials.password;
+        }
         Ok(c)
+    }
+
+    /// The SASL/PLAIN credentials when `client.security.protocol` is `SASL`, from
+    /// `client.security.sasl.username`/`.password` or, as Java clients give them, from
+    /// `client.security.sasl.jaas.config` (`… PlainLoginModule required username="u"
+    /// password="p";`). `None` for `PLAINTEXT` (the default).
+    pub fn sasl_plain(&self) -> Result<Option<PlainCredentials>> {
+        let get = |k: &str| self.fluss_options.get(k).map(String::as_str);
+        let protocol = get("client.security.protocol").unwrap_or("PLAINTEXT");
+        if protocol.eq_ignore_ascii_case("plaintext") {
+            return Ok(None);
+        }
+        let refuse = |why: String| Err(Error::new(ErrorKind::Config, why));
+        if !protocol.eq_ignore_ascii_case("sasl") {
+            return refuse(format!(
+                "--fluss.client.security.protocol {protocol}: supported are PLAINTEXT and SASL"
+            ));
+        }
+        let mechanism = get("client.security.sasl.mechanism").unwrap_or("PLAIN");
+        if !mechanism.eq_ignore_ascii_case("plain") {
+            return refuse(format!(
+                "--fluss.client.security.sasl.mechanism {mechanism}: only PLAIN is supported"
+            ));
+        }
+        let jaas = get("client.security.sasl.jaas.config");
+        let from_jaas = |key: &str| jaas.and_then(|j| jaas_option(j, key));
+        let username = get("client.security.sasl.username")
+            .map(str::to_string)
+            .or_else(|| from_jaas("username"))
+            .unwrap_or_default();
+        let password = get("client.security.sasl.password")
+            .map(str::to_string)
+            .or_else(|| from_jaas("password"))
+            .unwrap_or_default();
+        if username.is_empty() {
+            return refuse(
+                "--fluss.client.security.protocol SASL needs --fluss.client.security.sasl.username \
+                 (or a client.security.sasl.jaas.config with username=\"…\")"
+                    .into(),
+            );
+        }
+        Ok(Some(PlainCredentials { username, password }))
     }
 
     /// The host's overrides for one format's plugin configuration.
@@ -396,6 +445,24 @@ fn default_cache_dir() -> PathBuf {
 }
 
 /// Durations as Fluss writes them: `10s`, `500ms`, `3min`, `1h`, or a bare number of millis.
+/// The value of `key="value"` in a JAAS configuration line.
+fn jaas_option(jaas: &str, key: &str) -> Option<String> {
+    let mut rest = jaas;
+    while let Some(at) = rest.find(key) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + key.len()..].trim_start();
+        rest = &rest[at + key.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        if let Some(value) = after.strip_prefix('=') {
+            let value = value.trim_start().strip_prefix('"')?;
+            return Some(value[..value.find('"')?].to_string());
+        }
+    }
+    None
+}
+
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     let s = s.trim();
     if let Ok(ms) = s.parse::<u64>() {
@@ -459,6 +526,62 @@ mod tests {
             "true"
         );
         assert_eq!(c.fluss_client_config().unwrap().connect_timeout_ms, 5000);
+    }
+
+    #[test]
+    fn sasl_plain_credentials() {
+        let with = |extra: &[&str]| {
+            let mut a = args("host --fluss.bootstrap.servers h:1 --plugin p.wasm");
+            a.extend(extra.iter().map(|s| s.to_string()));
+            HostConfig::from_args(a).unwrap()
+        };
+        assert_eq!(with(&[]).sasl_plain().unwrap(), None);
+        let plain = |u: &str, p: &str| PlainCredentials {
+            username: u.into(),
+            password: p.into(),
+        };
+        let c = with(&[
+            "--fluss.client.security.protocol",
+            "sasl",
+            "--fluss.client.security.sasl.username",
+            "tiering",
+            "--fluss.client.security.sasl.password",
+            "s3cret",
+        ]);
+        assert_eq!(c.sasl_plain().unwrap(), Some(plain("tiering", "s3cret")));
+        let fluss = c.fluss_client_config().unwrap();
+        assert!(fluss.is_sasl_enabled());
+        assert_eq!(fluss.security_sasl_username, "tiering");
+        assert!(!format!("{:?}", c.sasl_plain().unwrap()).contains("s3cret"));
+        // As Java clients (and FlussLakeTiering) are configured.
+        let c = with(&[
+            "--fluss.client.security.protocol",
+            "SASL",
+            "--fluss.client.security.sasl.jaas.config",
+            "org.apache.fluss.security.auth.sasl.plain.PlainLoginModule required \
+             username=\"admin\" password = \"a b=c\";",
+        ]);
+        assert_eq!(c.sasl_plain().unwrap(), Some(plain("admin", "a b=c")));
+        for (extra, needle) in [
+            (
+                &["--fluss.client.security.protocol", "SSL"][..],
+                "supported are PLAINTEXT and SASL",
+            ),
+            (&["--fluss.client.security.protocol", "SASL"][..], "needs"),
+            (
+                &[
+                    "--fluss.client.security.protocol",
+                    "SASL",
+                    "--fluss.client.security.sasl.mechanism",
+                    "SCRAM-SHA-256",
+                ][..],
+                "only PLAIN",
+            ),
+        ] {
+            let e = with(extra).sasl_plain().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Config);
+            assert!(e.message().contains(needle), "{e}");
+        }
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub enum ErrorKind {
     /// The round registered a lake snapshot an earlier round had committed to the lake only,
     /// and ended without committing its own files; the next round resumes from there.
     Recovered,
+    /// The cluster refused the host's credentials (SASL): retrying with the same ones cannot
+    /// succeed.
+    Authentication,
     /// Reading from Fluss failed.
     Fluss,
     /// Object storage failed.
@@ -57,6 +60,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Coordinator => "coordinator error",
             ErrorKind::Fenced => "fenced",
             ErrorKind::Recovered => "recovered a missed lake snapshot",
+            ErrorKind::Authentication => "authentication error",
             ErrorKind::Fluss => "fluss error",
             ErrorKind::Storage => "storage error",
             ErrorKind::Cancelled => "cancelled",

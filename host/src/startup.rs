@@ -69,7 +69,9 @@ pub async fn connect(config: HostConfig, plugins: Arc<PluginSet>) -> Result<Arc<
     let locator = Arc::new(AdminLocator {
         fluss: fluss.clone(),
     });
-    let coordinator = Arc::new(CoordinatorClient::new(locator, config.rpc_timeout));
+    let coordinator = Arc::new(
+        CoordinatorClient::new(locator, config.rpc_timeout).with_sasl_plain(config.sasl_plain()?),
+    );
     let mut cluster =
         tokio::time::timeout(CONNECT_TIMEOUT, ClusterConfig::describe(&fluss.admin()))
             .await

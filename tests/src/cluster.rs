@@ -29,6 +29,8 @@ pub struct ClusterInfo {
     /// The cluster's place in the pool (`CLUSTER_INDEX` of the cluster scripts).
     pub index: usize,
     pub bootstrap: String,
+    /// The same cluster's SASL/PLAIN listener (users [`SASL_USERS`]).
+    pub sasl_bootstrap: String,
     /// The lake format tables created now get (`datalake.format`).
     pub format: String,
     /// The cluster's state: `conf/`, `log/`, `pids/`, data and warehouses.
@@ -47,6 +49,7 @@ impl ClusterInfo {
         ClusterInfo {
             index,
             bootstrap: format!("127.0.0.1:{}", 9123 + 10 * index),
+            sasl_bootstrap: format!("127.0.0.1:{}", 19123 + 10 * index),
             format: format.to_string(),
             paimon_warehouse: work.join("paimon-warehouse"),
             iceberg_warehouse: work.join("iceberg-warehouse"),
@@ -206,12 +209,14 @@ fn prepare(index: usize) -> String {
     let work = work_dir(index);
     let dirty = dirty_marker(index);
     let up = run("cluster/status.sh", index, &[], &[]).status.success();
-    let fixed_format = std::fs::read_to_string(work.join("conf/server.yaml"))
-        .map(|yaml| yaml.lines().any(|l| l.starts_with("datalake.")))
-        .unwrap_or(false);
+    let yaml = std::fs::read_to_string(work.join("conf/server.yaml")).unwrap_or_default();
+    let fixed_format = yaml.lines().any(|l| l.starts_with("datalake."));
+    // Clusters started before the SASL listener existed are started again.
+    let no_sasl = !yaml.contains("security.protocol.map: SECURE:SASL");
     let restart = !up
         || dirty.exists()
         || fixed_format
+        || no_sasl
         || drop_all_tables(&ClusterInfo::new(index, "none").bootstrap).is_err();
     if restart {
         start_clean(index);
@@ -222,8 +227,18 @@ fn prepare(index: usize) -> String {
         .unwrap_or_else(|_| "none".into())
 }
 
+/// The users of every test cluster's SASL/PLAIN listener (`SASL_USERS` of `cluster/start.sh`),
+/// as (user, password).
+pub const SASL_USERS: &[(&str, &str)] = &[("admin", "admin-pass"), ("tiering", "tiering-pass")];
+
 /// (Re)starts cluster `index` clean, without a lake format and with every Java lake plugin.
+/// Every cluster also gets a SASL/PLAIN listener.
 fn start_clean(index: usize) {
+    let sasl_users = SASL_USERS
+        .iter()
+        .map(|(u, p)| format!("{u}:{p}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     let _ = run("cluster/stop.sh", index, &[], &[]);
     check(
         run(
@@ -239,7 +254,7 @@ fn start_clean(index: usize) {
             "cluster/start.sh",
             index,
             &["--clean"],
-            &[("DATALAKE_FORMAT", "none")],
+            &[("DATALAKE_FORMAT", "none"), ("SASL_USERS", &sasl_users)],
         ),
         &format!("starting Fluss cluster {index}"),
     );

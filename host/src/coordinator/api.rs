@@ -2,6 +2,8 @@
 
 /// `ApiVersions`: the handshake every connection starts with.
 pub const API_VERSIONS: i16 = 1000;
+/// `Authenticate`: one SASL exchange step.
+pub const AUTHENTICATE: i16 = 1038;
 /// `CommitLakeTableSnapshot`: registers a lake snapshot and its offsets in Fluss.
 pub const COMMIT_LAKE_TABLE_SNAPSHOT: i16 = 1030;
 /// `LakeTieringHeartbeat`: table assignment, liveness, finish and failure reports.
@@ -17,7 +19,9 @@ pub mod errors {
     pub const UNKNOWN_SERVER_ERROR: i32 = -1;
     pub const TABLE_NOT_EXIST: i32 = 7;
     pub const INVALID_COORDINATOR_EXCEPTION: i32 = 23;
+    pub const AUTHENTICATE_EXCEPTION: i32 = 46;
     pub const FENCED_TIERING_EPOCH_EXCEPTION: i32 = 50;
+    pub const RETRIABLE_AUTHENTICATE_EXCEPTION: i32 = 51;
     pub const LAKE_SNAPSHOT_NOT_EXIST: i32 = 53;
 
     /// Whether a per-table heartbeat error means this host no longer owns the table's round.

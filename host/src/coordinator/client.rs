@@ -9,6 +9,11 @@
 //! a call never takes longer than that. Any failure drops the connection; the next request
 //! finds the coordinator again through the [`CoordinatorLocator`] (the coordinator may have
 //! moved after a fail-over) and redoes the handshake.
+//!
+//! On a listener whose protocol is SASL the coordinator accepts nothing but `ApiVersions`
+//! and `Authenticate` until the connection has authenticated, so with [`PlainCredentials`]
+//! every new connection authenticates (SASL/PLAIN, as Fluss's `PlainLoginModule` expects)
+//! right after the handshake.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -42,8 +47,39 @@ impl CoordinatorLocator for FixedAddress {
     }
 }
 
+/// SASL/PLAIN credentials: `client.security.sasl.username` and `.password` (or the same
+/// pair from `client.security.sasl.jaas.config`). The password is never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PlainCredentials {
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for PlainCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlainCredentials")
+            .field("username", &self.username)
+            .field("password", &"[redacted]")
+            .finish()
+    }
+}
+
+impl PlainCredentials {
+    /// The PLAIN initial response: `\0<username>\0<password>` (RFC 4616, no authzid).
+    fn token(&self) -> Vec<u8> {
+        let mut token = Vec::with_capacity(self.username.len() + self.password.len() + 2);
+        token.push(0);
+        token.extend_from_slice(self.username.as_bytes());
+        token.push(0);
+        token.extend_from_slice(self.password.as_bytes());
+        token
+    }
+}
+
 pub struct CoordinatorClient {
     locator: Arc<dyn CoordinatorLocator>,
+    /// Authenticate every connection with these, when the listener is SASL.
+    sasl: Option<PlainCredentials>,
     /// Heartbeats only.
     heartbeats: Mutex<Option<TcpStream>>,
     /// Everything else (prepare, commit).
@@ -57,11 +93,18 @@ impl CoordinatorClient {
     pub fn new(locator: Arc<dyn CoordinatorLocator>, request_timeout: Duration) -> Self {
         Self {
             locator,
+            sasl: None,
             heartbeats: Mutex::new(None),
             commits: Mutex::new(None),
             next_request_id: AtomicI32::new(0),
             request_timeout,
         }
+    }
+
+    /// Authenticates every connection with SASL/PLAIN.
+    pub fn with_sasl_plain(mut self, credentials: Option<PlainCredentials>) -> Self {
+        self.sasl = credentials;
+        self
     }
 
     pub async fn heartbeat(
@@ -210,8 +253,49 @@ impl CoordinatorClient {
             Error::new(ErrorKind::Protocol, "undecodable ApiVersions response").with_source(e)
         })?;
         check_handshake(&addr, &versions)?;
+        if let Some(credentials) = &self.sasl {
+            self.authenticate(&mut stream, &addr, credentials).await?;
+        }
         tracing::debug!(%addr, "connected to coordinator");
         Ok(stream)
+    }
+
+    /// One SASL/PLAIN step: PLAIN is complete after the client's initial response, so any
+    /// challenge in the answer is ignored (as Java's client does once its side is complete).
+    async fn authenticate(
+        &self,
+        stream: &mut TcpStream,
+        addr: &str,
+        credentials: &PlainCredentials,
+    ) -> Result<()> {
+        let req = AuthenticateRequest {
+            protocol: "PLAIN".into(),
+            token: credentials.token(),
+        };
+        match self.exchange(stream, api::AUTHENTICATE, &req).await? {
+            Ok(body) => {
+                AuthenticateResponse::decode(body).map_err(|e| {
+                    Error::new(ErrorKind::Protocol, "undecodable Authenticate response")
+                        .with_source(e)
+                })?;
+                Ok(())
+            }
+            Err(e) => {
+                let why = e.error_message.as_deref().unwrap_or("no message");
+                let kind = match e.error_code {
+                    api::errors::RETRIABLE_AUTHENTICATE_EXCEPTION => ErrorKind::Unavailable,
+                    _ => ErrorKind::Authentication,
+                };
+                Err(Error::new(
+                    kind,
+                    format!(
+                        "coordinator {addr} refused SASL/PLAIN authentication of user '{}': {why}",
+                        credentials.username
+                    ),
+                )
+                .with_code(e.error_code))
+            }
+        }
     }
 }
 
@@ -276,15 +360,47 @@ mod tests {
 
     /// A coordinator that answers `ApiVersions` and heartbeats and never answers a prepare.
     async fn fake_coordinator() -> String {
+        fake_coordinator_with(None).await
+    }
+
+    /// [`fake_coordinator`] on a SASL listener when `sasl` is the PLAIN token it accepts: like
+    /// Fluss, it answers nothing but `ApiVersions` and `Authenticate` before authentication.
+    async fn fake_coordinator_with(sasl: Option<&'static [u8]>) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         tokio::spawn(async move {
             loop {
                 let (mut stream, _) = listener.accept().await.unwrap();
                 tokio::spawn(async move {
+                    let mut authenticated = sasl.is_none();
                     while let Ok(frame) = read_frame(&mut stream).await {
-                        let (key, _, id, _) = codec::decode_request(frame).unwrap();
+                        let (key, _, id, body) = codec::decode_request(frame).unwrap();
+                        let refuse = |code: i32, message: &str| {
+                            codec::encode_response(
+                                id,
+                                Err(&ErrorResponse {
+                                    error_code: code,
+                                    error_message: Some(message.into()),
+                                }),
+                            )
+                        };
                         let reply = match key {
+                            api::AUTHENTICATE => {
+                                let req = AuthenticateRequest::decode(body).unwrap();
+                                authenticated =
+                                    req.protocol == "PLAIN" && Some(&req.token[..]) == sasl;
+                                if authenticated {
+                                    codec::encode_response(id, Ok(&AuthenticateResponse::default()))
+                                } else {
+                                    refuse(
+                                        api::errors::AUTHENTICATE_EXCEPTION,
+                                        "Authentication failed: Invalid username or password",
+                                    )
+                                }
+                            }
+                            k if k != api::API_VERSIONS && !authenticated => {
+                                refuse(api::errors::AUTHENTICATE_EXCEPTION, "not authenticated")
+                            }
                             api::API_VERSIONS => {
                                 let versions = ApiVersionsResponse {
                                     api_versions: [
@@ -346,6 +462,41 @@ mod tests {
         );
         let e = stuck.await.unwrap().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    }
+
+    #[tokio::test]
+    async fn connections_authenticate_with_sasl_plain() {
+        let addr = fake_coordinator_with(Some(b"\0tiering\0s3cret")).await;
+        let client = |password: &str| {
+            CoordinatorClient::new(Arc::new(FixedAddress(addr.clone())), Duration::from_secs(5))
+                .with_sasl_plain(Some(PlainCredentials {
+                    username: "tiering".into(),
+                    password: password.into(),
+                }))
+        };
+        client("s3cret")
+            .heartbeat(&LakeTieringHeartbeatRequest::default())
+            .await
+            .unwrap();
+        let e = client("wrong")
+            .heartbeat(&LakeTieringHeartbeatRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Authentication, "{e}");
+        let m = e.to_string();
+        assert!(
+            m.contains("refused SASL/PLAIN authentication of user 'tiering'"),
+            "{m}"
+        );
+        assert!(m.contains("Invalid username or password"), "{m}");
+        assert!(!m.contains("wrong"), "{m}");
+        // Without credentials the listener answers nothing but the handshake.
+        let e =
+            CoordinatorClient::new(Arc::new(FixedAddress(addr.clone())), Duration::from_secs(5))
+                .heartbeat(&LakeTieringHeartbeatRequest::default())
+                .await
+                .unwrap_err();
+        assert!(e.to_string().contains("not authenticated"), "{e}");
     }
 
     /// A locator that takes most of the budget.

@@ -83,6 +83,17 @@ impl FlussClient {
 async fn open(config: &fluss::config::Config) -> Result<Connected> {
     let servers = config.bootstrap_servers.clone();
     let unreachable = |e: Option<fluss::error::Error>| {
+        if let Some(fluss::error::Error::FlussAPIError { api_error }) = &e
+            && api_error.code == crate::coordinator::api::errors::AUTHENTICATE_EXCEPTION
+        {
+            return Error::new(
+                ErrorKind::Authentication,
+                format!(
+                    "the Fluss cluster at {servers} refused SASL/PLAIN authentication of user '{}': {}",
+                    config.security_sasl_username, api_error.message
+                ),
+            );
+        }
         let err = Error::new(
             ErrorKind::Unavailable,
             format!("cannot reach the Fluss cluster at {servers}"),

@@ -9,3 +9,4 @@ mod mixed_hot_swap;
 mod paimon_log_table;
 mod paimon_partitioned_concurrent;
 mod paimon_primary_key;
+mod sasl;
