@@ -7,7 +7,7 @@
 //! Optimistic concurrency: the metadata version is published with put-if-absent; on a
 //! conflict the round's manifests are rebuilt on the new current metadata and retried.
 
-use fluss_lake_guest_sdk::plugin::FormatCommitter;
+use fluss_lake_guest_sdk::plugin::{FormatCommitter, overlapping_round};
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
@@ -157,11 +157,17 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
         &mut self,
         committable: &[u8],
         properties: &[(String, String)],
+        tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
         let files = WritePayload::decode(committable)?.files;
         let mut last_conflict = None;
         for _ in 0..MAX_COMMIT_ATTEMPTS {
+            // The base first, then the check: metadata landing after the base was read takes
+            // the version this attempt puts.
             let base = self.load()?;
+            if let Some(found) = self.get_missing_lake_snapshot(tiered_base)? {
+                return Err(overlapping_round(tiered_base, found.snapshot_id));
+            }
             match self.try_commit(&base, &files, properties) {
                 Ok(result) => return Ok(result),
                 Err(e) if e.kind() == ErrorKind::Conflict => {
@@ -402,7 +408,7 @@ mod tests {
         );
         let props = vec![("fluss-offsets".to_string(), "/o/1".to_string())];
         let committable = c.to_committable(&[r1.payload]).unwrap();
-        let first = c.commit(&committable, &props).unwrap();
+        let first = c.commit(&committable, &props, None).unwrap();
         assert_eq!(first.stats.record_count, Some(4));
 
         // round 2: delete 1 (an older row: equality delete)
@@ -416,7 +422,11 @@ mod tests {
         assert_eq!(files[0].equality_ids, Some(vec![1]));
         let props2 = vec![("fluss-offsets".to_string(), "/o/2".to_string())];
         let second = c
-            .commit(&c.to_committable(&[r2.payload]).unwrap(), &props2)
+            .commit(
+                &c.to_committable(&[r2.payload]).unwrap(),
+                &props2,
+                Some(first.snapshot_id),
+            )
             .unwrap();
 
         let m = hadoop_tables::load(&storage).unwrap().unwrap().metadata;
@@ -436,7 +446,23 @@ mod tests {
         );
 
         // an empty round still commits the offsets
-        let empty = c.commit(&to_committable(&[]).unwrap(), &props).unwrap();
+        let empty = c
+            .commit(
+                &to_committable(&[]).unwrap(),
+                &props,
+                Some(second.snapshot_id),
+            )
+            .unwrap();
+        // A round planned from the first snapshot, after the second was tiered, cannot commit.
+        let e = c
+            .commit(
+                &to_committable(&[]).unwrap(),
+                &props,
+                Some(first.snapshot_id),
+            )
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+        assert!(e.to_string().contains("another tiering round"), "{e}");
         assert_ne!(empty.snapshot_id, second.snapshot_id);
         assert_eq!(
             c.get_missing_lake_snapshot(Some(first.snapshot_id))

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use fluss_lake_guest_sdk::plugin::FormatCommitter;
+use fluss_lake_guest_sdk::plugin::{FormatCommitter, overlapping_round};
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
@@ -55,11 +55,10 @@ pub struct LanceCommitter<S: Storage> {
 impl<S: Storage> LanceCommitter<S> {
     fn try_commit(
         &self,
+        (read_version, naming): (u64, Naming),
         files: &WritePayload,
         properties: &[(String, String)],
     ) -> Result<CommitResult> {
-        let (read_version, naming) = versions::latest(&self.storage)?
-            .ok_or_else(|| Error::not_found("Lance dataset has no versions"))?;
         let raw = self.storage.get(&naming.path(read_version))?;
         let base = versions::decode_manifest(&raw)?;
         let index_section = match base.index_section {
@@ -165,11 +164,19 @@ impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
         &mut self,
         committable: &[u8],
         properties: &[(String, String)],
+        tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
         let files = WritePayload::decode(committable)?;
         let mut last = None;
         for _ in 0..MAX_COMMIT_ATTEMPTS {
-            match self.try_commit(&files, properties) {
+            // The base first, then the check: a version landing after the base was read
+            // takes the one this attempt puts.
+            let base = versions::latest(&self.storage)?
+                .ok_or_else(|| Error::not_found("Lance dataset has no versions"))?;
+            if let Some(found) = self.get_missing_lake_snapshot(tiered_base)? {
+                return Err(overlapping_round(tiered_base, found.snapshot_id));
+            }
+            match self.try_commit(base, &files, properties) {
                 Err(e) if e.kind() == ErrorKind::Conflict => {
                     fluss_lake_guest_sdk::warn!("{e}; retrying on the new version");
                     last = Some(e);
@@ -243,7 +250,7 @@ mod tests {
     }
 
     #[test]
-    fn races_retry_and_abort_cleans_up() {
+    fn a_race_lost_to_another_tiering_round_is_not_retried() {
         let storage = MemoryStorage::new();
         let t = table();
         assert!(create_table_if_missing(&storage, &t).unwrap());
@@ -255,13 +262,54 @@ mod tests {
             || {
                 let mut c = LanceCommitter::open(committer_context(&t, &[]), &storage).unwrap();
                 let committable = c.to_committable(std::slice::from_ref(&theirs)).unwrap();
-                assert_eq!(c.commit(&committable, &[]).unwrap().snapshot_id, 2);
+                let r = c.commit(
+                    &committable,
+                    &[("fluss-offsets".into(), "/theirs".into())],
+                    None,
+                );
+                assert_eq!(r.unwrap().snapshot_id, 2);
+            },
+        );
+        let mut c = LanceCommitter::open(committer_context(&t, &[]), &racing).unwrap();
+        let committable = c.to_committable(&[mine]).unwrap();
+        let e = c
+            .commit(&committable, &[("fluss-offsets".into(), "/o".into())], None)
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+        assert!(e.to_string().contains("another tiering round"), "{e}");
+        assert_eq!(versions::latest(&storage).unwrap().unwrap().0, 2);
+    }
+
+    #[test]
+    fn races_retry_and_abort_cleans_up() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        assert!(create_table_if_missing(&storage, &t).unwrap());
+        let mine = write(&storage, &t, &[1, 2]);
+        let theirs = write(&storage, &t, &[3]);
+        let racing = RacingStorage::new(
+            &storage,
+            |p| p.starts_with(versions::VERSIONS_DIR),
+            || {
+                // Another writer (not tiering: its commit user is rewritten) takes version 2.
+                let mut c = LanceCommitter::open(committer_context(&t, &[]), &storage).unwrap();
+                let committable = c.to_committable(std::slice::from_ref(&theirs)).unwrap();
+                assert_eq!(c.commit(&committable, &[], None).unwrap().snapshot_id, 2);
+                for meta in storage.list(versions::TRANSACTIONS_DIR).unwrap() {
+                    let mut body = storage.get(&meta.path).unwrap();
+                    let user = FLUSS_COMMIT_USER.as_bytes();
+                    if let Some(at) = body.windows(user.len()).position(|w| w == user) {
+                        // Same length, so the protobuf stays valid.
+                        body[at..at + user.len()].copy_from_slice(b"__some_other_writer_");
+                    }
+                    storage.put(&meta.path, &body).unwrap();
+                }
             },
         );
         let mut c = LanceCommitter::open(committer_context(&t, &[]), &racing).unwrap();
         let committable = c.to_committable(&[mine]).unwrap();
         let r = c
-            .commit(&committable, &[("fluss-offsets".into(), "/o".into())])
+            .commit(&committable, &[("fluss-offsets".into(), "/o".into())], None)
             .unwrap();
         assert_eq!(
             r.snapshot_id, 3,

@@ -153,6 +153,7 @@ fn pylance_reads_what_the_plugin_wrote() {
             .commit(
                 &committable,
                 &[("fluss-offsets".into(), format!("/o/{round}"))],
+                fluss_lake_guest_sdk::testing::tiered_base(&c),
             )
             .unwrap();
         assert_eq!(r.snapshot_id, round as i64 + 2);

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
-use fluss_lake_guest_sdk::plugin::FormatCommitter;
+use fluss_lake_guest_sdk::plugin::{FormatCommitter, overlapping_round};
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
@@ -172,10 +172,11 @@ impl<S: Storage> PaimonCommitter<S> {
     /// One attempt against the current latest snapshot; `Conflict` when the id was taken.
     fn try_commit(
         &mut self,
+        base: Option<i64>,
         p: &Prepared,
         properties: &BTreeMap<String, String>,
     ) -> Result<(Snapshot, Vec<ManifestFileMeta>)> {
-        let latest = match latest_snapshot_id(&self.storage)? {
+        let latest = match base {
             None => None,
             Some(id) => Some(read_snapshot(&self.storage, id)?.ok_or_else(|| {
                 Error::conflict(format!("snapshot {id} disappeared while committing"))
@@ -301,12 +302,20 @@ impl<S: Storage> PaimonCommitter<S> {
         &mut self,
         committable: &[u8],
         properties: &[(String, String)],
+        tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
         let prepared = self.prepare(committable)?;
         let properties: BTreeMap<String, String> = properties.iter().cloned().collect();
         let mut last_conflict = None;
         for attempt in 0..MAX_COMMIT_ATTEMPTS {
-            match self.try_commit(&prepared, &properties) {
+            // The base first, then the check: a tiering snapshot landing after the base was
+            // read takes the id this attempt puts, so the attempt loses the race.
+            let base = latest_snapshot_id(&self.storage)?;
+            if let Some(found) = self.get_missing_lake_snapshot(tiered_base)? {
+                self.discard(&prepared);
+                return Err(overlapping_round(tiered_base, found.snapshot_id));
+            }
+            match self.try_commit(base, &prepared, &properties) {
                 Ok((snapshot, manifests)) => {
                     update_hints(&self.storage, snapshot.id);
                     fluss_lake_guest_sdk::info!(
@@ -442,8 +451,9 @@ impl<S: Storage> FormatCommitter<S> for PaimonCommitter<S> {
         &mut self,
         committable: &[u8],
         properties: &[(String, String)],
+        tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
-        PaimonCommitter::commit(self, committable, properties)
+        PaimonCommitter::commit(self, committable, properties, tiered_base)
     }
     fn abort(&self, committable: &[u8]) -> Result<()> {
         PaimonCommitter::abort(self, committable)
@@ -461,7 +471,7 @@ mod tests {
     use arrow_schema::{DataType, Field, Schema};
     use fluss_lake_guest_sdk::ipc::make_row_batch;
     use fluss_lake_guest_sdk::storage::MemoryStorage;
-    use fluss_lake_guest_sdk::testing::{RacingStorage, log_table, writer_context};
+    use fluss_lake_guest_sdk::testing::{RacingStorage, log_table, tiered_base, writer_context};
     use fluss_lake_guest_sdk::wit::TableInfo;
 
     use super::*;
@@ -524,14 +534,16 @@ mod tests {
         let mut c = PaimonCommitter::new(&storage, vec![]);
         let r1 = write_round(&storage, &t, 0, &[1, 2, 3], 0);
         let res = c
-            .commit(&to_committable(&[r1]).unwrap(), &props(1))
+            .commit(&to_committable(&[r1]).unwrap(), &props(1), None)
             .unwrap();
         assert_eq!(res.snapshot_id, 1);
         assert_eq!(res.stats.record_count, Some(3));
         let size = res.stats.file_size.unwrap();
         assert!(size > 0);
 
-        let res = c.commit(&to_committable(&[]).unwrap(), &props(2)).unwrap();
+        let res = c
+            .commit(&to_committable(&[]).unwrap(), &props(2), Some(1))
+            .unwrap();
         assert_eq!(res.snapshot_id, 2);
         assert_eq!(
             res.stats,
@@ -562,23 +574,59 @@ mod tests {
         );
     }
 
+    /// Another writer (here a commit rewritten to a compaction job's commit user) takes
+    /// snapshot 1 just before this commit puts it.
+    fn racing_commit<'a>(
+        storage: &'a MemoryStorage,
+        theirs: Vec<u8>,
+        commit_user: &'static str,
+    ) -> RacingStorage<'a> {
+        RacingStorage::new(
+            storage,
+            |p| p == crate::snapshot::snapshot_path(1),
+            move || {
+                let mut other = PaimonCommitter::new(storage, vec![]);
+                other.commit(&theirs, &props(0), None).unwrap();
+                let path = crate::snapshot::snapshot_path(1);
+                let body = String::from_utf8(storage.get(&path).unwrap()).unwrap();
+                let body = body.replace(FLUSS_COMMIT_USER, commit_user);
+                storage.put(&path, body.as_bytes()).unwrap();
+            },
+        )
+    }
+
     #[test]
-    fn retries_when_another_commit_wins_the_snapshot_id() {
+    fn a_race_lost_to_another_tiering_round_is_not_retried() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let ours = to_committable(&[write_round(&storage, &t, 0, &[1, 2], 0)]).unwrap();
+        let theirs = to_committable(&[write_round(&storage, &t, 1, &[3, 4, 5], 0)]).unwrap();
+        let racing = racing_commit(&storage, theirs, FLUSS_COMMIT_USER);
+        let mut c = PaimonCommitter::new(&racing, vec![]);
+        let e = c.commit(&ours, &props(1), None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+        assert!(e.to_string().contains("another tiering round"), "{e}");
+        assert_eq!(latest_snapshot_id(&storage).unwrap(), Some(1));
+        // A round that planned from a snapshot older than the newest tiering one cannot
+        // commit either, race or not.
+        let later = to_committable(&[write_round(&storage, &t, 0, &[6], 2)]).unwrap();
+        let e = PaimonCommitter::new(&storage, vec![])
+            .commit(&later, &props(2), None)
+            .unwrap_err();
+        assert!(e.to_string().contains("another tiering round"), "{e}");
+    }
+
+    #[test]
+    fn retries_when_another_writer_wins_the_snapshot_id() {
         let storage = MemoryStorage::new();
         let t = table();
         create_table_if_missing(&storage, &t, &[]).unwrap();
         let ours = write_round(&storage, &t, 0, &[1, 2], 0);
         let theirs = write_round(&storage, &t, 1, &[3, 4, 5], 0);
-        let racing = RacingStorage::new(
-            &storage,
-            |p| p == crate::snapshot::snapshot_path(1),
-            || {
-                let mut other = PaimonCommitter::new(&storage, vec![]);
-                other.commit(&theirs, &props(0)).unwrap();
-            },
-        );
+        let racing = racing_commit(&storage, theirs, "paimon-compaction");
         let mut c = PaimonCommitter::new(&racing, vec![]);
-        let res = c.commit(&ours, &props(1)).unwrap();
+        let res = c.commit(&ours, &props(1), None).unwrap();
         assert_eq!(res.snapshot_id, 2);
         assert_eq!(res.stats.record_count, Some(5));
         let s2 = read_snapshot(&storage, 2).unwrap().unwrap();
@@ -621,7 +669,7 @@ mod tests {
         let message = CommitMessage::decode(&result.payload).unwrap();
         let mut c = PaimonCommitter::new(&storage, vec![]);
         let res = c
-            .commit(&to_committable(&[result.payload]).unwrap(), &props(1))
+            .commit(&to_committable(&[result.payload]).unwrap(), &props(1), None)
             .unwrap();
         // The data file keeps key 1's delete, so it holds two rows.
         assert_eq!(res.stats.record_count, Some(2));
@@ -647,7 +695,8 @@ mod tests {
         );
         // The changelog stays out of the table's data manifests.
         let s2 = {
-            c.commit(&to_committable(&[]).unwrap(), &props(2)).unwrap();
+            c.commit(&to_committable(&[]).unwrap(), &props(2), Some(1))
+                .unwrap();
             read_snapshot(&storage, 2).unwrap().unwrap()
         };
         assert_eq!(s2.changelog_manifest_list, None);
@@ -697,8 +746,12 @@ mod tests {
         let mut c = PaimonCommitter::new(&storage, vec![]);
         for round in 0..70 {
             let r = write_round(&storage, &t, round % 2, &[round], round as i64);
-            c.commit(&to_committable(&[r]).unwrap(), &props(round))
-                .unwrap();
+            c.commit(
+                &to_committable(&[r]).unwrap(),
+                &props(round),
+                tiered_base(&c),
+            )
+            .unwrap();
         }
         let s = read_snapshot(&storage, 70).unwrap().unwrap();
         let base = read_manifest_list(&storage, &s.base_manifest_list).unwrap();

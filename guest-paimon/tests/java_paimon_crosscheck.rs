@@ -189,8 +189,9 @@ fn write_with_plugin(warehouse: &Path) {
             results.push(w.complete().unwrap().payload);
         }
         let properties = [("fluss-offsets".to_string(), format!("/o/{r}"))];
-        PaimonCommitter::new(&storage, vec![])
-            .commit(&to_committable(&results).unwrap(), &properties)
+        let mut c = PaimonCommitter::new(&storage, vec![]);
+        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
+        c.commit(&to_committable(&results).unwrap(), &properties, base)
             .unwrap();
     }
 }

@@ -460,6 +460,7 @@ impl Harness {
             .commit(
                 &to_committable(&results).unwrap(),
                 &[("fluss-offsets".to_string(), format!("/offsets/{id}"))],
+                (id > 1).then_some(id - 1),
             )
             .unwrap();
         assert_eq!(res.snapshot_id, id);

@@ -258,6 +258,7 @@ impl Harness {
             .commit(
                 &committable,
                 &[("fluss-offsets".to_string(), self.offsets_path(round))],
+                (round > 1).then_some(round as i64 - 1),
             )
             .unwrap();
         assert_eq!(res.snapshot_id, round as i64);
@@ -481,6 +482,7 @@ fn pypaimon_reads_partitioned_tables_without_system_columns() {
     c.commit(
         &to_committable(&results).unwrap(),
         &[("fluss-offsets".into(), "/o".into())],
+        None,
     )
     .unwrap();
     let out = read_many(

@@ -58,13 +58,27 @@ pub trait FormatWriter<S: Storage>: Sized {
 pub trait FormatCommitter<S: Storage>: Sized {
     fn open(context: CommitterContext, storage: S) -> Result<Self>;
     fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>>;
+    /// Publishes on a base with no tiering snapshot newer than `tiered_base` (see the WIT
+    /// contract; [`overlapping_round`] is the error when there is one).
     fn commit(
         &mut self,
         committable: &[u8],
         properties: &[(String, String)],
+        tiered_base: Option<i64>,
     ) -> Result<CommitResult>;
     fn abort(&self, committable: &[u8]) -> Result<()>;
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>>;
+}
+
+/// The error of a commit attempt that found `found`, a snapshot committed by another tiering
+/// round, newer than the `tiered_base` it must publish on: a `conflict` that must not be
+/// retried.
+pub fn overlapping_round(tiered_base: Option<i64>, found: i64) -> Error {
+    let base = tiered_base.map_or("none".to_string(), |b| b.to_string());
+    Error::conflict(format!(
+        "lake snapshot {found} was committed by another tiering round after snapshot {base}, \
+         the one this round planned from: not retried, as a retry would store the same rows twice"
+    ))
 }
 
 /// The WIT exports of format `F`; export it with [`export_lake_format!`](crate::export_lake_format).
@@ -150,8 +164,12 @@ impl<C: FormatCommitter<HostStorage> + 'static> committer::GuestLakeCommitter
         &self,
         committable: Vec<u8>,
         properties: Vec<(String, String)>,
+        tiered_base: Option<i64>,
     ) -> std::result::Result<CommitResult, LakeError> {
-        wit(self.0.borrow_mut().commit(&committable, &properties))
+        wit(self
+            .0
+            .borrow_mut()
+            .commit(&committable, &properties, tiered_base))
     }
     fn abort(&self, committable: Vec<u8>) -> std::result::Result<(), LakeError> {
         wit(self.0.borrow().abort(&committable))

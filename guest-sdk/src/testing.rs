@@ -106,6 +106,17 @@ pub fn pk_table(
     t
 }
 
+/// The newest snapshot committed by tiering: the `tiered-base` Fluss would hand a round if it
+/// had registered every commit so far.
+pub fn tiered_base<S: crate::storage::Storage, C: crate::plugin::FormatCommitter<S>>(
+    committer: &C,
+) -> Option<i64> {
+    committer
+        .get_missing_lake_snapshot(None)
+        .expect("read the lake's snapshots")
+        .map(|s| s.snapshot_id)
+}
+
 /// The context of a writer for one bucket (and partition).
 pub fn writer_context(
     table: &TableInfo,

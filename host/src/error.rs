@@ -35,6 +35,9 @@ pub enum ErrorKind {
     /// The cluster refused the host's credentials (SASL): retrying with the same ones cannot
     /// succeed.
     Authentication,
+    /// The table's lake location is still held by an earlier round that is ending (fenced
+    /// or abandoned); a later round may proceed.
+    Busy,
     /// Reading from Fluss failed.
     Fluss,
     /// Object storage failed.
@@ -61,6 +64,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Fenced => "fenced",
             ErrorKind::Recovered => "recovered a missed lake snapshot",
             ErrorKind::Authentication => "authentication error",
+            ErrorKind::Busy => "location busy",
             ErrorKind::Fluss => "fluss error",
             ErrorKind::Storage => "storage error",
             ErrorKind::Cancelled => "cancelled",

@@ -234,11 +234,11 @@ def main(wasm, warehouse):
     cctx = rec(table=t, config=config, tiering_config=[])
     c = p.ok("committer", "[static]lake-committer.open", cctx)
     committable = p.ok("committer", "[method]lake-committer.to-committable", c, payloads)
-    res = p.ok("committer", "[method]lake-committer.commit", c, committable, [("fluss-offsets", "/o/1.offsets")])
+    res = p.ok("committer", "[method]lake-committer.commit", c, committable, [("fluss-offsets", "/o/1.offsets")], None)
     first = get(res, "snapshot-id")
     assert get(res.stats, "record-count") == 5, vars(res.stats)
     empty = p.ok("committer", "[method]lake-committer.to-committable", c, [])
-    res = p.ok("committer", "[method]lake-committer.commit", c, empty, [("fluss-offsets", "/o/2.offsets")])
+    res = p.ok("committer", "[method]lake-committer.commit", c, empty, [("fluss-offsets", "/o/2.offsets")], first)
     second = get(res, "snapshot-id")
     if fmt in ("paimon", "lance"):
         assert (first, second) == {"paimon": (1, 2), "lance": (2, 3)}[fmt], (first, second)

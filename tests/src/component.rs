@@ -215,7 +215,13 @@ impl ComponentDriver {
             .await
             .unwrap();
         let committable = i.to_committable(&c, &results).await.unwrap();
-        i.commit(&c, &committable, &properties).await.unwrap()
+        // What Fluss would know had it registered every commit so far.
+        let base = i
+            .get_missing_lake_snapshot(&c, None)
+            .await
+            .unwrap()
+            .map(|s| s.snapshot_id);
+        i.commit(&c, &committable, &properties, base).await.unwrap()
     }
 
     /// `get-missing-lake-snapshot(latest)`: the snapshot id and its `fluss-offsets`.

@@ -11,7 +11,7 @@
 //! i.e. replaying the whole log.
 
 use fluss_lake_guest_sdk::deps::serde_json::{Map, Value, json};
-use fluss_lake_guest_sdk::plugin::FormatCommitter;
+use fluss_lake_guest_sdk::plugin::{FormatCommitter, overlapping_round};
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TableInfo, TieringStats,
@@ -132,6 +132,7 @@ impl<S: Storage> FormatCommitter<S> for DeltaCommitter<S> {
         &mut self,
         committable: &[u8],
         properties: &[(String, String)],
+        tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
         let payload = WritePayload::decode(committable)?;
         // versions up to this one are known not to conflict with the files
@@ -140,6 +141,10 @@ impl<S: Storage> FormatCommitter<S> for DeltaCommitter<S> {
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let latest =
                 delta_log::latest(&self.storage)?.ok_or_else(|| catalog::missing(&self.table))?;
+            // After reading the base: a version landing later takes the one this attempt puts.
+            if let Some(found) = self.get_missing_lake_snapshot(tiered_base)? {
+                return Err(overlapping_round(tiered_base, found.snapshot_id));
+            }
             if let Some(from) = checked {
                 self.check_no_table_change(from + 1..=latest)?;
             }
@@ -230,9 +235,13 @@ mod tests {
         let mut c = DeltaCommitter::open(committer_context(t, &[]), storage).unwrap();
         let committable = c.to_committable(results).unwrap();
         let offsets = format!("/offsets/{round}");
-        c.commit(&committable, &pairs(&[(FLUSS_OFFSETS_PROPERTY, &offsets)]))
-            .unwrap()
-            .snapshot_id
+        c.commit(
+            &committable,
+            &pairs(&[(FLUSS_OFFSETS_PROPERTY, &offsets)]),
+            fluss_lake_guest_sdk::testing::tiered_base(&c),
+        )
+        .unwrap()
+        .snapshot_id
     }
 
     #[test]
@@ -303,11 +312,16 @@ mod tests {
         let t = table();
         assert!(create_table_if_missing(&storage, &t).unwrap());
         let mine = write(&storage, &t, &[1, 2]);
-        let theirs = write(&storage, &t, &[3]);
+        // Another writer (not tiering) takes version 1.
         let racing = RacingStorage::new(
             &storage,
             |p| p.starts_with(delta_log::LOG_DIR),
-            || assert_eq!(commit(&storage, &t, std::slice::from_ref(&theirs), 1), 1),
+            || {
+                let other = fluss_lake_guest_sdk::deps::serde_json::json!({
+                    "commitInfo": {"operation": "OPTIMIZE", "readVersion": 0}
+                });
+                delta_log::publish(&storage, 1, &[other]).unwrap();
+            },
         );
         assert_eq!(
             commit(&racing, &t, &[mine], 2),
@@ -318,6 +332,32 @@ mod tests {
         assert_eq!(v2[0]["commitInfo"]["readVersion"], 1);
         assert_eq!(v2[0]["commitInfo"]["fluss-offsets"], "/offsets/2");
         assert_eq!(v2.len(), 2);
+    }
+
+    #[test]
+    fn a_race_lost_to_another_tiering_round_is_not_retried() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        assert!(create_table_if_missing(&storage, &t).unwrap());
+        let mine = write(&storage, &t, &[1, 2]);
+        let theirs = write(&storage, &t, &[3]);
+        let racing = RacingStorage::new(
+            &storage,
+            |p| p.starts_with(delta_log::LOG_DIR),
+            || assert_eq!(commit(&storage, &t, std::slice::from_ref(&theirs), 1), 1),
+        );
+        let mut c = DeltaCommitter::open(committer_context(&t, &[]), &racing).unwrap();
+        let committable = c.to_committable(&[mine]).unwrap();
+        let e = c
+            .commit(
+                &committable,
+                &pairs(&[(FLUSS_OFFSETS_PROPERTY, "/o")]),
+                None,
+            )
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+        assert!(e.message().contains("another tiering round"), "{e}");
+        assert_eq!(delta_log::latest(&storage).unwrap(), Some(1));
     }
 
     #[test]
@@ -332,7 +372,7 @@ mod tests {
         delta_log::publish(&storage, 1, &changed[1..]).unwrap();
         let mut c = DeltaCommitter::open(committer_context(&t, &[]), &storage).unwrap();
         let committable = c.to_committable(&[files]).unwrap();
-        let e = c.commit(&committable, &[]).unwrap_err();
+        let e = c.commit(&committable, &[], None).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Conflict);
         assert!(e.message().contains("metaData"), "{e}");
         assert_eq!(

@@ -258,12 +258,14 @@ mod tests {
     }
 
     fn commit(storage: &MemoryStorage, message: &CommitMessage) {
-        PaimonCommitter::new(storage, vec![])
-            .commit(
-                &message.encode().unwrap(),
-                &[("fluss-offsets".into(), "/o".into())],
-            )
-            .unwrap();
+        let mut c = PaimonCommitter::new(storage, vec![]);
+        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
+        c.commit(
+            &message.encode().unwrap(),
+            &[("fluss-offsets".into(), "/o".into())],
+            base,
+        )
+        .unwrap();
     }
 
     fn seq_ranges(files: &[ManifestEntry]) -> Vec<(i64, i64)> {

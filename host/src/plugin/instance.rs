@@ -371,11 +371,12 @@ impl PluginInstance {
         c: &CommitterHandle,
         committable: &[u8],
         properties: &Config,
+        tiered_base: Option<i64>,
     ) -> Result<wit::CommitResult> {
         let r = guest_call!(self, "committer.commit", |b, s| b
             .fluss_lake_committer()
             .lake_committer()
-            .call_commit(s, c.0, committable, properties))?;
+            .call_commit(s, c.0, committable, properties, tiered_base))?;
         r.map_err(|e| self.plugin_error("committer.commit", e))
     }
 

@@ -285,16 +285,23 @@ impl Drop for LocationClaim {
 
 impl LocationClaims {
     /// Claims `root` (the full warehouse path of a table's location) for `table_id`; refuses
-    /// when it equals, contains or lies inside a location claimed for another table.
+    /// when it equals, contains or lies inside a location claimed by any round still running,
+    /// this table's included: a fenced or abandoned round of the same table that is still
+    /// ending must not overlap the next one.
     pub fn claim(&self, root: &str, table_id: i64) -> Result<LocationClaim> {
         let key = format!("{}/", root.trim_end_matches('/'));
         let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
         for (other, owner) in claims.iter() {
-            if *owner != table_id && (other.starts_with(&key) || key.starts_with(other.as_str())) {
+            if other.starts_with(&key) || key.starts_with(other.as_str()) {
+                let whose = if *owner == table_id {
+                    "an earlier round of this table, still ending".to_string()
+                } else {
+                    format!("table id {owner}")
+                };
                 return Err(Error::new(
-                    ErrorKind::PluginLimit,
+                    ErrorKind::Busy,
                     format!(
-                        "table location {root} overlaps {} of table id {owner}: refused",
+                        "table location {root} overlaps {} of {whose}: refused",
                         other.trim_end_matches('/')
                     ),
                 ));
@@ -319,6 +326,11 @@ mod tests {
         assert!(claims.claim("/wh/db/a/sub", 2).is_err());
         assert!(claims.claim("/wh/db", 2).is_err());
         assert!(claims.claim("/wh/db/a", 2).is_err());
+        let same = claims.claim("/wh/db/a", 1).err().unwrap();
+        assert!(
+            same.message().contains("an earlier round of this table"),
+            "{same}"
+        );
         let _b = claims.claim("/wh/db/ab", 2).unwrap();
         drop(a);
         let _now_free = claims.claim("/wh/db/a/sub", 3).unwrap();

@@ -18,7 +18,10 @@ const TRANSIENT_CAP: Duration = Duration::from_secs(15);
 
 /// Whether retrying later may succeed without anyone changing anything.
 pub fn is_transient(kind: ErrorKind) -> bool {
-    matches!(kind, ErrorKind::Unavailable | ErrorKind::Fenced)
+    matches!(
+        kind,
+        ErrorKind::Unavailable | ErrorKind::Fenced | ErrorKind::Busy
+    )
 }
 
 /// Failures in a row, per table.

@@ -13,7 +13,9 @@
 //! 3. `PrepareLakeTableSnapshot`: the coordinator writes the offsets file;
 //! 4. fencing: the table is still the same, a heartbeat confirms the round still belongs to
 //!    this host, and the round was not cancelled;
-//! 5. the lake commit, carrying `fluss-offsets` = that file's path;
+//! 5. the lake commit, carrying `fluss-offsets` = that file's path, on a base where the
+//!    planned snapshot is still the newest one tiering committed (the plugin checks this in
+//!    every attempt, after reading its base, so no overlapping round can slip in between);
 //! 6. `CommitLakeTableSnapshot`: the V2 registration plus `tables_req`, which tells the
 //!    tablet servers the tiered offsets.
 //!
@@ -149,7 +151,11 @@ pub async fn commit_round(
     };
 
     let properties = vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone())];
-    let lake = instance.commit(&committer, &committable, &properties).await;
+    // The plugin publishes only on a base with no tiering snapshot newer than the planned one:
+    // a round that overlapped this one (fenced, or of another host) cannot be tiered twice.
+    let lake = instance
+        .commit(&committer, &committable, &properties, planned_snapshot)
+        .await;
     let lake = lake.and_then(|r| check_commit_result(resolved, r));
     let lake = match lake {
         Ok(r) => r,

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use fluss::metadata::TablePath;
-use fluss_lake_e2e::lake_check::assert_no_duplicate_offsets;
+use fluss_lake_e2e::lake_check::{assert_no_duplicate_offsets, business};
 use fluss_lake_e2e::{cluster, data, host, paimon, repo_root, unique_name};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,6 +82,22 @@ async fn a_tablet_server_killed_mid_round_and_restarted_is_converged_on() {
         in_fluss,
         "the lake holds every offset Fluss holds, once"
     );
+    // Every lake row is one that was written, with its exact content, and no row twice.
+    let written: std::collections::HashMap<i64, serde_json::Value> =
+        data::canonical_rows(&data::batch(0, 9_000))
+            .into_iter()
+            .map(|r| (r["id"].as_i64().unwrap(), r))
+            .collect();
+    let mut seen = std::collections::HashSet::new();
+    for row in business(&lake) {
+        let id = row["id"].as_i64().unwrap();
+        assert!(seen.insert(id), "row {id} is in the lake twice");
+        assert_eq!(
+            Some(&row),
+            written.get(&id),
+            "row {id} differs from what was written"
+        );
+    }
     let log = h.log();
     let failed = log.matches("tiering round failed").count();
     assert!(

@@ -347,6 +347,7 @@ impl committer::GuestLakeCommitter for EvilCommitter {
         &self,
         committable: Vec<u8>,
         properties: Vec<(String, String)>,
+        _tiered_base: Option<i64>,
     ) -> Result<CommitResult, LakeError> {
         if self.mode == "replay-offsets" {
             // Keep the genuine offsets path for a later round, and fail; the host's probe

@@ -79,6 +79,7 @@ impl committer::GuestLakeCommitter for NullCommitter {
         &self,
         _committable: Vec<u8>,
         _properties: Vec<(String, String)>,
+        _tiered_base: Option<i64>,
     ) -> Result<CommitResult, LakeError> {
         refuse()
     }
