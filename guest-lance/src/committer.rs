@@ -249,18 +249,20 @@ mod tests {
         w.complete().unwrap().payload
     }
 
-    #[test]
-    fn a_race_lost_to_another_tiering_round_is_not_retried() {
-        let storage = MemoryStorage::new();
-        let t = table();
-        assert!(create_table_if_missing(&storage, &t).unwrap());
-        let mine = write(&storage, &t, &[1, 2]);
-        let theirs = write(&storage, &t, &[3]);
+    /// Commits rows 1 and 2 while a rival commit of row 3 takes version 2 first. The rival is
+    /// another tiering round, or, unless `rival_is_tiering`, a writer with another commit user.
+    fn commit_losing_a_race(
+        storage: &MemoryStorage,
+        t: &TableInfo,
+        rival_is_tiering: bool,
+    ) -> Result<CommitResult> {
+        let mine = write(storage, t, &[1, 2]);
+        let theirs = write(storage, t, &[3]);
         let racing = RacingStorage::new(
-            &storage,
+            storage,
             |p| p.starts_with(versions::VERSIONS_DIR),
             || {
-                let mut c = LanceCommitter::open(committer_context(&t, &[]), &storage).unwrap();
+                let mut c = LanceCommitter::open(committer_context(t, &[]), storage).unwrap();
                 let committable = c.to_committable(std::slice::from_ref(&theirs)).unwrap();
                 let r = c.commit(
                     &committable,
@@ -268,33 +270,9 @@ mod tests {
                     None,
                 );
                 assert_eq!(r.unwrap().snapshot_id, 2);
-            },
-        );
-        let mut c = LanceCommitter::open(committer_context(&t, &[]), &racing).unwrap();
-        let committable = c.to_committable(&[mine]).unwrap();
-        let e = c
-            .commit(&committable, &[("fluss-offsets".into(), "/o".into())], None)
-            .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
-        assert!(e.to_string().contains("another tiering round"), "{e}");
-        assert_eq!(versions::latest(&storage).unwrap().unwrap().0, 2);
-    }
-
-    #[test]
-    fn races_retry_and_abort_cleans_up() {
-        let storage = MemoryStorage::new();
-        let t = table();
-        assert!(create_table_if_missing(&storage, &t).unwrap());
-        let mine = write(&storage, &t, &[1, 2]);
-        let theirs = write(&storage, &t, &[3]);
-        let racing = RacingStorage::new(
-            &storage,
-            |p| p.starts_with(versions::VERSIONS_DIR),
-            || {
-                // Another writer (not tiering: its commit user is rewritten) takes version 2.
-                let mut c = LanceCommitter::open(committer_context(&t, &[]), &storage).unwrap();
-                let committable = c.to_committable(std::slice::from_ref(&theirs)).unwrap();
-                assert_eq!(c.commit(&committable, &[], None).unwrap().snapshot_id, 2);
+                if rival_is_tiering {
+                    return;
+                }
                 for meta in storage.list(versions::TRANSACTIONS_DIR).unwrap() {
                     let mut body = storage.get(&meta.path).unwrap();
                     let user = FLUSS_COMMIT_USER.as_bytes();
@@ -306,11 +284,29 @@ mod tests {
                 }
             },
         );
-        let mut c = LanceCommitter::open(committer_context(&t, &[]), &racing).unwrap();
+        let mut c = LanceCommitter::open(committer_context(t, &[]), &racing).unwrap();
         let committable = c.to_committable(&[mine]).unwrap();
-        let r = c
-            .commit(&committable, &[("fluss-offsets".into(), "/o".into())], None)
-            .unwrap();
+        c.commit(&committable, &[("fluss-offsets".into(), "/o".into())], None)
+    }
+
+    #[test]
+    fn a_race_lost_to_another_tiering_round_is_not_retried() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        assert!(create_table_if_missing(&storage, &t).unwrap());
+        let e = commit_losing_a_race(&storage, &t, true).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+        assert!(e.to_string().contains("another tiering round"), "{e}");
+        assert_eq!(versions::latest(&storage).unwrap().unwrap().0, 2);
+    }
+
+    #[test]
+    fn races_retry_and_abort_cleans_up() {
+        let storage = MemoryStorage::new();
+        let t = table();
+        assert!(create_table_if_missing(&storage, &t).unwrap());
+        let r = commit_losing_a_race(&storage, &t, false).unwrap();
+        let c = LanceCommitter::open(committer_context(&t, &[]), &storage).unwrap();
         assert_eq!(
             r.snapshot_id, 3,
             "lost the race for 2, committed on top of it"

@@ -103,3 +103,24 @@ pub fn nonzero(ends: &HashMap<(Option<i64>, i32), i64>) -> HashMap<(Option<i64>,
         .map(|(k, o)| (*k, *o))
         .collect()
 }
+
+/// Lets the host run `rounds` more rounds of `path` that find nothing new to tier, and returns
+/// the lake snapshot Fluss holds afterwards, which an idle round must leave as it was.
+pub async fn after_idle_rounds(
+    h: &mut crate::host::HostProcess,
+    admin: &fluss::client::FlussAdmin,
+    path: &fluss::metadata::TablePath,
+    rounds: usize,
+) -> fluss::metadata::LakeSnapshot {
+    h.wait_for_more_logs(
+        &format!(
+            "nothing new to tier table={}.{}",
+            path.database(),
+            path.table()
+        ),
+        rounds,
+        std::time::Duration::from_secs(60),
+    )
+    .await;
+    admin.get_latest_lake_snapshot(path).await.unwrap()
+}

@@ -16,7 +16,7 @@ use fluss::row::GenericRow;
 use fluss_lake_e2e::component::ComponentDriver;
 use fluss_lake_e2e::iceberg::{java_check, plan, rows, snapshots};
 use fluss_lake_e2e::lake_check::{business, nonzero, read_offsets_file, wait_registered};
-use fluss_lake_e2e::{Rng, cluster, crash, data, host, unique_name};
+use fluss_lake_e2e::{Rng, cluster, crash, data, host, lake_check, unique_name};
 use serde_json::{Value, json};
 
 const BUCKETS: i32 = 3;
@@ -280,20 +280,8 @@ async fn log_table_tiers_into_iceberg_over_three_rounds() {
     assert_eq!(planned(snap2), 42_000);
 
     // Idle: nothing new is committed while no data arrives, over two idle rounds.
-    h.wait_for_more_logs(
-        &format!("nothing new to tier table=fluss.{table}"),
-        2,
-        Duration::from_secs(60),
-    )
-    .await;
-    assert_eq!(
-        admin
-            .get_latest_lake_snapshot(&path)
-            .await
-            .unwrap()
-            .snapshot_id,
-        snap2
-    );
+    let idle = lake_check::after_idle_rounds(&mut h, &admin, &path, 2).await;
+    assert_eq!(idle.snapshot_id, snap2);
     assert!(h.exited().is_none(), "host exited:\n{}", h.log());
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::lake_check::{business, nonzero, read_offsets_file, wait_registered};
-use fluss_lake_e2e::{cluster, crash, data, host, lance, unique_name};
+use fluss_lake_e2e::{cluster, crash, data, host, lake_check, lance, unique_name};
 use serde_json::Value;
 
 const BUCKETS: i32 = 3;
@@ -114,20 +114,8 @@ async fn log_table_tiers_into_lance_over_three_rounds() {
     );
 
     // Idle: nothing new is committed while no data arrives, over two idle rounds.
-    h.wait_for_more_logs(
-        &format!("nothing new to tier table=fluss.{table}"),
-        2,
-        Duration::from_secs(60),
-    )
-    .await;
-    assert_eq!(
-        admin
-            .get_latest_lake_snapshot(&path)
-            .await
-            .unwrap()
-            .snapshot_id as u64,
-        v2
-    );
+    let idle = lake_check::after_idle_rounds(&mut h, &admin, &path, 2).await;
+    assert_eq!(idle.snapshot_id as u64, v2);
     assert!(h.exited().is_none(), "host exited:\n{}", h.log());
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
 }

@@ -9,7 +9,7 @@ use fluss::client::FlussConnection;
 use fluss::config::Config;
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::lake_check::business;
-use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
+use fluss_lake_e2e::{cluster, data, host, lake_check, paimon, unique_name};
 use serde_json::Value;
 
 const BUCKETS: i32 = 3;
@@ -161,13 +161,7 @@ async fn log_table_tiers_into_paimon_over_three_rounds() {
 
     // Round 3: no new data. Two idle rounds run: nothing changes, the offsets Fluss holds
     // stay where they were, and the host keeps running.
-    host.wait_for_more_logs(
-        &format!("nothing new to tier table=fluss.{table}"),
-        2,
-        Duration::from_secs(60),
-    )
-    .await;
-    let after = admin.get_latest_lake_snapshot(&path).await.unwrap();
+    let after = lake_check::after_idle_rounds(&mut host, &admin, &path, 2).await;
     assert_eq!(
         after.snapshot_id, snap2,
         "an idle round must not create snapshots"
