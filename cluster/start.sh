@@ -44,8 +44,10 @@ for p in "${PORTS[@]}"; do ! port_open "$p" || die "port $FLUSS_HOST:$p is alrea
 SASL_YAML=""
 if [ -n "$SASL_USERS" ]; then
   jaas_users=""
-  for u in $SASL_USERS; do
-    [[ "$u" =~ ^[A-Za-z0-9_-]+:[^\"[:space:]]+$ ]] || die "SASL_USERS entry '$u' is not user:password"
+  read -ra sasl_entries <<< "$SASL_USERS"
+  for u in "${sasl_entries[@]}"; do
+    # A password may not hold what would end or break the JAAS line: quotes, ';', '\'.
+    [[ "$u" =~ ^[A-Za-z0-9_-]+:[^\"\;\\[:space:]]+$ ]] || die "SASL_USERS entry '$u' is not user:password (no quotes, ';' or '\\' in the password)"
     jaas_users+=" user_${u%%:*}=\"${u#*:}\""
   done
   SASL_YAML="internal.listener.name: FLUSS

@@ -310,11 +310,19 @@ impl<S: Storage> PaimonCommitter<S> {
         for attempt in 0..MAX_COMMIT_ATTEMPTS {
             // The base first, then the check: a tiering snapshot landing after the base was
             // read takes the id this attempt puts, so the attempt loses the race.
-            let base = latest_snapshot_id(&self.storage)?;
-            if let Some(found) = self.get_missing_lake_snapshot(tiered_base)? {
-                self.discard(&prepared);
-                return Err(overlapping_round(tiered_base, found.snapshot_id));
-            }
+            let checked = latest_snapshot_id(&self.storage).and_then(|base| {
+                match self.get_missing_lake_snapshot(tiered_base)? {
+                    Some(found) => Err(overlapping_round(tiered_base, found.snapshot_id)),
+                    None => Ok(base),
+                }
+            });
+            let base = match checked {
+                Ok(base) => base,
+                Err(e) => {
+                    self.discard(&prepared);
+                    return Err(e);
+                }
+            };
             match self.try_commit(base, &prepared, &properties) {
                 Ok((snapshot, manifests)) => {
                     update_hints(&self.storage, snapshot.id);

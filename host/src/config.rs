@@ -286,7 +286,14 @@ impl HostConfig {
             ..Default::default()
         };
         for (k, v) in &self.fluss_options {
-            let bad = |why: &str| Error::new(ErrorKind::Config, format!("--fluss.{k} {v}: {why}"));
+            // Values of secret-looking keys (misspelled ones included) are never printed.
+            let shown = if ["password", "secret", "jaas"].iter().any(|s| k.contains(s)) {
+                "<redacted>"
+            } else {
+                v.as_str()
+            };
+            let bad =
+                |why: &str| Error::new(ErrorKind::Config, format!("--fluss.{k} {shown}: {why}"));
             let int = || v.parse::<i64>().map_err(|_| bad("not an integer"));
             match k.as_str() {
                 "client.connect-timeout" => {
@@ -343,24 +350,28 @@ impl HostConfig {
                 "--fluss.client.security.sasl.mechanism {mechanism}: only PLAIN is supported"
             ));
         }
-        let jaas = get("client.security.sasl.jaas.config");
-        let from_jaas = |key: &str| jaas.and_then(|j| jaas_option(j, key));
-        let username = get("client.security.sasl.username")
-            .map(str::to_string)
-            .or_else(|| from_jaas("username"))
-            .unwrap_or_default();
-        let password = get("client.security.sasl.password")
-            .map(str::to_string)
-            .or_else(|| from_jaas("password"))
-            .unwrap_or_default();
-        if username.is_empty() {
-            return refuse(
-                "--fluss.client.security.protocol SASL needs --fluss.client.security.sasl.username \
-                 (or a client.security.sasl.jaas.config with username=\"…\")"
+        // As Java's client: a JAAS configuration, when given, is used instead of the options.
+        let (username, password) = match get("client.security.sasl.jaas.config") {
+            Some(jaas) => {
+                let mut options = jaas_options(jaas);
+                (options.remove("username"), options.remove("password"))
+            }
+            None => (
+                get("client.security.sasl.username").map(str::to_string),
+                get("client.security.sasl.password").map(str::to_string),
+            ),
+        };
+        match (username, password) {
+            (Some(username), Some(password)) if !username.is_empty() && !password.is_empty() => {
+                Ok(Some(PlainCredentials { username, password }))
+            }
+            _ => refuse(
+                "--fluss.client.security.protocol SASL needs a username and a password: \
+                 --fluss.client.security.sasl.username and .password, or a \
+                 client.security.sasl.jaas.config with username=\"…\" password=\"…\""
                     .into(),
-            );
+            ),
         }
-        Ok(Some(PlainCredentials { username, password }))
     }
 
     /// The host's overrides for one format's plugin configuration.
@@ -444,25 +455,60 @@ fn default_cache_dir() -> PathBuf {
     base.join("fluss-lake-host")
 }
 
-/// Durations as Fluss writes them: `10s`, `500ms`, `3min`, `1h`, or a bare number of millis.
-/// The value of `key="value"` in a JAAS configuration line.
-fn jaas_option(jaas: &str, key: &str) -> Option<String> {
-    let mut rest = jaas;
-    while let Some(at) = rest.find(key) {
-        let before = rest[..at].chars().next_back();
-        let after = rest[at + key.len()..].trim_start();
-        rest = &rest[at + key.len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        if let Some(value) = after.strip_prefix('=') {
-            let value = value.trim_start().strip_prefix('"')?;
-            return Some(value[..value.find('"')?].to_string());
+/// The options of a one-entry JAAS configuration, `<module> <flag> key="value" … ;`, read as
+/// Java's `JaasConfig` parser reads them: a quoted value may escape `"` and `\` with `\`, an
+/// unquoted one ends at white space or `;`.
+fn jaas_options(jaas: &str) -> BTreeMap<String, String> {
+    enum Token {
+        Word(String),
+        Quoted(String),
+        Equals,
+    }
+    let mut tokens = Vec::new();
+    let mut chars = jaas.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '=' => tokens.push(Token::Equals),
+            '"' => {
+                let mut value = String::new();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => value.extend(chars.next()),
+                        c => value.push(c),
+                    }
+                }
+                tokens.push(Token::Quoted(value));
+            }
+            c if c.is_whitespace() || c == ';' => {}
+            c => {
+                let mut word = c.to_string();
+                while let Some(&c) = chars.peek() {
+                    if c.is_whitespace() || matches!(c, '=' | ';' | '"') {
+                        break;
+                    }
+                    word.push(c);
+                    chars.next();
+                }
+                tokens.push(Token::Word(word));
+            }
         }
     }
-    None
+    let mut options = BTreeMap::new();
+    for w in tokens.windows(3) {
+        if let [
+            Token::Word(key),
+            Token::Equals,
+            Token::Word(v) | Token::Quoted(v),
+        ] = w
+        {
+            options.insert(key.clone(), v.clone());
+        }
+    }
+    options
 }
 
+/// Durations as Fluss writes them: `10s`, `500ms`, `3min`, `1h`, or a bare number of millis.
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     let s = s.trim();
     if let Ok(ms) = s.parse::<u64>() {
@@ -562,7 +608,36 @@ mod tests {
              username=\"admin\" password = \"a b=c\";",
         ]);
         assert_eq!(c.sasl_plain().unwrap(), Some(plain("admin", "a b=c")));
+        // Escapes and unquoted values as Java's JaasConfig parser reads them; the JAAS line
+        // wins over the separate options, as in Java.
+        let c = with(&[
+            "--fluss.client.security.protocol",
+            "SASL",
+            "--fluss.client.security.sasl.username",
+            "ignored",
+            "--fluss.client.security.sasl.jaas.config",
+            r#"org.apache.fluss.security.auth.sasl.plain.PlainLoginModule required username=bob password="q\"u\\o;te";"#,
+        ]);
+        assert_eq!(c.sasl_plain().unwrap(), Some(plain("bob", r#"q"u\o;te"#)));
+        // A misspelled secret option is refused without printing its value.
+        let e = HostConfig::from_args(args(
+            "host --fluss.bootstrap.servers h:1 --plugin p.wasm \
+             --fluss.client.security.sasl.pasword hunter2",
+        ))
+        .and_then(|c| c.fluss_client_config().map(|_| ()))
+        .unwrap_err();
+        assert!(e.message().contains("<redacted>"), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
         for (extra, needle) in [
+            (
+                &[
+                    "--fluss.client.security.protocol",
+                    "SASL",
+                    "--fluss.client.security.sasl.username",
+                    "u",
+                ][..],
+                "needs a username and a password",
+            ),
             (
                 &["--fluss.client.security.protocol", "SSL"][..],
                 "supported are PLAINTEXT and SASL",

@@ -35,6 +35,10 @@ pub enum ErrorKind {
     /// The cluster refused the host's credentials (SASL): retrying with the same ones cannot
     /// succeed.
     Authentication,
+    /// The lake commit lost to a concurrent writer: another tiering round of the table
+    /// published first (or other writers kept winning); nothing of this round was published,
+    /// and a later round may succeed.
+    Conflict,
     /// The table's lake location is still held by an earlier round that is ending (fenced
     /// or abandoned); a later round may proceed.
     Busy,
@@ -64,6 +68,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Fenced => "fenced",
             ErrorKind::Recovered => "recovered a missed lake snapshot",
             ErrorKind::Authentication => "authentication error",
+            ErrorKind::Conflict => "commit conflict",
             ErrorKind::Busy => "location busy",
             ErrorKind::Fluss => "fluss error",
             ErrorKind::Storage => "storage error",

@@ -377,7 +377,16 @@ impl PluginInstance {
             .fluss_lake_committer()
             .lake_committer()
             .call_commit(s, c.0, committable, properties, tiered_base))?;
-        r.map_err(|e| self.plugin_error("committer.commit", e))
+        r.map_err(|e| {
+            // A lost race is the lake's answer, not the plugin's failure: transient.
+            let conflict = e.kind == wit::ErrorKind::Conflict;
+            let err = self.plugin_error("committer.commit", e);
+            if conflict {
+                Error::new(ErrorKind::Conflict, err.message().to_string())
+            } else {
+                err
+            }
+        })
     }
 
     pub async fn abort(&mut self, c: &CommitterHandle, committable: &[u8]) -> Result<()> {

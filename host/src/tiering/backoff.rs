@@ -20,7 +20,7 @@ const TRANSIENT_CAP: Duration = Duration::from_secs(15);
 pub fn is_transient(kind: ErrorKind) -> bool {
     matches!(
         kind,
-        ErrorKind::Unavailable | ErrorKind::Fenced | ErrorKind::Busy
+        ErrorKind::Unavailable | ErrorKind::Fenced | ErrorKind::Busy | ErrorKind::Conflict
     )
 }
 
