@@ -288,12 +288,10 @@ impl HostConfig {
         for (k, v) in &self.fluss_options {
             // Security values (misspelled keys included) may be secrets: never printed.
             let secret = k.starts_with("client.security.")
-                || ["pass", "secret", "jaas", "key"].iter().any(|s| k.contains(s));
-            let shown = if secret {
-                "<redacted>"
-            } else {
-                v.as_str()
-            };
+                || ["pass", "secret", "jaas", "key"]
+                    .iter()
+                    .any(|s| k.contains(s));
+            let shown = if secret { "<redacted>" } else { v.as_str() };
             let bad =
                 |why: &str| Error::new(ErrorKind::Config, format!("--fluss.{k} {shown}: {why}"));
             let int = || v.parse::<i64>().map_err(|_| bad("not an integer"));
