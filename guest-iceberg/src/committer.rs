@@ -7,7 +7,7 @@
 //! Optimistic concurrency: the metadata version is published with put-if-absent; on a
 //! conflict the round's manifests are rebuilt on the new current metadata and retried.
 
-use fluss_lake_guest_sdk::plugin::{FormatCommitter, overlapping_round};
+use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
@@ -165,9 +165,7 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
             // The base first, then the check: metadata landing after the base was read takes
             // the version this attempt puts.
             let base = self.load()?;
-            if let Some(found) = self.get_missing_lake_snapshot(tiered_base)? {
-                return Err(overlapping_round(tiered_base, found.snapshot_id));
-            }
+            self.check_tiered_base(tiered_base)?;
             match self.try_commit(&base, &files, properties) {
                 Ok(result) => return Ok(result),
                 Err(e) if e.kind() == ErrorKind::Conflict => {

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use fluss_lake_guest_sdk::plugin::{FormatCommitter, overlapping_round};
+use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
@@ -173,9 +173,7 @@ impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
             // takes the one this attempt puts.
             let base = versions::latest(&self.storage)?
                 .ok_or_else(|| Error::not_found("Lance dataset has no versions"))?;
-            if let Some(found) = self.get_missing_lake_snapshot(tiered_base)? {
-                return Err(overlapping_round(tiered_base, found.snapshot_id));
-            }
+            self.check_tiered_base(tiered_base)?;
             match self.try_commit(base, &files, properties) {
                 Err(e) if e.kind() == ErrorKind::Conflict => {
                     fluss_lake_guest_sdk::warn!("{e}; retrying on the new version");

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
-use fluss_lake_guest_sdk::plugin::{FormatCommitter, overlapping_round};
+use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
@@ -310,12 +310,8 @@ impl<S: Storage> PaimonCommitter<S> {
         for attempt in 0..MAX_COMMIT_ATTEMPTS {
             // The base first, then the check: a tiering snapshot landing after the base was
             // read takes the id this attempt puts, so the attempt loses the race.
-            let checked = latest_snapshot_id(&self.storage).and_then(|base| {
-                match self.get_missing_lake_snapshot(tiered_base)? {
-                    Some(found) => Err(overlapping_round(tiered_base, found.snapshot_id)),
-                    None => Ok(base),
-                }
-            });
+            let checked = latest_snapshot_id(&self.storage)
+                .and_then(|base| self.check_tiered_base(tiered_base).map(|()| base));
             let base = match checked {
                 Ok(base) => base,
                 Err(e) => {

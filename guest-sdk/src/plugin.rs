@@ -59,7 +59,8 @@ pub trait FormatCommitter<S: Storage>: Sized {
     fn open(context: CommitterContext, storage: S) -> Result<Self>;
     fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>>;
     /// Publishes on a base with no tiering snapshot newer than `tiered_base` (see the WIT
-    /// contract; [`overlapping_round`] is the error when there is one).
+    /// contract): every attempt reads its base, then calls
+    /// [`check_tiered_base`](Self::check_tiered_base), then publishes on that base.
     fn commit(
         &mut self,
         committable: &[u8],
@@ -68,12 +69,20 @@ pub trait FormatCommitter<S: Storage>: Sized {
     ) -> Result<CommitResult>;
     fn abort(&self, committable: &[u8]) -> Result<()>;
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>>;
+
+    /// Fails with a `conflict` that must not be retried when a snapshot committed by tiering
+    /// is newer than `tiered_base`: another round tiered offsets this one holds too.
+    fn check_tiered_base(&self, tiered_base: Option<i64>) -> Result<()> {
+        match self.get_missing_lake_snapshot(tiered_base)? {
+            Some(found) => Err(overlapping_round(tiered_base, found.snapshot_id)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The error of a commit attempt that found `found`, a snapshot committed by another tiering
-/// round, newer than the `tiered_base` it must publish on: a `conflict` that must not be
-/// retried.
-pub fn overlapping_round(tiered_base: Option<i64>, found: i64) -> Error {
+/// round, newer than the `tiered_base` it must publish on.
+fn overlapping_round(tiered_base: Option<i64>, found: i64) -> Error {
     let base = tiered_base.map_or("none".to_string(), |b| b.to_string());
     Error::conflict(format!(
         "lake snapshot {found} was committed by another tiering round after snapshot {base}, \

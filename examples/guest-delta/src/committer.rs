@@ -11,7 +11,7 @@
 //! i.e. replaying the whole log.
 
 use fluss_lake_guest_sdk::deps::serde_json::{Map, Value, json};
-use fluss_lake_guest_sdk::plugin::{FormatCommitter, overlapping_round};
+use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TableInfo, TieringStats,
@@ -142,9 +142,7 @@ impl<S: Storage> FormatCommitter<S> for DeltaCommitter<S> {
             let latest =
                 delta_log::latest(&self.storage)?.ok_or_else(|| catalog::missing(&self.table))?;
             // After reading the base: a version landing later takes the one this attempt puts.
-            if let Some(found) = self.get_missing_lake_snapshot(tiered_base)? {
-                return Err(overlapping_round(tiered_base, found.snapshot_id));
-            }
+            self.check_tiered_base(tiered_base)?;
             if let Some(from) = checked {
                 self.check_no_table_change(from + 1..=latest)?;
             }

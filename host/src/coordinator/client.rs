@@ -76,6 +76,11 @@ impl PlainCredentials {
     }
 }
 
+/// The line for a SASL/PLAIN login `peer` refused: it names the user, never the password.
+pub fn sasl_refusal(peer: &str, username: &str, why: &str) -> String {
+    format!("{peer} refused SASL/PLAIN authentication of user '{username}': {why}")
+}
+
 pub struct CoordinatorClient {
     locator: Arc<dyn CoordinatorLocator>,
     /// Authenticate every connection with these, when the listener is SASL.
@@ -230,25 +235,16 @@ impl CoordinatorClient {
             client_software_name: "fluss-lake-host".into(),
             client_software_version: env!("CARGO_PKG_VERSION").into(),
         };
-        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        stream
-            .write_all(&codec::encode_request(
-                api::API_VERSIONS,
-                0,
-                request_id,
-                &req,
-            ))
-            .await
-            .map_err(io_error)?;
-        let response = read_frame(&mut stream).await?;
-        let response = codec::decode_response(response)?;
-        let body = response.body.map_err(|e| {
-            Error::new(
-                ErrorKind::Coordinator,
-                format!("ApiVersions refused by {addr}: {:?}", e.error_message),
-            )
-            .with_code(e.error_code)
-        })?;
+        let body = self
+            .exchange(&mut stream, api::API_VERSIONS, &req)
+            .await?
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Coordinator,
+                    format!("ApiVersions refused by {addr}: {:?}", e.error_message),
+                )
+                .with_code(e.error_code)
+            })?;
         let versions = ApiVersionsResponse::decode(body).map_err(|e| {
             Error::new(ErrorKind::Protocol, "undecodable ApiVersions response").with_source(e)
         })?;
@@ -286,14 +282,9 @@ impl CoordinatorClient {
                     api::errors::RETRIABLE_AUTHENTICATE_EXCEPTION => ErrorKind::Unavailable,
                     _ => ErrorKind::Authentication,
                 };
-                Err(Error::new(
-                    kind,
-                    format!(
-                        "coordinator {addr} refused SASL/PLAIN authentication of user '{}': {why}",
-                        credentials.username
-                    ),
-                )
-                .with_code(e.error_code))
+                let peer = format!("coordinator {addr}");
+                let line = sasl_refusal(&peer, &credentials.username, why);
+                Err(Error::new(kind, line).with_code(e.error_code))
             }
         }
     }

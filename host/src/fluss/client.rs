@@ -88,9 +88,10 @@ async fn open(config: &fluss::config::Config) -> Result<Connected> {
         {
             return Error::new(
                 ErrorKind::Authentication,
-                format!(
-                    "the Fluss cluster at {servers} refused SASL/PLAIN authentication of user '{}': {}",
-                    config.security_sasl_username, api_error.message
+                crate::coordinator::client::sasl_refusal(
+                    &format!("the Fluss cluster at {servers}"),
+                    &config.security_sasl_username,
+                    &api_error.message,
                 ),
             );
         }

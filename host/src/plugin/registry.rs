@@ -209,15 +209,13 @@ fn other_contract_version(
     engine: &Engine,
 ) -> Option<String> {
     let ty = component.component_type();
-    let names: Vec<String> = ty
-        .imports(engine)
-        .map(|(name, _)| name.to_string())
-        .chain(ty.exports(engine).map(|(name, _)| name.to_string()))
-        .collect();
-    names.iter().find_map(|name| {
-        let version = name.strip_prefix("fluss:lake/")?.split_once('@')?.1;
-        (version != CONTRACT_VERSION).then(|| super::sandbox::plugin_text(version, 32))
-    })
+    ty.imports(engine)
+        .map(|(name, _)| name)
+        .chain(ty.exports(engine).map(|(name, _)| name))
+        .find_map(|name| {
+            let version = name.strip_prefix("fluss:lake/")?.split_once('@')?.1;
+            (version != CONTRACT_VERSION).then(|| super::sandbox::plugin_text(version, 32))
+        })
 }
 
 /// Same major version, and before 1.0 the same minor version (semver's rule for 0.x).

@@ -181,7 +181,7 @@ pub fn check_warehouse(
         .values()
         .filter_map(|o| o.get("warehouse"))
         .chain(cluster.values());
-    let listed: Vec<&String> = allowed.collect();
+    let listed: Vec<&str> = allowed.map(String::as_str).collect();
     if listed.iter().any(|a| norm(a) == wanted) {
         let inside = |outer: &str, inner: &str| inner.starts_with(&format!("{outer}/"));
         if let Some(nested) = listed.iter().find(|a| {
@@ -206,11 +206,7 @@ pub fn check_warehouse(
             if listed.is_empty() {
                 "none".to_string()
             } else {
-                listed
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                listed.join(", ")
             }
         ),
     ))
