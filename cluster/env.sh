@@ -16,6 +16,7 @@ CLUSTER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${WITH_CLIENT:=1}"    # lib-client/ + tools/*.java (Java smoke test, lake-smoke.sh)
 : "${WITH_ICEBERG:=0}"   # plugins/iceberg/
 : "${WITH_LANCE:=0}"     # plugins/lance/
+: "${WITH_S3:=0}"        # plugins/s3/ (fluss-fs-s3) + paimon-s3 in plugins/paimon/
 
 # ---- several clusters side by side -----------------------------------------------
 # The test suite runs one cluster per concurrent test (tests/src/cluster.rs). Cluster i keeps
@@ -66,6 +67,17 @@ listeners() {
 : "${ICEBERG_WAREHOUSE:=$CLUSTER_WORK_DIR/iceberg-warehouse}"
 : "${LANCE_WAREHOUSE:=$CLUSTER_WORK_DIR/lance-warehouse}"
 : "${EXTRA_SERVER_YAML:=}"       # extra "key: value" lines appended to server.yaml
+# STORAGE=s3: remote.data.dir and the lake warehouses on the test S3 server (cluster/s3/start.sh),
+# under s3://<bucket>/cluster-<i>/; the credentials come from its credentials.env.
+: "${STORAGE:=local}"
+: "${S3_CREDENTIALS:=$REPO/target/s3/credentials.env}"
+# The S3 settings of a cluster started with STORAGE=s3 (S3_* from $S3_CREDENTIALS): sourced.
+s3_settings() {
+  [ -f "$S3_CREDENTIALS" ] || die "no $S3_CREDENTIALS: start the S3 server first (cluster/s3/start.sh)"
+  # shellcheck disable=SC1090
+  source "$S3_CREDENTIALS"
+  S3_ROOT="s3://$S3_BUCKET/cluster-$CLUSTER_INDEX"
+}
 
 # ---- JVMs (2 cores / 24 GiB box shared with Rust builds) --------------------
 : "${ZK_HEAP:=256m}"

@@ -10,7 +10,18 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 FORMAT="${1:-}"
-case "$FORMAT" in
+STORAGE="$(cat "$CLUSTER_WORK_DIR/storage" 2>/dev/null || echo local)"
+if [ "$STORAGE" = s3 ]; then
+  # The coordinator's lake catalogs on the test S3 server, as a production cluster keeps them.
+  s3_settings
+  PAIMON_WAREHOUSE="$S3_ROOT/paimon"
+  case "$FORMAT" in
+    paimon) OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE" "s3.endpoint=$S3_ENDPOINT"
+                  "s3.access-key=$S3_ACCESS_KEY" "s3.secret-key=$S3_SECRET_KEY" s3.path.style.access=true) ;;
+    *) die "$FORMAT on S3 is not set up by this script yet (paimon is)" ;;
+  esac
+fi
+[ "$STORAGE" = s3 ] || case "$FORMAT" in
   paimon)  OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE") ;;
   iceberg) OPTS=(type=hadoop "warehouse=$ICEBERG_WAREHOUSE") ;;
   lance)   OPTS=("warehouse=$LANCE_WAREHOUSE") ;;
@@ -21,7 +32,7 @@ esac
 if grep -q '^datalake\.' "$CONF_DIR/server.yaml" 2>/dev/null; then
   die "server.yaml sets datalake.* options; start the cluster with DATALAKE_FORMAT=none to switch formats at run time"
 fi
-for o in "${OPTS[@]}"; do [[ "$o" == warehouse=* ]] && mkdir -p "${o#warehouse=}"; done
+[ "$STORAGE" = s3 ] || for o in "${OPTS[@]}"; do [[ "$o" == warehouse=* ]] && mkdir -p "${o#warehouse=}"; done
 "$JAVA" -Xmx256m $FLUSS_JVM_OPTS -Dlog4j2.level=ERROR \
   -cp "$(jar_cp "$FLUSS_DIST_DIR/lib-client"):$FLUSS_DIST_DIR/tools-classes" \
   SetLakeFormat "$BOOTSTRAP" "$FORMAT" "${OPTS[@]}"

@@ -2,7 +2,7 @@
 # Materialize the Fluss server jars from Maven Central into $FLUSS_DIST_DIR (idempotent).
 #
 #   cluster/setup.sh                      # lib/ + plugins/paimon/ (+ lib-client/ + tools, WITH_CLIENT=1)
-#   WITH_ICEBERG=1 WITH_LANCE=1 cluster/setup.sh
+#   WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 cluster/setup.sh
 #   FORCE=1 cluster/setup.sh              # redo everything
 #
 # Result:
@@ -10,6 +10,7 @@
 #   plugins/paimon/   fluss-lake-paimon-<v>.jar, paimon-bundle, flink-shaded-hadoop-2-uber
 #   plugins/iceberg/  fluss-lake-iceberg-<v>.jar, hadoop-apache          (WITH_ICEBERG=1)
 #   plugins/lance/    fluss-lake-lance-<v>.jar                             (WITH_LANCE=1)
+#   plugins/s3/       fluss-fs-s3-<v>.jar (remote.data.dir on S3), and paimon-s3 in plugins/paimon/ (WITH_S3=1)
 #   lib-client/       fluss-client-<v>.jar + log4j2; tools-classes/ = compiled tools/*.java (WITH_CLIENT=1)
 # Each part has a marker file keyed by its versions and pom; a part whose marker matches is skipped.
 set -euo pipefail
@@ -77,6 +78,14 @@ build_lance() {
   rm -rf "$FLUSS_PLUGINS_DIR/lance"
   fetch_jar "org.apache.fluss:fluss-lake-lance:$FLUSS_VERSION" "$FLUSS_PLUGINS_DIR/lance"
 }
+build_s3() {
+  rm -rf "$FLUSS_PLUGINS_DIR/s3" "$FLUSS_PLUGINS_DIR/paimon"/paimon-s3-*.jar
+  # Fluss's own S3 file system (shaded hadoop-aws): remote.data.dir on S3, session credentials
+  # for clients. The plugin directory must be named after the scheme.
+  fetch_jar "org.apache.fluss:fluss-fs-s3:$FLUSS_VERSION" "$FLUSS_PLUGINS_DIR/s3"
+  # Paimon's S3 FileIO, loaded by the coordinator's Paimon catalog for s3:// warehouses.
+  fetch_jar "org.apache.paimon:paimon-s3:$PAIMON_VERSION" "$FLUSS_PLUGINS_DIR/paimon"
+}
 build_client() {
   rm -rf "$FLUSS_DIST_DIR/lib-client" "$FLUSS_DIST_DIR/tools-classes"
   mvn_pom client dependency:copy-dependencies
@@ -95,6 +104,11 @@ if [ "$WITH_ICEBERG" = 1 ]; then
   part iceberg "fluss=$FLUSS_VERSION hadoop=$ICEBERG_HADOOP_VERSION pom=$(pom_sum server)" build_iceberg
 fi
 if [ "$WITH_LANCE" = 1 ]; then part lance "fluss=$FLUSS_VERSION" build_lance; fi
+# After paimon: it adds a jar to plugins/paimon (and a rebuilt paimon part drops it: redo it then).
+if [ "$WITH_S3" = 1 ]; then
+  [ -n "$(ls "$FLUSS_PLUGINS_DIR/paimon"/paimon-s3-*.jar 2>/dev/null)" ] || rm -f "$FLUSS_DIST_DIR/.s3.ok"
+  part s3 "fluss=$FLUSS_VERSION paimon=$PAIMON_VERSION" build_s3
+fi
 if [ "$WITH_CLIENT" = 1 ]; then
   part client "fluss=$FLUSS_VERSION log4j=$LOG4J_VERSION pom=$(pom_sum client) tools=$(cat "$CLUSTER_DIR"/tools/*.java | md5sum | cut -c1-12)" build_client
 fi

@@ -41,6 +41,24 @@ for n in "${NAMES[@]}"; do
 done
 [ -z "$SASL_USERS" ] || for p in "${PORTS[@]:1}"; do PORTS+=("$((p + SASL_PORT_SHIFT))"); done
 for p in "${PORTS[@]}"; do ! port_open "$p" || die "port $FLUSS_HOST:$p is already in use"; done
+S3_YAML=""
+case "$STORAGE" in
+  local) ;;
+  s3)
+    s3_settings
+    REMOTE_DATA_DIR="$S3_ROOT/remote-data"
+    # Fluss's S3 file system: its own access with the static keys, and session credentials
+    # for clients (fluss-rs reading remote log segments) from STS AssumeRole.
+    S3_YAML="s3.endpoint: $S3_ENDPOINT
+s3.region: $S3_REGION
+s3.path.style.access: true
+s3.access-key: $S3_ACCESS_KEY
+s3.secret-key: $S3_SECRET_KEY
+s3.assumed.role.arn: $S3_ROLE_ARN
+s3.assumed.role.sts.endpoint: $S3_ENDPOINT"
+    [ -f "$FLUSS_DIST_DIR/.s3.ok" ] || die "plugins/s3 missing; run: WITH_S3=1 cluster/setup.sh" ;;
+  *) die "STORAGE must be local or s3 (got '$STORAGE')" ;;
+esac
 SASL_YAML=""
 if [ -n "$SASL_USERS" ]; then
   jaas_users=""
@@ -62,7 +80,9 @@ if [ "$CLEAN" = 1 ]; then
   rm -rf "$CLUSTER_WORK_DIR"
 fi
 rm -f "$PID_DIR"/*.pid 2>/dev/null || true
-mkdir -p "$CONF_DIR" "$LOG_DIR/prev" "$PID_DIR" "$ZK_DATA_DIR" "$DATA_DIR" "$REMOTE_DATA_DIR" "$CLUSTER_WORK_DIR/tmp"
+mkdir -p "$CONF_DIR" "$LOG_DIR/prev" "$PID_DIR" "$ZK_DATA_DIR" "$DATA_DIR" "$CLUSTER_WORK_DIR/tmp"
+[ "$STORAGE" = s3 ] || mkdir -p "$REMOTE_DATA_DIR"
+echo "$STORAGE" > "$CLUSTER_WORK_DIR/storage"
 # readiness is read from the logs: keep the previous run's logs out of the way (log/prev/)
 for f in "$LOG_DIR"/*.log "$LOG_DIR"/*.out; do [ -e "$f" ] && mv -f "$f" "$LOG_DIR/prev/"; done
 
@@ -94,6 +114,7 @@ remote.data.dir: $REMOTE_DATA_DIR
 tablet-server.id: 0
 $LAKE_YAML
 $SASL_YAML
+$S3_YAML
 $EXTRA_SERVER_YAML
 EOF
 cat > "$CONF_DIR/zookeeper.properties" <<EOF

@@ -58,7 +58,10 @@ public final class SetLakeFormat {
             admin.alterClusterConfigs(changes).get(60, TimeUnit.SECONDS);
             for (ConfigEntry e : admin.describeClusterConfigs().get(60, TimeUnit.SECONDS)) {
                 if (e.key().startsWith("datalake.")) {
-                    System.out.println("CONFIG " + e.key() + "=" + e.value() + " " + e.source());
+                    boolean secret = e.key().matches(".*(secret|password|token|access-key).*");
+                    System.out.println(
+                            "CONFIG " + e.key() + "=" + (secret ? "<redacted>" : e.value()) + " "
+                                    + e.source());
                 }
             }
         }

@@ -167,6 +167,46 @@ impl From<fluss::error::Error> for Error {
 
 impl From<object_store::Error> for Error {
     fn from(e: object_store::Error) -> Self {
-        Error::new(ErrorKind::Storage, "object store").with_source(e)
+        Error::new(
+            ErrorKind::Storage,
+            format!("object store: {}", store_message(&e)),
+        )
     }
+}
+
+/// An object-store error on one line (S3 errors carry an XML body over several lines).
+pub fn store_message(e: &object_store::Error) -> String {
+    one_line(&e.to_string())
+}
+
+/// An object-store message on one line: S3 errors carry an XML body over several lines.
+pub fn one_line(message: &str) -> String {
+    let flat: String = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The error code and message of an S3 error body are what a user needs.
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = flat.find(&open)? + open.len();
+        let end = flat[start..].find(&format!("</{name}>"))? + start;
+        Some(flat[start..end].to_string())
+    };
+    if let (Some(code), message) = (tag("Code"), tag("Message")) {
+        let head = flat.split(" response body").next().unwrap_or(&flat);
+        let head = head.split(", body:").next().unwrap_or(head);
+        return match message {
+            Some(m) => format!("{code}: {m} ({})", truncate(head, 200)),
+            None => format!("{code} ({})", truncate(head, 200)),
+        };
+    }
+    truncate(&flat, 400)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }

@@ -6,6 +6,7 @@
 //! - [`fluss`]: table metadata, offsets and bucket reading on top of fluss-rs.
 //! - [`plugin`]: the WebAssembly plugin runtime.
 //! - [`tiering`]: the heartbeat loop, split generation, rounds and the commit pipeline.
+//! - [`warehouse`]: lake warehouses on a local disk or S3, opened and checked for atomic creates.
 
 pub mod config;
 pub mod coordinator;
@@ -15,5 +16,6 @@ pub mod fluss;
 pub mod plugin;
 pub mod startup;
 pub mod tiering;
+pub mod warehouse;
 
 pub use error::{Error, ErrorKind, Result};

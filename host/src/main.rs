@@ -93,7 +93,8 @@ fn plugins_command(args: &[String]) -> ExitCode {
 async fn run(config: HostConfig) -> fluss_lake_host::Result<()> {
     let plugins = startup::load_plugins(&config).await?;
     tokio::spawn(plugins.clone().watch(config.plugin_watch_interval));
-    let ctx = startup::connect(config, plugins).await?;
+    let warehouses = startup::open_warehouses(&config).await?;
+    let ctx = startup::connect(config, plugins, warehouses).await?;
     let service = TieringService::start(ctx).await?;
     service.run(shutdown_signal()).await
 }

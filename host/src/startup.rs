@@ -1,5 +1,6 @@
 //! Bringing the host up: plugins first (a broken plugin must stop the host before it takes
-//! any table), then Fluss and the coordinator.
+//! any table), then the configured warehouses (a store that refuses the credentials or cannot
+//! make creates atomic must stop it too), then Fluss and the coordinator.
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use crate::plugin::PluginSet;
 use crate::plugin::engine::{EngineSettings, PluginEngine};
 use crate::plugin::sandbox::LogRate;
 use crate::tiering::context::TieringContext;
+use crate::warehouse::{Warehouses, options};
 
 pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
     let engine = Arc::new(PluginEngine::new(EngineSettings {
@@ -50,6 +52,30 @@ pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
     Ok(Arc::new(plugins))
 }
 
+/// Opens every warehouse the host's own options name (`--datalake.<format>.warehouse`, with
+/// that format's storage options) and checks each makes creates atomic. Warehouses that only
+/// table properties name are opened and checked by their first round.
+pub async fn open_warehouses(config: &HostConfig) -> Result<Warehouses> {
+    let warehouses = Warehouses::default();
+    for (format, lake_options) in &config.lake_options {
+        let Some(url) = lake_options.get("warehouse") else {
+            continue;
+        };
+        let pairs = lake_options
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let (_, storage) = options::split(pairs);
+        warehouses.get(url, &storage).await.map_err(|e| {
+            Error::new(
+                e.kind(),
+                format!("--datalake.{format}.warehouse: {}", e.message()),
+            )
+        })?;
+    }
+    Ok(warehouses)
+}
+
 /// Finds the coordinator through fluss-rs's view of the cluster's server nodes (re-read on
 /// every call, so a coordinator that moved is found).
 struct AdminLocator {
@@ -64,7 +90,11 @@ impl CoordinatorLocator for AdminLocator {
     }
 }
 
-pub async fn connect(config: HostConfig, plugins: Arc<PluginSet>) -> Result<Arc<TieringContext>> {
+pub async fn connect(
+    config: HostConfig,
+    plugins: Arc<PluginSet>,
+    warehouses: Warehouses,
+) -> Result<Arc<TieringContext>> {
     let fluss = Arc::new(FlussClient::connect(config.fluss_client_config()?).await?);
     let locator = Arc::new(AdminLocator {
         fluss: fluss.clone(),
@@ -86,6 +116,7 @@ pub async fn connect(config: HostConfig, plugins: Arc<PluginSet>) -> Result<Arc<
         coordinator,
         plugins,
         locations: Default::default(),
+        warehouses,
         cluster,
     }))
 }

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
-use fluss_lake_host::plugin::storage::ScopedStorage;
 use fluss_lake_host::plugin::wit::{
     Column, CommitResult, CommitterContext, RowBatch, TableInfo, TablePath, WriterContext,
 };
 use fluss_lake_host::plugin::{Plugin, PluginInstance};
+use fluss_lake_host::warehouse::Warehouse;
 
 /// A Fluss table `fluss.<name>` as the host describes it to plugins (lake format `format`).
 pub fn table(
@@ -145,7 +145,10 @@ impl ComponentDriver {
             .unwrap();
         let location = self.location(table);
         i.set_storage(
-            ScopedStorage::local(&self.warehouse.display().to_string(), &location).unwrap(),
+            Warehouse::open(&self.warehouse.display().to_string(), &Default::default())
+                .unwrap()
+                .scope(&location)
+                .unwrap(),
         );
         i
     }

@@ -13,6 +13,7 @@ pub mod lake_check;
 pub mod lance;
 pub mod paimon;
 pub mod python;
+pub mod s3;
 
 use std::path::PathBuf;
 

@@ -31,7 +31,7 @@ pub fn to_wit(info: &TableInfo, format: &str) -> wit::TableInfo {
     let mut properties: Vec<(String, String)> = info
         .get_properties()
         .iter()
-        .filter(|(k, _)| !is_other_formats_property(k, format))
+        .filter(|(k, _)| !is_other_formats_property(k, format) && !is_storage_property(k, format))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     properties.sort();
@@ -63,6 +63,16 @@ pub fn to_wit(info: &TableInfo, format: &str) -> wit::TableInfo {
 }
 
 /// `table.datalake.<f>.<key>` for a format `f` other than `format`.
+/// `table.datalake.<format>.<storage key>`: credentials and endpoints the host opens the
+/// warehouse with, kept from the plugin (see [`crate::warehouse::options`]).
+fn is_storage_property(key: &str, format: &str) -> bool {
+    key.strip_prefix("table.datalake.")
+        .and_then(|rest| rest.split_once('.'))
+        .is_some_and(|(f, k)| {
+            f.eq_ignore_ascii_case(format) && crate::warehouse::options::is_storage_key(k)
+        })
+}
+
 fn is_other_formats_property(key: &str, format: &str) -> bool {
     key.strip_prefix("table.datalake.")
         .and_then(|rest| rest.split_once('.'))
@@ -98,7 +108,28 @@ pub fn plugin_config(
 
 #[cfg(test)]
 mod tests {
-    use super::is_other_formats_property;
+    use super::{is_other_formats_property, is_storage_property};
+
+    #[test]
+    fn storage_properties_are_withheld() {
+        assert!(is_storage_property(
+            "table.datalake.paimon.s3.secret-key",
+            "paimon"
+        ));
+        assert!(is_storage_property(
+            "table.datalake.lance.secret_access_key",
+            "lance"
+        ));
+        assert!(is_storage_property(
+            "table.datalake.iceberg.client.region",
+            "iceberg"
+        ));
+        assert!(!is_storage_property(
+            "table.datalake.paimon.warehouse",
+            "paimon"
+        ));
+        assert!(!is_storage_property("table.datalake.freshness", "paimon"));
+    }
 
     #[test]
     fn other_formats_properties_are_withheld() {

@@ -15,8 +15,6 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use crate::error::{Error, ErrorKind, Result};
-
 /// Storage for one table: an object store plus the prefix every path is resolved under.
 #[derive(Clone)]
 pub struct ScopedStorage {
@@ -123,47 +121,15 @@ pub struct ObjectInfo {
 }
 
 impl ScopedStorage {
-    /// Opens the local-filesystem warehouse `warehouse` and scopes it to `location`, a
-    /// relative path inside it that the plugin chose for the table.
-    pub fn local(warehouse: &str, location: &str) -> Result<Self> {
-        let dir = warehouse.strip_prefix("file://").unwrap_or(warehouse);
-        if dir.contains("://") {
-            return Err(Error::new(
-                ErrorKind::Config,
-                format!(
-                    "warehouse '{warehouse}': only local filesystem warehouses are supported by this host version"
-                ),
-            ));
-        }
-        if !dir.starts_with('/') {
-            return Err(Error::new(
-                ErrorKind::Config,
-                format!("warehouse '{warehouse}' must be an absolute path"),
-            ));
-        }
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::new(
-                ErrorKind::Storage,
-                format!("cannot create warehouse directory {dir}"),
-            )
-            .with_source(e)
-        })?;
-        let store = object_store::local::LocalFileSystem::new_with_prefix(dir)?;
-        let root = validate_relative(location).map_err(|e| {
-            Error::new(
-                ErrorKind::Plugin,
-                format!(
-                    "plugin returned an invalid table location '{location}': {}",
-                    e.message
-                ),
-            )
-        })?;
-        Ok(Self {
-            store: Arc::new(store),
-            display_root: format!("{}/{}", dir.trim_end_matches('/'), root),
+    /// Storage for the objects under `root` in `store`; `display_root` names the location in
+    /// logs and errors. Built by [`crate::warehouse::Warehouse::scope`].
+    pub fn new(store: Arc<dyn ObjectStore>, root: Path, display_root: String) -> Self {
+        Self {
+            store,
             root,
+            display_root,
             quota: StorageQuota::unlimited(),
-        })
+        }
     }
 
     /// Charges every write through this storage (and its clones) to `quota`.
@@ -337,13 +303,23 @@ fn map_err(path: &str, e: object_store::Error) -> StorageError {
             StorageErrorKind::AlreadyExists,
             format!("{path} already exists"),
         ),
-        other => StorageError::new(StorageErrorKind::Io, format!("{path}: {other}")),
+        other => StorageError::new(
+            StorageErrorKind::Io,
+            format!("{path}: {}", crate::error::store_message(&other)),
+        ),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn local(warehouse: &str, location: &str) -> ScopedStorage {
+        crate::warehouse::Warehouse::open(warehouse, &Default::default())
+            .unwrap()
+            .scope(location)
+            .unwrap()
+    }
 
     #[test]
     fn refuses_paths_that_escape() {
@@ -370,7 +346,7 @@ mod tests {
     async fn scoped_operations_stay_inside_the_location() {
         let dir = std::env::temp_dir().join(format!("scoped-storage-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let s = ScopedStorage::local(dir.to_str().unwrap(), "db.db/t").unwrap();
+        let s = local(dir.to_str().unwrap(), "db.db/t");
         s.put("a/b.txt", b"hello".to_vec()).await.unwrap();
         assert!(dir.join("db.db/t/a/b.txt").exists());
         assert_eq!(s.get("a/b.txt", 5).await.unwrap(), b"hello");
@@ -404,7 +380,9 @@ mod tests {
         assert!(s.head("nope").await.unwrap().is_none());
         s.delete("a/b.txt").await.unwrap();
         s.delete("a/b.txt").await.unwrap();
-        assert!(ScopedStorage::local(dir.to_str().unwrap(), "../escape").is_err());
+        let wh =
+            crate::warehouse::Warehouse::open(dir.to_str().unwrap(), &Default::default()).unwrap();
+        assert!(wh.scope("../escape").is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -413,9 +391,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("quota-storage-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let quota = StorageQuota::new(10, 3);
-        let a = ScopedStorage::local(dir.to_str().unwrap(), "db/t")
-            .unwrap()
-            .with_quota(quota.clone());
+        let a = local(dir.to_str().unwrap(), "db/t").with_quota(quota.clone());
         let b = a.clone();
         a.put("1", vec![0; 4]).await.unwrap();
         b.put_if_absent("2", vec![0; 4]).await.unwrap();

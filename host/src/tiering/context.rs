@@ -16,6 +16,7 @@ use crate::plugin::sandbox::{LocationClaim, LocationClaims};
 use crate::plugin::storage::ScopedStorage;
 use crate::plugin::{Plugin, PluginSet, wit};
 use crate::tiering::routing::Route;
+use crate::warehouse::Warehouses;
 
 /// What every round shares.
 pub struct TieringContext {
@@ -29,6 +30,8 @@ pub struct TieringContext {
     pub locations: LocationClaims,
     /// What the cluster says about tiering (remote data dir, its lake warehouses).
     pub cluster: ClusterConfig,
+    /// The warehouses rounds write to, each opened and checked once.
+    pub warehouses: Warehouses,
 }
 
 /// A table the coordinator assigned to this host.

@@ -22,9 +22,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
 use crate::fluss::{reader, table};
-use crate::plugin::storage::{ScopedStorage, StorageQuota};
+use crate::plugin::storage::StorageQuota;
 use crate::plugin::{PluginInstance, wit};
 use crate::tiering::routing;
+use crate::warehouse;
 
 /// Batches buffered between a bucket's reader and its writer.
 const CHANNEL_DEPTH: usize = 2;
@@ -184,7 +185,12 @@ pub async fn resolve_table(
         )
     })?;
     tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, "table routed");
-    let plugin_config = table::plugin_config(&info, &format, &ctx.config.lake_options_for(&format));
+    // Storage options (credentials, endpoint, …) open the warehouse; the plugin never sees them.
+    let (plugin_config, storage_options) = warehouse::options::split(table::plugin_config(
+        &info,
+        &format,
+        &ctx.config.lake_options_for(&format),
+    ));
     let wit_info = table::to_wit(&info, &format);
     let warehouse = plugin_config
         .iter()
@@ -213,10 +219,16 @@ pub async fn resolve_table(
         .location(assignment.path.database(), assignment.path.table())?;
     let mut control = PluginInstance::new(&plugin, format!("{format} {}", assignment.path)).await?;
     // One quota for every instance of the round.
-    let storage = ScopedStorage::local(&warehouse, &location)?.with_quota(StorageQuota::new(
-        ctx.config.plugin_round_write_limit,
-        ctx.config.plugin_round_object_limit,
-    ));
+    let storage = ctx
+        .warehouses
+        .get(&warehouse, &storage_options)
+        .await
+        .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?
+        .scope(&location)?
+        .with_quota(StorageQuota::new(
+            ctx.config.plugin_round_write_limit,
+            ctx.config.plugin_round_object_limit,
+        ));
     let claim = ctx
         .locations
         .claim(storage.display_root(), assignment.table_id)?;

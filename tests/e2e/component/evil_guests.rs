@@ -13,9 +13,10 @@ use fluss_lake_e2e::host::{self, plugin};
 use fluss_lake_e2e::unique_name;
 use fluss_lake_host::ErrorKind;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
-use fluss_lake_host::plugin::storage::{ScopedStorage, StorageQuota};
+use fluss_lake_host::plugin::storage::StorageQuota;
 use fluss_lake_host::plugin::wit::{TableInfo, WriterContext};
 use fluss_lake_host::plugin::{Plugin, PluginInstance};
+use fluss_lake_host::warehouse::Warehouse;
 use tokio_util::sync::CancellationToken;
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -78,7 +79,8 @@ impl Suite {
             .layout()
             .location(&table.path.database, &table.path.table)?;
         i.set_storage(
-            ScopedStorage::local(&self.warehouse.display().to_string(), &location)?
+            Warehouse::open(&self.warehouse.display().to_string(), &Default::default())?
+                .scope(&location)?
                 .with_quota(StorageQuota::new(QUOTA_BYTES, 1000)),
         );
         i.create_table_if_missing(table, &config).await?;

@@ -1,0 +1,128 @@
+//! Which configuration keys configure storage rather than the lake format.
+//!
+//! A plugin's configuration is the table's `table.datalake.<format>.*` properties overlaid by
+//! the host's `--datalake.<format>.*` options. Storage keys (credentials, endpoint, region, …)
+//! are split off it before any plugin call: the host opens the warehouse with them, and no
+//! plugin sees them, so a hostile plugin cannot log, store or send a credential it never had.
+//! Table properties carrying them are withheld from the plugin's table info for the same reason.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Key prefixes of storage settings: the Fluss/Paimon (`s3.`), Hadoop (`fs.`, `s3a.`),
+/// Iceberg (`s3.`, `client.`) and object_store/Lance (`aws_`) spellings, and other stores'.
+const STORAGE_PREFIXES: &[&str] = &[
+    "s3.", "s3a.", "fs.", "aws.", "aws_", "client.", "oss.", "gs.", "gcs.", "azure.", "adls.",
+];
+
+/// Unprefixed storage keys, as Lance's storage options spell them.
+const STORAGE_NAMES: &[&str] = &[
+    "access_key_id",
+    "secret_access_key",
+    "session_token",
+    "token",
+    "endpoint",
+    "endpoint_url",
+    "region",
+    "allow_http",
+    "virtual_hosted_style_request",
+    "skip_signature",
+];
+
+/// Words that mark a key as a secret whatever its prefix: withheld too, never shown.
+const SECRET_WORDS: &[&str] = &[
+    "secret",
+    "password",
+    "token",
+    "credential",
+    "access-key",
+    "access.key",
+    "access_key",
+    "private-key",
+    "private_key",
+];
+
+/// Whether `key` (a plugin configuration key, prefix stripped) configures storage or holds a
+/// secret, and so is kept from plugins.
+pub fn is_storage_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    STORAGE_PREFIXES.iter().any(|p| key.starts_with(p))
+        || STORAGE_NAMES.contains(&key.as_str())
+        || SECRET_WORDS.iter().any(|w| key.contains(w))
+}
+
+/// The storage settings of one format's configuration. Its `Debug` shows keys, never values.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct StorageOptions(BTreeMap<String, String>);
+
+impl StorageOptions {
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Self(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+impl fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+/// Splits a plugin configuration into what the plugin may see and the storage options.
+pub fn split(config: Vec<(String, String)>) -> (Vec<(String, String)>, StorageOptions) {
+    let mut storage = BTreeMap::new();
+    let mut plugin = Vec::new();
+    for (k, v) in config {
+        if is_storage_key(&k) {
+            storage.insert(k, v);
+        } else {
+            plugin.push((k, v));
+        }
+    }
+    (plugin, StorageOptions(storage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_keys_and_secrets_are_split_off() {
+        let config: Vec<(String, String)> = [
+            ("warehouse", "s3://b/wh"),
+            ("metastore", "filesystem"),
+            ("target-file-size", "128mb"),
+            ("s3.access-key", "AKIA"),
+            ("s3.secret-key", "hunter2"),
+            ("fs.s3a.endpoint", "http://127.0.0.1:9000"),
+            ("client.region", "us-east-1"),
+            ("secret_access_key", "hunter2"),
+            ("my.custom.password", "hunter2"),
+            ("Some.API_TOKEN", "hunter2"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let (plugin, storage) = split(config);
+        let plugin_keys: Vec<&str> = plugin.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(plugin_keys, ["warehouse", "metastore", "target-file-size"]);
+        assert_eq!(storage.get("s3.secret-key"), Some("hunter2"));
+        let shown = format!("{storage:?}");
+        assert!(
+            shown.contains("s3.secret-key") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! The test S3 server (`cluster/s3/start.sh`: moto from PyPI on loopback, IAM authentication
+//! on), started on first use and shared by every test; and the legacy server without
+//! conditional puts (`LEGACY=1`), for the test that such a store is refused.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::process::Command;
+use std::sync::Arc;
+
+use fluss_lake_host::warehouse::StorageOptions;
+use object_store::ObjectStore;
+use object_store::aws::AmazonS3Builder;
+
+use crate::repo_root;
+
+/// Where a server is and the credentials of its IAM user (from its `credentials.env`).
+#[derive(Debug, Clone)]
+pub struct S3Server {
+    pub endpoint: String,
+    pub region: String,
+    pub bucket: String,
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+/// The test S3 server, started if it is not up.
+pub fn server() -> S3Server {
+    ensure("target/s3", &[])
+}
+
+/// A store that ignores `If-None-Match` (moto before 5.0.14), no authentication.
+pub fn legacy_server() -> S3Server {
+    ensure("target/s3-legacy", &[("LEGACY", "1")])
+}
+
+fn ensure(dir: &str, env: &[(&str, &str)]) -> S3Server {
+    let dir = repo_root().join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // One starter at a time, across test threads and processes.
+    let lock = File::create(dir.with_extension("lock")).unwrap();
+    lock.lock().unwrap();
+    let out = Command::new(repo_root().join("cluster/s3/start.sh"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("cannot run cluster/s3/start.sh");
+    assert!(
+        out.status.success(),
+        "cluster/s3/start.sh failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_credentials(&dir.join("credentials.env"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+}
+
+fn read_credentials(path: &std::path::Path) -> Result<S3Server, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let vars: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+    let get = |k: &str| {
+        vars.get(k)
+            .map(|v| v.to_string())
+            .ok_or(format!("no {k} in {}", path.display()))
+    };
+    Ok(S3Server {
+        endpoint: get("S3_ENDPOINT")?,
+        region: get("S3_REGION")?,
+        bucket: get("S3_BUCKET")?,
+        access_key: get("S3_ACCESS_KEY")?,
+        secret_key: get("S3_SECRET_KEY")?,
+    })
+}
+
+/// What the Python readers need to reach the test S3 server, when it runs (each reader maps
+/// these to its own S3 options: `tests/python/s3_env.py`).
+pub fn reader_env() -> Vec<(String, String)> {
+    let Ok(s) = read_credentials(&repo_root().join("target/s3/credentials.env")) else {
+        return Vec::new();
+    };
+    vec![
+        ("S3_ENDPOINT".into(), s.endpoint),
+        ("S3_REGION".into(), s.region),
+        ("S3_ACCESS_KEY".into(), s.access_key),
+        ("S3_SECRET_KEY".into(), s.secret_key),
+    ]
+}
+
+impl S3Server {
+    /// `s3://<bucket>/<prefix>`.
+    pub fn url(&self, prefix: &str) -> String {
+        format!("s3://{}/{prefix}", self.bucket)
+    }
+
+    /// The host's storage options for this server, under the Fluss/Paimon names.
+    pub fn storage_options(&self, secret_key: &str) -> StorageOptions {
+        StorageOptions::from_pairs([
+            ("s3.endpoint", self.endpoint.as_str()),
+            ("s3.region", self.region.as_str()),
+            ("s3.access-key", self.access_key.as_str()),
+            ("s3.secret-key", secret_key),
+            ("s3.path.style.access", "true"),
+        ])
+    }
+
+    /// The same as host options of `format`: `--datalake.<format>.s3.endpoint …`.
+    pub fn host_args(&self, format: &str, secret_key: &str) -> Vec<String> {
+        self.storage_options(secret_key)
+            .iter()
+            .flat_map(|(k, v)| [format!("--datalake.{format}.{k}"), v.to_string()])
+            .collect()
+    }
+
+    /// A client of the bucket, for checks of what is stored.
+    pub fn client(&self) -> Arc<dyn ObjectStore> {
+        Arc::new(
+            AmazonS3Builder::new()
+                .with_endpoint(&self.endpoint)
+                .with_allow_http(true)
+                .with_region(&self.region)
+                .with_bucket_name(&self.bucket)
+                .with_access_key_id(&self.access_key)
+                .with_secret_access_key(&self.secret_key)
+                .build()
+                .expect("S3 client"),
+        )
+    }
+
+    /// Every key under `prefix`.
+    pub async fn keys(&self, prefix: &str) -> Vec<String> {
+        use futures::TryStreamExt;
+        let prefix = object_store::path::Path::from(prefix);
+        let mut keys: Vec<String> = self
+            .client()
+            .list(Some(&prefix))
+            .map_ok(|m| m.location.to_string())
+            .try_collect()
+            .await
+            .expect("listing the test bucket");
+        keys.sort();
+        keys
+    }
+}
