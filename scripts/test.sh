@@ -22,6 +22,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 export FLUSS_TEST_CLUSTERS="${FLUSS_TEST_CLUSTERS:-3}"
+# The S3 cluster (tests/src/cluster.rs S3_CLUSTER, `lease_s3`) keeps its remote data and lake
+# warehouses on the test S3 server (cluster/s3/start.sh).
+S3_CLUSTER=9
+# No S3 client of a test may look for an instance metadata service (the AWS credential chain's
+# last step, at a link-local address): it gets a closed loopback port instead.
+export AWS_METADATA_ENDPOINT=http://127.0.0.1:9 AWS_EC2_METADATA_DISABLED=true
 TEST_THREADS="${TEST_THREADS:-5}"
 LOGS="$ROOT/target/test-logs"
 mkdir -p "$LOGS"
@@ -43,7 +49,11 @@ step() {
   printf '\n==> [%ss] %s\n' "$(( STEP_T0 - T0 ))" "$*"
 }
 stop_clusters() {
-  for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do CLUSTER_INDEX=$i cluster/stop.sh >/dev/null 2>&1 || true; done
+  for i in $(seq 0 $((FLUSS_TEST_CLUSTERS - 1))) "$S3_CLUSTER"; do
+    CLUSTER_INDEX=$i cluster/stop.sh >/dev/null 2>&1 || true
+  done
+  cluster/s3/stop.sh >/dev/null 2>&1 || true
+  LEGACY=1 cluster/s3/stop.sh >/dev/null 2>&1 || true
 }
 finish() {
   local rc=$?
@@ -84,14 +94,23 @@ await() {
 
 # Every cluster of the pool, started without a lake format (the tests switch it at run time)
 # and with every Java lake plugin. Started one after another: they start while Rust compiles.
+# The SASL users of every cluster: tests/src/cluster.rs SASL_USERS (a cluster started without
+# them would be restarted by its first lease).
+SASL_USERS="admin:admin-pass tiering:tiering-pass"
 start_clusters() {
-  WITH_ICEBERG=1 WITH_LANCE=1 cluster/setup.sh
+  WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 cluster/setup.sh
   stop_clusters
   for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do
     echo "--- cluster $i"
     rm -f "target/fluss-cluster-$i.dirty"
-    CLUSTER_INDEX=$i DATALAKE_FORMAT=none START_TIMEOUT=300 cluster/start.sh --clean
+    CLUSTER_INDEX=$i DATALAKE_FORMAT=none START_TIMEOUT=300 SASL_USERS="$SASL_USERS" cluster/start.sh --clean
   done
+  echo "--- the S3 server, the legacy S3 server and the S3 cluster ($S3_CLUSTER)"
+  cluster/s3/stop.sh && cluster/s3/start.sh
+  LEGACY=1 cluster/s3/stop.sh && LEGACY=1 cluster/s3/start.sh
+  rm -f "target/fluss-cluster-$S3_CLUSTER.dirty"
+  CLUSTER_INDEX=$S3_CLUSTER STORAGE=s3 DATALAKE_FORMAT=none START_TIMEOUT=300 SASL_USERS="$SASL_USERS" \
+    cluster/start.sh --clean
 }
 
 step "toolchain"

@@ -8,6 +8,7 @@
 mod bad_input;
 mod component;
 mod faults;
+mod s3;
 mod tiering;
 
 /// The harness's own helpers.

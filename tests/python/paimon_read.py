@@ -36,6 +36,8 @@ import sys
 
 from pypaimon import CatalogFactory
 
+import s3_env
+
 EPOCH_DATE = datetime.date(1970, 1, 1)
 EPOCH_TS = datetime.datetime(1970, 1, 1)
 EPOCH_TS_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -106,7 +108,7 @@ def python_literal(canonical_value, field):
 
 
 def open_table(args):
-    catalog = CatalogFactory.create({"warehouse": args.warehouse})
+    catalog = CatalogFactory.create({"warehouse": args.warehouse, **s3_env.paimon_options(args.warehouse)})
     table = catalog.get_table(f"{args.db}.{args.table}")
     if args.snapshot is not None:
         table = table.copy({"scan.snapshot-id": str(args.snapshot)})
@@ -172,7 +174,7 @@ def cmd_plan(args):
 
 
 def cmd_changelog(args):
-    catalog = CatalogFactory.create({"warehouse": args.warehouse})
+    catalog = CatalogFactory.create({"warehouse": args.warehouse, **s3_env.paimon_options(args.warehouse)})
     table = catalog.get_table(f"{args.db}.{args.table}")
     snap = table.snapshot_manager().get_snapshot_by_id(args.snapshot)
     if snap is None or not snap.changelog_manifest_list:
@@ -197,7 +199,7 @@ def cmd_changelog(args):
 
 
 def cmd_snapshot(args):
-    catalog = CatalogFactory.create({"warehouse": args.warehouse})
+    catalog = CatalogFactory.create({"warehouse": args.warehouse, **s3_env.paimon_options(args.warehouse)})
     table = catalog.get_table(f"{args.db}.{args.table}")
     manager = table.snapshot_manager()
     if args.snapshot is None:

@@ -35,17 +35,37 @@ pub struct ClusterInfo {
     pub format: String,
     /// The cluster's state: `conf/`, `log/`, `pids/`, data and warehouses.
     pub work_dir: PathBuf,
+    /// A local directory, or on the S3 cluster ([`lease_s3`]) an `s3://` URL.
     pub paimon_warehouse: PathBuf,
     pub iceberg_warehouse: PathBuf,
     pub lance_warehouse: PathBuf,
     /// For Delta tables (Fluss has no Delta catalog; the host is given this warehouse).
     pub delta_warehouse: PathBuf,
     pub remote_data_dir: PathBuf,
+    /// The S3 server the cluster keeps its remote data and lake warehouses on ([`lease_s3`]).
+    pub s3: Option<crate::s3::S3Server>,
 }
 
 impl ClusterInfo {
     fn new(index: usize, format: &str) -> Self {
         let work = work_dir(index);
+        if index == S3_CLUSTER {
+            let s3 = crate::s3::server();
+            let url = |what: &str| PathBuf::from(s3.url(&format!("cluster-{index}/{what}")));
+            return ClusterInfo {
+                index,
+                bootstrap: format!("127.0.0.1:{}", 9123 + 10 * index),
+                sasl_bootstrap: format!("127.0.0.1:{}", 19123 + 10 * index),
+                format: format.to_string(),
+                paimon_warehouse: url("paimon"),
+                iceberg_warehouse: url("iceberg"),
+                lance_warehouse: url("lance"),
+                delta_warehouse: url("delta"),
+                remote_data_dir: url("remote-data"),
+                work_dir: work,
+                s3: Some(s3),
+            };
+        }
         ClusterInfo {
             index,
             bootstrap: format!("127.0.0.1:{}", 9123 + 10 * index),
@@ -57,6 +77,7 @@ impl ClusterInfo {
             delta_warehouse: work.join("delta-warehouse"),
             remote_data_dir: work.join("remote-data"),
             work_dir: work,
+            s3: None,
         }
     }
 
@@ -173,11 +194,28 @@ pub fn lease(format: &str) -> Lease {
 /// A cluster of the pool as it is (its format is switched with [`Lease::set_lake_format`]),
 /// for tests that hold tables of several formats at once.
 pub fn lease_mixed() -> Lease {
+    lease_one_of(0..pool_size())
+}
+
+/// The cluster that keeps everything on the test S3 server ([`crate::s3::server`]): its
+/// `remote.data.dir` and the coordinator's lake catalogs (`s3://<bucket>/cluster-9/…`). One
+/// cluster outside the pool, started on first use.
+pub const S3_CLUSTER: usize = 9;
+
+/// The S3 cluster ([`S3_CLUSTER`]) with lake format `format`, held until the lease is dropped.
+pub fn lease_s3(format: &str) -> Lease {
+    let mut lease = lease_one_of(S3_CLUSTER..S3_CLUSTER + 1);
+    if lease.info.format != format {
+        lease.set_lake_format(format);
+    }
+    lease
+}
+
+fn lease_one_of(indices: std::ops::Range<usize>) -> Lease {
     std::fs::create_dir_all(repo_root().join("target")).expect("target/");
-    let n = pool_size();
     let waited = Instant::now();
     loop {
-        for index in 0..n {
+        for index in indices.clone() {
             let lock = File::options()
                 .create(true)
                 .truncate(false)
@@ -213,10 +251,17 @@ fn prepare(index: usize) -> String {
     let fixed_format = yaml.lines().any(|l| l.starts_with("datalake."));
     // Clusters started before the SASL listener existed are started again.
     let no_sasl = !yaml.contains("security.protocol.map: SECURE:SASL");
+    // The S3 cluster holds the S3 server's credentials: a restarted server has new ones.
+    let stale_s3 = index == S3_CLUSTER
+        && !yaml.contains(&format!(
+            "s3.access-key: {}",
+            crate::s3::server().access_key
+        ));
     let restart = !up
         || dirty.exists()
         || fixed_format
         || no_sasl
+        || stale_s3
         || drop_all_tables(&ClusterInfo::new(index, "none").bootstrap).is_err();
     if restart {
         start_clean(index);
@@ -245,16 +290,26 @@ fn start_clean(index: usize) {
             "cluster/setup.sh",
             index,
             &[],
-            &[("WITH_ICEBERG", "1"), ("WITH_LANCE", "1")],
+            &[("WITH_ICEBERG", "1"), ("WITH_LANCE", "1"), ("WITH_S3", "1")],
         ),
         "cluster/setup.sh",
     );
+    let storage = if index == S3_CLUSTER {
+        crate::s3::server();
+        "s3"
+    } else {
+        "local"
+    };
     check(
         run(
             "cluster/start.sh",
             index,
             &["--clean"],
-            &[("DATALAKE_FORMAT", "none"), ("SASL_USERS", &sasl_users)],
+            &[
+                ("DATALAKE_FORMAT", "none"),
+                ("SASL_USERS", &sasl_users),
+                ("STORAGE", storage),
+            ],
         ),
         &format!("starting Fluss cluster {index}"),
     );

@@ -86,6 +86,7 @@ impl HostProcess {
             .unwrap();
         let child = Command::new(host_bin())
             .args(args)
+            .envs(NO_INSTANCE_METADATA.iter().copied())
             .envs(env.iter().copied())
             .env("RUST_LOG", "info,fluss_lake_host=debug")
             .stdout(Stdio::from(file.try_clone().unwrap()))
@@ -199,10 +200,19 @@ fn send_sigterm(pid: u32) {
         .status();
 }
 
+/// Every host a test starts: an S3 client without credentials must not look for an instance
+/// metadata service (the AWS credential chain's last step, at a link-local address no test
+/// may send to): its endpoint is a closed loopback port, so such a client fails at once.
+pub const NO_INSTANCE_METADATA: &[(&str, &str)] = &[
+    ("AWS_METADATA_ENDPOINT", "http://127.0.0.1:9"),
+    ("AWS_EC2_METADATA_DISABLED", "true"),
+];
+
 /// Runs the host to completion (for startup errors) with a timeout.
 pub fn run_to_exit(args: &[String], timeout: Duration) -> Output {
     let mut child = Command::new(host_bin())
         .args(args)
+        .envs(NO_INSTANCE_METADATA.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -22,6 +22,7 @@ fn run(args: &[&str]) -> String {
     let out = Command::new(python())
         .arg(script)
         .args(args)
+        .envs(crate::s3::reader_env())
         .output()
         .expect("cannot run paimon_read.py");
     assert!(

@@ -20,6 +20,7 @@ pub fn batch(script: &str, commands: &[Vec<String>]) -> Vec<Result<Vec<Value>, S
     let mut child = Command::new(py)
         .arg(repo_root().join("tests/python").join(script))
         .arg("batch")
+        .envs(crate::s3::reader_env())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

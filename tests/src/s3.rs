@@ -73,15 +73,20 @@ fn read_credentials(path: &std::path::Path) -> Result<S3Server, String> {
 /// What the Python readers need to reach the test S3 server, when it runs (each reader maps
 /// these to its own S3 options: `tests/python/s3_env.py`).
 pub fn reader_env() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = crate::host::NO_INSTANCE_METADATA
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let Ok(s) = read_credentials(&repo_root().join("target/s3/credentials.env")) else {
-        return Vec::new();
+        return env;
     };
-    vec![
+    env.extend([
         ("S3_ENDPOINT".into(), s.endpoint),
         ("S3_REGION".into(), s.region),
         ("S3_ACCESS_KEY".into(), s.access_key),
         ("S3_SECRET_KEY".into(), s.secret_key),
-    ]
+    ]);
+    env
 }
 
 impl S3Server {

@@ -184,13 +184,14 @@ pub async fn resolve_table(
             ),
         )
     })?;
-    tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, "table routed");
     // Storage options (credentials, endpoint, …) open the warehouse; the plugin never sees them.
     let (plugin_config, storage_options) = warehouse::options::split(table::plugin_config(
         &info,
         &format,
         &ctx.config.lake_options_for(&format),
     ));
+    // The storage options' keys only: their Debug never shows a value.
+    tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, storage_options = ?storage_options, "table routed");
     let wit_info = table::to_wit(&info, &format);
     let warehouse = plugin_config
         .iter()

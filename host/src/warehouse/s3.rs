@@ -196,7 +196,19 @@ impl S3Settings {
 
     /// A client for `bucket`. The environment fills in whatever the options leave out.
     pub fn build(&self, bucket: &str) -> Result<AmazonS3> {
-        let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        // Client options first: `with_client_options` replaces what `with_allow_http` sets.
+        let mut b = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_client_options(
+                ClientOptions::new()
+                    .with_connect_timeout(Duration::from_secs(5))
+                    .with_timeout(Duration::from_secs(120)),
+            )
+            .with_retry(RetryConfig {
+                max_retries: 3,
+                retry_timeout: Duration::from_secs(60),
+                ..RetryConfig::default()
+            });
         if let (Some(key), Some(secret)) = (&self.access_key, &self.secret_key) {
             b = b.with_access_key_id(key).with_secret_access_key(secret);
         }
@@ -227,17 +239,6 @@ impl S3Settings {
         for (k, v) in &self.passthrough {
             b = b.with_config(*k, v);
         }
-        b = b
-            .with_client_options(
-                ClientOptions::new()
-                    .with_connect_timeout(Duration::from_secs(5))
-                    .with_timeout(Duration::from_secs(120)),
-            )
-            .with_retry(RetryConfig {
-                max_retries: 3,
-                retry_timeout: Duration::from_secs(60),
-                ..RetryConfig::default()
-            });
         b.build().map_err(|e| {
             Error::new(
                 ErrorKind::Config,

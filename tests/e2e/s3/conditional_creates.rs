@@ -1,0 +1,108 @@
+//! `put-if-absent` on S3 is a `PUT` with `If-None-Match: *`: of several writers creating the
+//! same snapshot file at once, exactly one wins on the real server, and the object holds the
+//! winner's bytes. A store that ignores the header (the legacy server: moto before conditional
+//! writes) lets several win the same race, and the host refuses such a store at startup with
+//! one line, before it takes any table.
+
+use std::time::Duration;
+
+use fluss_lake_e2e::{host, s3};
+use fluss_lake_host::plugin::storage::StorageErrorKind;
+use fluss_lake_host::warehouse::{Warehouse, Warehouses};
+
+const WRITERS: usize = 6;
+const RACES: usize = 25;
+
+/// Runs `RACES` races of `WRITERS` writers, each with a client of its own, creating the same
+/// object; returns how many writers won each race.
+async fn race(server: &s3::S3Server, prefix: &str) -> Vec<usize> {
+    let url = server.url(prefix);
+    let mut storages = Vec::new();
+    for _ in 0..WRITERS {
+        let wh = Warehouse::open(&url, &server.storage_options(&server.secret_key)).unwrap();
+        storages.push(wh.scope("db.db/t").unwrap());
+    }
+    let mut winners = Vec::new();
+    for r in 0..RACES {
+        let path = format!("snapshot/snapshot-{r}");
+        let tasks: Vec<_> = storages
+            .iter()
+            .enumerate()
+            .map(|(w, s)| {
+                let s = s.clone();
+                let path = path.clone();
+                tokio::spawn(async move {
+                    let body = format!("writer {w} wins race {r}").into_bytes();
+                    (w, s.put_if_absent(&path, body).await)
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                (w, Ok(())) => won.push(w),
+                (_, Err(e)) => assert_eq!(e.kind, StorageErrorKind::AlreadyExists, "{}", e.message),
+            }
+        }
+        if let [w] = won[..] {
+            let stored = storages[0].get(&path, 1 << 10).await.unwrap();
+            assert_eq!(stored, format!("writer {w} wins race {r}").into_bytes());
+        }
+        winners.push(won.len());
+    }
+    winners
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_writers_racing_for_one_snapshot_exactly_one_wins() {
+    let server = s3::server();
+    let prefix = fluss_lake_e2e::unique_name("race");
+    let winners = race(&server, &prefix).await;
+    assert!(
+        winners.iter().all(|&n| n == 1),
+        "winners per race: {winners:?}"
+    );
+    // The same races on a store without conditional puts: the test sees double wins there.
+    let legacy = s3::legacy_server();
+    let winners = race(&legacy, &prefix).await;
+    assert!(
+        winners.iter().any(|&n| n > 1),
+        "the legacy store never let two writers win: {winners:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_without_conditional_puts_is_refused_at_startup() {
+    let legacy = s3::legacy_server();
+    let url = legacy.url(&fluss_lake_e2e::unique_name("wh"));
+    // In the library: the warehouse is refused, and no table's round can use it.
+    let e = Warehouses::default()
+        .get(&url, &legacy.storage_options(&legacy.secret_key))
+        .await
+        .err()
+        .expect("a store without conditional puts must be refused");
+    assert!(
+        e.message().contains("does not honour conditional puts"),
+        "{e}"
+    );
+
+    // The binary: one error line at startup, before it connects to Fluss (none is running at
+    // this address).
+    let mut extra = vec!["--datalake.paimon.warehouse".to_string(), url.clone()];
+    extra.extend(legacy.host_args("paimon", &legacy.secret_key));
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = host::run_to_exit(
+        &host::args("127.0.0.1:1", &[host::plugin("paimon")], &extra),
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains(&format!("--datalake.paimon.warehouse: warehouse '{url}'"))
+            && errors[0].contains("does not honour conditional puts"),
+        "{}",
+        errors[0]
+    );
+}

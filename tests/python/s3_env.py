@@ -1,0 +1,31 @@
+"""The test S3 server as each reader configures S3 itself, from the environment the test
+harness sets (tests/src/s3.rs `reader_env`): S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY,
+S3_SECRET_KEY. Each reader gets the settings under its own option names, so the tables are
+read through S3 the way a user of that reader would read them."""
+
+import os
+
+
+def _env():
+    keys = ("S3_ENDPOINT", "S3_REGION", "S3_ACCESS_KEY", "S3_SECRET_KEY")
+    if not all(os.environ.get(k) for k in keys):
+        raise SystemExit("reading an s3:// warehouse needs S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY, S3_SECRET_KEY")
+    return {k: os.environ[k] for k in keys}
+
+
+def is_s3(location: str) -> bool:
+    return location.startswith(("s3://", "s3a://"))
+
+
+def paimon_options(warehouse: str) -> dict:
+    """pypaimon catalog options (Paimon's own `s3.*` names)."""
+    if not is_s3(warehouse):
+        return {}
+    e = _env()
+    return {
+        "s3.endpoint": e["S3_ENDPOINT"],
+        "s3.region": e["S3_REGION"],
+        "s3.access-key": e["S3_ACCESS_KEY"],
+        "s3.secret-key": e["S3_SECRET_KEY"],
+        "s3.path.style.access": "true",
+    }
