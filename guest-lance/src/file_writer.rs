@@ -16,7 +16,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::{BooleanBufferBuilder, bit_util};
 use arrow_schema::DataType;
-use fluss_lake_guest_sdk::{Error, Result};
+use fluss_lake_guest_sdk::storage::ObjectWriter;
+use fluss_lake_guest_sdk::{Error, Result, ResultExt};
 use prost::Message;
 
 use crate::proto::lance::encodings as pbenc;
@@ -224,23 +225,26 @@ fn encode_page(array: &ArrayRef) -> Result<Page> {
     }
 }
 
-/// Writes one Lance 2.0 data file in memory, a page per column per batch.
+/// Writes one Lance 2.0 data file, a page per column per batch, straight into an upload:
+/// pages go out as they are encoded, and only the column metadata (page positions) is kept
+/// until the footer is written.
 pub struct LanceFileWriter {
     fields: Vec<pbfile::Field>,
     schema_metadata: std::collections::HashMap<String, Vec<u8>>,
-    out: Vec<u8>,
+    out: ObjectWriter,
     columns: Vec<pbfile2::ColumnMetadata>,
     rows: u64,
 }
 
 impl LanceFileWriter {
-    /// `fields` are the Lance schema's (flat, top-level) fields, one column each.
-    pub fn new(fields: Vec<pbfile::Field>) -> Self {
+    /// `fields` are the Lance schema's (flat, top-level) fields, one column each; the file
+    /// goes to `out`.
+    pub fn new(fields: Vec<pbfile::Field>, out: ObjectWriter) -> Self {
         let columns = vec![pbfile2::ColumnMetadata::default(); fields.len()];
         LanceFileWriter {
             fields,
             schema_metadata: Default::default(),
-            out: Vec::new(),
+            out,
             columns,
             rows: 0,
         }
@@ -251,17 +255,22 @@ impl LanceFileWriter {
     }
 
     /// Bytes written so far (the file's size minus its metadata).
-    pub fn size(&self) -> usize {
-        self.out.len()
+    pub fn size(&self) -> u64 {
+        self.out.position()
     }
 
-    fn write_buffer(&mut self, buf: &[u8]) -> (u64, u64) {
-        let pos = self.out.len() as u64;
-        self.out.extend_from_slice(buf);
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        std::io::Write::write_all(&mut self.out, bytes)
+            .with_context(|| format!("writing {}", self.out.path()))
+    }
+
+    fn write_buffer(&mut self, buf: &[u8]) -> Result<(u64, u64)> {
+        let pos = self.out.position();
+        self.put(buf)?;
         let pad = bit_util::round_upto_multiple_of_64(buf.len()) - buf.len();
         debug_assert!(pad < ALIGNMENT);
-        self.out.extend(std::iter::repeat_n(PAD, pad));
-        (pos, buf.len() as u64)
+        self.put(&[PAD; ALIGNMENT][..pad])?;
+        Ok((pos, buf.len() as u64))
     }
 
     /// Appends a batch whose columns match the fields (types already converted).
@@ -280,7 +289,7 @@ impl LanceFileWriter {
             let page = encode_page(array)?;
             let (mut offsets, mut sizes) = (Vec::new(), Vec::new());
             for b in &page.buffers {
-                let (pos, len) = self.write_buffer(b);
+                let (pos, len) = self.write_buffer(b)?;
                 offsets.push(pos);
                 sizes.push(len);
             }
@@ -299,8 +308,8 @@ impl LanceFileWriter {
         Ok(())
     }
 
-    /// The complete file.
-    pub fn finish(mut self) -> Vec<u8> {
+    /// Writes the metadata and the footer and completes the upload; the file's size.
+    pub fn finish(mut self) -> Result<u64> {
         let column_encoding = pbenc::ColumnEncoding {
             column_encoding: Some(pbenc::column_encoding::ColumnEncoding::Values(())),
         };
@@ -318,22 +327,23 @@ impl LanceFileWriter {
             length: self.rows,
         }
         .encode_to_vec();
-        let mut out = self.out;
-        let gb_pos = out.len() as u64;
+        let mut out = Vec::new();
+        let base = self.out.position();
+        let gb_pos = base + out.len() as u64;
         out.extend_from_slice(&descriptor);
-        let column_meta_start = out.len() as u64;
+        let column_meta_start = base + out.len() as u64;
         let mut cmo = Vec::new();
         for c in &self.columns {
             let bytes = c.encode_to_vec();
-            cmo.push((out.len() as u64, bytes.len() as u64));
+            cmo.push((base + out.len() as u64, bytes.len() as u64));
             out.extend_from_slice(&bytes);
         }
-        let cmo_table = out.len() as u64;
+        let cmo_table = base + out.len() as u64;
         for (pos, len) in &cmo {
             out.extend_from_slice(&pos.to_le_bytes());
             out.extend_from_slice(&len.to_le_bytes());
         }
-        let gbo_table = out.len() as u64;
+        let gbo_table = base + out.len() as u64;
         out.extend_from_slice(&gb_pos.to_le_bytes());
         out.extend_from_slice(&(descriptor.len() as u64).to_le_bytes());
         out.extend_from_slice(&column_meta_start.to_le_bytes());
@@ -344,6 +354,10 @@ impl LanceFileWriter {
         out.extend_from_slice(&FILE_VERSION_ON_DISK.0.to_le_bytes());
         out.extend_from_slice(&FILE_VERSION_ON_DISK.1.to_le_bytes());
         out.extend_from_slice(MAGIC);
-        out
+        self.put(&out)?;
+        let path = self.out.path().to_string();
+        self.out
+            .finish()
+            .with_context(|| format!("uploading {path}"))
     }
 }

@@ -5,7 +5,7 @@ use arrow_array::RecordBatch;
 use fluss_lake_guest_sdk::convert::to_file_array;
 use fluss_lake_guest_sdk::ipc::decode_row_batch;
 use fluss_lake_guest_sdk::plugin::FormatWriter;
-use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::storage::{ObjectWriter, Storage};
 use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
 use fluss_lake_guest_sdk::{Error, Result, config};
 use serde::{Deserialize, Serialize};
@@ -51,7 +51,8 @@ pub struct LanceWriter<S: Storage> {
     storage: S,
     fields: Vec<pbfile::Field>,
     schema: arrow_schema::SchemaRef,
-    open: Option<LanceFileWriter>,
+    /// The file being written and its name under `data/`.
+    open: Option<(String, LanceFileWriter)>,
     files: Vec<WrittenFile>,
     max_bytes: u64,
     max_rows: u64,
@@ -60,22 +61,30 @@ pub struct LanceWriter<S: Storage> {
 
 impl<S: Storage> LanceWriter<S> {
     fn roll(&mut self) -> Result<()> {
-        let Some(w) = self.open.take() else {
+        let Some((name, w)) = self.open.take() else {
             return Ok(());
         };
         if w.rows() == 0 {
-            return Ok(());
+            return Ok(()); // dropping the writer aborts its upload
         }
         let rows = w.rows();
-        let bytes = w.finish();
-        let name = format!("{}.lance", uuid::Uuid::new_v4());
-        self.storage.put(&format!("data/{name}"), &bytes)?;
+        let size = w.finish()?;
         self.files.push(WrittenFile {
             path: name,
             rows,
-            size: bytes.len() as u64,
+            size,
         });
         Ok(())
+    }
+
+    /// The file being written, started if none is.
+    fn open_file(&mut self) -> Result<&mut LanceFileWriter> {
+        if self.open.is_none() {
+            let name = format!("{}.lance", uuid::Uuid::new_v4());
+            let out = ObjectWriter::create(&self.storage, &format!("data/{name}"))?;
+            self.open = Some((name, LanceFileWriter::new(self.fields.clone(), out)));
+        }
+        Ok(&mut self.open.as_mut().expect("a file is open").1)
     }
 }
 
@@ -133,13 +142,12 @@ impl<S: Storage> FormatWriter<S> for LanceWriter<S> {
         self.records += n as u64;
         let mut start = 0;
         while start < n {
-            let w = self
-                .open
-                .get_or_insert_with(|| LanceFileWriter::new(self.fields.clone()));
-            let room = (self.max_rows - w.rows()).min((n - start) as u64) as usize;
+            let max_rows = self.max_rows;
+            let w = self.open_file()?;
+            let room = (max_rows - w.rows()).min((n - start) as u64) as usize;
             w.write(&rows.slice(start, room))?;
             start += room;
-            if w.rows() >= self.max_rows || w.size() as u64 >= self.max_bytes {
+            if w.rows() >= max_rows || w.size() >= self.max_bytes {
                 self.roll()?;
             }
         }

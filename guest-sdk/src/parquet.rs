@@ -1,10 +1,11 @@
 //! Writing Parquet data files through [`Storage`].
 //!
-//! The host storage takes whole objects only, so each file is encoded in memory and `put`
-//! once finished. To keep memory bounded the writer *rolls*: once the encoded size reaches the
-//! target file size the file is closed and uploaded and a new one starts. Column statistics
-//! are collected on the way (see [`crate::stats`]) so formats can describe files in their
-//! metadata without reading them back.
+//! Each file is encoded straight into an [`ObjectWriter`] (an upload in parts), so a plugin
+//! holds one row group being encoded (at most [`ParquetOptions::row_group_bytes`]) and one
+//! part, whatever the file's size. The writer *rolls*: once a file reaches the target file
+//! size it is completed and a new one starts. Column statistics are collected on the way (see
+//! [`crate::stats`]) so formats can describe files in their metadata without reading them
+//! back.
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -15,7 +16,7 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 
 use crate::error::{Error, Result, ResultExt};
 use crate::stats::ColumnStats;
-use crate::storage::Storage;
+use crate::storage::{ObjectWriter, Storage};
 
 /// Settings of a [`RollingParquetWriter`].
 #[derive(Debug, Clone)]
@@ -26,6 +27,9 @@ pub struct ParquetOptions {
     pub compression: Compression,
     /// Maximum rows per row group.
     pub max_row_group_rows: usize,
+    /// A row group is closed (and its bytes sent) once its encoded size reaches this: what
+    /// bounds the writer's memory, with one upload part.
+    pub row_group_bytes: usize,
     /// Whether to embed the Arrow schema (`ARROW:schema`) in the footer. Java writers do not.
     pub embed_arrow_schema: bool,
 }
@@ -36,6 +40,7 @@ impl Default for ParquetOptions {
             target_file_size: 128 << 20,
             compression: Compression::SNAPPY,
             max_row_group_rows: 1024 * 1024,
+            row_group_bytes: 32 << 20,
             embed_arrow_schema: false,
         }
     }
@@ -56,7 +61,7 @@ pub struct DataFileInfo {
 
 struct OpenFile {
     path: String,
-    writer: ArrowWriter<Vec<u8>>,
+    writer: ArrowWriter<ObjectWriter>,
     rows: u64,
     stats: Vec<ColumnStats>,
 }
@@ -109,8 +114,9 @@ impl<S: Storage> RollingParquetWriter<S> {
             let options = ArrowWriterOptions::new()
                 .with_properties(self.properties.clone())
                 .with_skip_arrow_metadata(!self.options.embed_arrow_schema);
-            let writer =
-                ArrowWriter::try_new_with_options(Vec::new(), self.schema.clone(), options)?;
+            let sink = ObjectWriter::create(&self.storage, &path)
+                .with_context(|| format!("starting {path}"))?;
+            let writer = ArrowWriter::try_new_with_options(sink, self.schema.clone(), options)?;
             let stats = vec![ColumnStats::default(); self.schema.fields().len()];
             self.open = Some(OpenFile {
                 path,
@@ -149,6 +155,11 @@ impl<S: Storage> RollingParquetWriter<S> {
         for (s, col) in file.stats.iter_mut().zip(batch.columns()) {
             s.merge(&ColumnStats::of_array(col.as_ref()));
         }
+        if file.writer.in_progress_size() >= self.options.row_group_bytes {
+            file.writer
+                .flush()
+                .with_context(|| format!("encoding {}", file.path))?;
+        }
         let size = file.writer.bytes_written() as u64 + file.writer.in_progress_size() as u64;
         if size >= self.options.target_file_size {
             self.finish_file()
@@ -163,19 +174,19 @@ impl<S: Storage> RollingParquetWriter<S> {
             return Ok(None);
         };
         if file.rows == 0 {
-            // opened by `ensure_open` but never written: nothing to upload
+            // opened by `ensure_open` but never written: dropping the writer aborts the upload
             return Ok(None);
         }
-        let bytes = file
+        let sink = file
             .writer
             .into_inner()
             .with_context(|| format!("finishing {}", file.path))?;
-        self.storage
-            .put(&file.path, &bytes)
+        let size = sink
+            .finish()
             .with_context(|| format!("uploading {}", file.path))?;
         Ok(Some(DataFileInfo {
             path: file.path,
-            size: bytes.len() as u64,
+            size,
             row_count: file.rows,
             column_stats: file.stats,
         }))

@@ -180,6 +180,9 @@ impl crate::storage::Storage for RacingStorage<'_> {
     fn get(&self, p: &str) -> crate::Result<Vec<u8>> {
         self.inner.get(p)
     }
+    fn upload(&self, p: &str) -> crate::Result<Box<dyn crate::storage::Upload>> {
+        self.inner.upload(p)
+    }
     fn put(&self, p: &str, d: &[u8]) -> crate::Result<()> {
         self.inner.put(p, d)
     }

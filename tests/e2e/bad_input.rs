@@ -225,7 +225,7 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
         "format:           paimon".to_string(),
         format!("size:             {} bytes", bytes.len()),
         format!("sha256:           {digest}"),
-        "contract version: 0.2.0 (host implements 0.2.0: compatible)".to_string(),
+        "contract version: 0.3.0 (host implements 0.3.0: compatible)".to_string(),
         "plugin version:   0.1.0".to_string(),
         "table layout:     <database>.db/<table>".to_string(),
     ] {
@@ -252,7 +252,7 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
 #[test]
 fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     let evil = std::fs::read(host::plugin("evil")).unwrap();
-    let marker = b"EVIL-CONTRACT=0.2.0";
+    let marker = b"EVIL-CONTRACT=0.3.0";
     let at = evil
         .windows(marker.len())
         .position(|w| w == marker)
@@ -262,7 +262,7 @@ fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     let file = scratch("evil-contract-0.9.wasm", &other);
     assert_startup_error(
         &host::args("127.0.0.1:1", std::slice::from_ref(&file), &[]),
-        "built for contract 0.9.0 but this host implements 0.2.0",
+        "built for contract 0.9.0 but this host implements 0.3.0",
     );
     assert!(
         !inspect(&[&file.display().to_string()]).0,

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use super::{ObjectMeta, Storage, normalize_prefix, validate_path};
+use super::{ObjectMeta, Storage, Upload, normalize_prefix, validate_path};
 use crate::error::{Error, Result, ResultExt};
 
 /// A directory acting as the table location.
@@ -31,8 +31,9 @@ impl LocalStorage {
         Ok(self.root.join(path))
     }
 
-    /// Writes `data` to a unique temporary sibling of `dest`, so the object appears whole.
-    fn write_tmp(&self, dest: &Path, data: &[u8]) -> Result<PathBuf> {
+    /// Creates a unique temporary sibling of `dest` (listings skip it), so the object
+    /// appears whole when renamed into place.
+    fn create_tmp(dest: &Path) -> Result<(PathBuf, fs::File)> {
         let dir = dest
             .parent()
             .ok_or_else(|| Error::invalid_input("path without parent"))?;
@@ -42,8 +43,13 @@ impl LocalStorage {
             .and_then(|n| n.to_str())
             .unwrap_or("object");
         let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
-        let mut f =
-            fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        Ok((tmp, f))
+    }
+
+    /// Writes `data` to a temporary sibling of `dest`.
+    fn write_tmp(&self, dest: &Path, data: &[u8]) -> Result<PathBuf> {
+        let (tmp, mut f) = Self::create_tmp(dest)?;
         f.write_all(data)
             .with_context(|| format!("writing {}", tmp.display()))?;
         Ok(tmp)
@@ -91,7 +97,56 @@ impl LocalStorage {
     }
 }
 
+/// An upload into a temporary file, renamed into place when completed.
+struct LocalUpload {
+    tmp: PathBuf,
+    dest: PathBuf,
+    file: Option<fs::File>,
+}
+
+impl Upload for LocalUpload {
+    fn write(&mut self, data: &[u8]) -> Result<()> {
+        let tmp = &self.tmp;
+        self.file
+            .as_mut()
+            .ok_or_else(|| Error::internal("the upload is finished"))?
+            .write_all(data)
+            .with_context(|| format!("writing {}", tmp.display()))
+    }
+    fn complete(mut self: Box<Self>) -> Result<u64> {
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| Error::internal("the upload is finished"))?;
+        let size = file.metadata()?.len();
+        drop(file);
+        fs::rename(&self.tmp, &self.dest)
+            .with_context(|| format!("publishing {}", self.dest.display()))?;
+        Ok(size)
+    }
+    fn abort(self: Box<Self>) -> Result<()> {
+        Ok(()) // the temporary file goes with the drop
+    }
+}
+
+impl Drop for LocalUpload {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 impl Storage for LocalStorage {
+    fn upload(&self, path: &str) -> Result<Box<dyn Upload>> {
+        let dest = self.resolve(path)?;
+        let (tmp, file) = Self::create_tmp(&dest)?;
+        Ok(Box::new(LocalUpload {
+            tmp,
+            dest,
+            file: Some(file),
+        }))
+    }
     fn get(&self, path: &str) -> Result<Vec<u8>> {
         let p = self.resolve(path)?;
         fs::read(&p).with_context(|| format!("reading {path}"))

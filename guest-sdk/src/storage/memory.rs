@@ -1,15 +1,17 @@
 //! In-memory [`Storage`], for unit tests and for native benchmarks that must not measure disks.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::{ObjectMeta, Storage, normalize_prefix, validate_path};
+use super::upload::PutOnComplete;
+use super::{ObjectMeta, Storage, Upload, normalize_prefix, validate_path};
 use crate::error::{Error, Result};
 
 /// A map of path → bytes behind a mutex.
 #[derive(Debug, Default)]
 pub struct MemoryStorage {
-    objects: Mutex<BTreeMap<String, (Vec<u8>, i64)>>,
+    /// Shared with the uploads in progress, which store their object when completed.
+    objects: Arc<Mutex<BTreeMap<String, (Vec<u8>, i64)>>>,
 }
 
 impl MemoryStorage {
@@ -34,6 +36,21 @@ impl MemoryStorage {
 }
 
 impl Storage for MemoryStorage {
+    fn upload(&self, path: &str) -> Result<Box<dyn Upload>> {
+        validate_path(path)?;
+        let objects = self.objects.clone();
+        let path = path.to_string();
+        Ok(Box::new(PutOnComplete {
+            data: Vec::new(),
+            put: Some(move |data| {
+                objects
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(path, (data, crate::clock::now_millis()));
+                Ok(())
+            }),
+        }))
+    }
     fn get(&self, path: &str) -> Result<Vec<u8>> {
         validate_path(path)?;
         self.lock()

@@ -4,15 +4,18 @@
 //! so that the very same code runs inside the WebAssembly sandbox ([`HostStorage`], backed by
 //! the host's `storage` interface) and natively in tests and benchmarks ([`MemoryStorage`],
 //! [`LocalStorage`]). All implementations follow the WIT semantics: paths are relative, `/`
-//! separated, without `.`/`..` segments; objects are written whole.
+//! separated, without `.`/`..` segments; a reader never sees a partial object (`put` is
+//! whole, an [`Upload`] appears when completed).
 
 mod host;
 mod local;
 mod memory;
+mod upload;
 
 pub use host::HostStorage;
 pub use local::LocalStorage;
 pub use memory::MemoryStorage;
+pub use upload::{ObjectWriter, PART_SIZE, Upload};
 
 use crate::error::{Error, Result};
 
@@ -27,10 +30,20 @@ pub struct ObjectMeta {
     pub last_modified: i64,
 }
 
-/// Whole-object storage confined to one table location (the WIT `storage` interface).
+/// Object storage confined to one table location (the WIT `storage` interface).
 pub trait Storage {
     /// Reads a whole object; fails with `not-found` when it does not exist.
     fn get(&self, path: &str) -> Result<Vec<u8>>;
+    /// Reads at most `length` bytes from `offset` (fewer at the end, none past it); fails
+    /// with `not-found` when the object does not exist.
+    fn get_range(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>> {
+        let data = self.get(path)?;
+        let start = (offset.min(data.len() as u64)) as usize;
+        let end = (offset.saturating_add(length).min(data.len() as u64)) as usize;
+        Ok(data[start..end].to_vec())
+    }
+    /// Starts writing `path` in parts ([`ObjectWriter`] is the usual way in).
+    fn upload(&self, path: &str) -> Result<Box<dyn Upload>>;
     /// Writes (or replaces) a whole object.
     fn put(&self, path: &str, data: &[u8]) -> Result<()>;
     /// Writes an object only if none exists, atomically; `already-exists` otherwise.
@@ -56,6 +69,12 @@ pub trait Storage {
 impl<S: Storage + ?Sized> Storage for &S {
     fn get(&self, path: &str) -> Result<Vec<u8>> {
         (**self).get(path)
+    }
+    fn get_range(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>> {
+        (**self).get_range(path, offset, length)
+    }
+    fn upload(&self, path: &str) -> Result<Box<dyn Upload>> {
+        (**self).upload(path)
     }
     fn put(&self, path: &str, data: &[u8]) -> Result<()> {
         (**self).put(path, data)
@@ -125,6 +144,24 @@ pub(crate) mod conformance {
         s.put("a/c/d", b"two!").unwrap();
         s.put("z", b"").unwrap();
         assert_eq!(s.get("a/b").unwrap(), b"one");
+        assert_eq!(s.get_range("a/b", 1, 5).unwrap(), b"ne");
+        assert!(s.get_range("a/b", 3, 5).unwrap().is_empty());
+        let mut w = ObjectWriter::create(s, "up/loaded").unwrap();
+        std::io::Write::write_all(&mut w, &vec![1u8; PART_SIZE + 3]).unwrap();
+        assert!(
+            s.head("up/loaded").unwrap().is_none(),
+            "invisible until finished"
+        );
+        assert_eq!(w.finish().unwrap(), PART_SIZE as u64 + 3);
+        assert_eq!(s.get("up/loaded").unwrap().len(), PART_SIZE + 3);
+        let mut w = ObjectWriter::create(s, "up/dropped").unwrap();
+        std::io::Write::write_all(&mut w, b"x").unwrap();
+        drop(w);
+        assert!(
+            s.head("up/dropped").unwrap().is_none(),
+            "a dropped upload leaves nothing"
+        );
+        s.delete("up/loaded").unwrap();
         assert_eq!(s.head("a/c/d").unwrap().unwrap().size, 4);
         s.put("a/b", b"uno").unwrap();
         assert_eq!(s.get("a/b").unwrap(), b"uno");

@@ -8,13 +8,15 @@
 
 use std::time::{Duration, Instant};
 
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::fluss::lake::{clock, logging, storage, types};
 use super::engine::EngineSettings;
-use super::sandbox::{LogAdmission, LogRateLimit, MAX_HANDLES, SandboxLimits, truncate_message};
-use super::storage::{ObjectInfo, ScopedStorage, StorageError, StorageErrorKind};
+use super::sandbox::{
+    LogAdmission, LogRateLimit, MAX_HANDLES, MAX_OPEN_UPLOADS, SandboxLimits, truncate_message,
+};
+use super::storage::{ObjectInfo, ScopedStorage, StorageError, StorageErrorKind, Upload};
 
 /// WASI's clocks as the sandbox shows them: always the epoch.
 struct FrozenClock;
@@ -50,8 +52,10 @@ pub struct InstanceState {
     /// Prefix of the plugin's log lines: plugin name and table.
     pub(super) log_context: String,
     log_limit: LogRateLimit,
-    /// Most entries one `list-objects` may return.
+    /// Most entries one `list-objects` page may hold.
     max_list_entries: usize,
+    /// Uploads started and not yet finished or dropped.
+    open_uploads: usize,
 }
 
 impl InstanceState {
@@ -74,6 +78,7 @@ impl InstanceState {
             log_context,
             log_limit: LogRateLimit::new(settings.log_rate),
             max_list_entries: settings.max_list_entries,
+            open_uploads: 0,
         }
     }
 
@@ -149,16 +154,36 @@ impl storage::Host for InstanceState {
             .map_err(to_wit)
     }
 
+    async fn get_range(
+        &mut self,
+        path: String,
+        offset: u64,
+        length: u64,
+    ) -> Result<Vec<u8>, types::LakeError> {
+        // The range lands in guest memory, as a whole object does.
+        let max = self.limits.memory_limit() as u64;
+        self.storage()?
+            .get_range(&path, offset, length, max)
+            .await
+            .map_err(to_wit)
+    }
+
     async fn list_objects(
         &mut self,
         prefix: String,
-    ) -> Result<Vec<types::ObjectMeta>, types::LakeError> {
-        let objects = self
+        start_after: Option<String>,
+        max_entries: u32,
+    ) -> Result<types::ObjectPage, types::LakeError> {
+        let max = (max_entries as usize).min(self.max_list_entries);
+        let page = self
             .storage()?
-            .list(&prefix, self.max_list_entries)
+            .list_page(&prefix, start_after.as_deref(), max)
             .await
             .map_err(to_wit)?;
-        Ok(objects.into_iter().map(meta).collect())
+        Ok(types::ObjectPage {
+            objects: page.objects.into_iter().map(meta).collect(),
+            next: page.next,
+        })
     }
 
     async fn delete_object(&mut self, path: String) -> Result<(), types::LakeError> {
@@ -167,6 +192,59 @@ impl storage::Host for InstanceState {
 
     async fn head(&mut self, path: String) -> Result<Option<types::ObjectMeta>, types::LakeError> {
         Ok(self.storage()?.head(&path).await.map_err(to_wit)?.map(meta))
+    }
+}
+
+impl storage::HostUpload for InstanceState {
+    async fn start(&mut self, path: String) -> Result<Resource<Upload>, types::LakeError> {
+        // Each open upload holds parts in host memory: a bounded number per instance.
+        if self.open_uploads >= MAX_OPEN_UPLOADS {
+            return Err(types::LakeError {
+                kind: types::ErrorKind::InvalidInput,
+                message: format!(
+                    "more than {MAX_OPEN_UPLOADS} uploads open at once: complete or abort one first"
+                ),
+            });
+        }
+        let upload = self.storage()?.start_upload(&path).await.map_err(to_wit)?;
+        let handle = self.table.push(upload).map_err(|e| types::LakeError {
+            kind: types::ErrorKind::InvalidInput,
+            message: format!("too many handles: {e}"),
+        })?;
+        self.open_uploads += 1;
+        Ok(handle)
+    }
+
+    async fn write(
+        &mut self,
+        upload: Resource<Upload>,
+        data: Vec<u8>,
+    ) -> Result<(), types::LakeError> {
+        self.upload(&upload)?.write(&data).await.map_err(to_wit)
+    }
+
+    async fn complete(&mut self, upload: Resource<Upload>) -> Result<u64, types::LakeError> {
+        self.upload(&upload)?.complete().await.map_err(to_wit)
+    }
+
+    async fn abort(&mut self, upload: Resource<Upload>) -> Result<(), types::LakeError> {
+        self.upload(&upload)?.abort().await.map_err(to_wit)
+    }
+
+    async fn drop(&mut self, upload: Resource<Upload>) -> wasmtime::Result<()> {
+        // Dropping an unfinished upload aborts it (`Upload`'s `Drop`).
+        self.table.delete(upload)?;
+        self.open_uploads = self.open_uploads.saturating_sub(1);
+        Ok(())
+    }
+}
+
+impl InstanceState {
+    fn upload(&mut self, upload: &Resource<Upload>) -> Result<&mut Upload, types::LakeError> {
+        self.table.get_mut(upload).map_err(|e| types::LakeError {
+            kind: types::ErrorKind::InvalidInput,
+            message: format!("not an upload handle: {e}"),
+        })
     }
 }
 

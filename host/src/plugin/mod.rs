@@ -30,6 +30,8 @@ pub mod bindings {
         world: "lake-plugin",
         imports: { default: async },
         exports: { default: async },
+        // A plugin's upload handle is the host's upload of one object.
+        with: { "fluss:lake/storage.upload": super::storage::Upload },
     });
 }
 
@@ -39,4 +41,4 @@ pub use registry::{Plugin, PluginRegistry};
 pub use reload::PluginSet;
 
 /// The contract version this host implements (the WIT package version).
-pub const CONTRACT_VERSION: &str = "0.2.0";
+pub const CONTRACT_VERSION: &str = "0.3.0";

@@ -314,9 +314,9 @@ mod tests {
 
     #[test]
     fn contract_versions() {
-        assert!(contract_compatible("0.2.0", "0.2.0"));
-        assert!(contract_compatible("0.2.3", "0.2.0"));
-        assert!(!contract_compatible("0.1.0", "0.2.0"));
+        assert!(contract_compatible("0.3.0", "0.3.0"));
+        assert!(contract_compatible("0.3.2", "0.3.0"));
+        assert!(!contract_compatible("0.2.0", "0.3.0"));
         assert!(contract_compatible("1.4.0", "1.0.0"));
         assert!(!contract_compatible("2.0.0", "1.0.0"));
         assert!(!contract_compatible("garbage", "0.1.0"));

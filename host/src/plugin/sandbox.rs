@@ -30,6 +30,10 @@ use wasmtime::ResourceLimiter;
 
 use crate::error::{Error, ErrorKind, Result};
 
+/// Uploads one instance may have open at once: each holds up to
+/// [`super::storage::UPLOAD_PARTS_IN_FLIGHT`] + 1 parts of host memory.
+pub const MAX_OPEN_UPLOADS: usize = 4;
+
 /// Tables and instances are tiny in practice; these caps only stop abuse.
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 const MAX_INSTANCES: usize = 16;

@@ -32,6 +32,8 @@ pub struct Warehouse {
     root: Path,
     /// How paths print: `s3://bucket/prefix` or the local directory.
     display_base: String,
+    /// The store lists in path order (S3 does; a local directory does not).
+    ordered_listing: bool,
 }
 
 /// What a warehouse URL names.
@@ -107,6 +109,7 @@ impl Warehouse {
                     store: Arc::new(store),
                     root: Path::default(),
                     display_base: dir,
+                    ordered_listing: false,
                 })
             }
             WarehouseUrl::S3 { bucket, prefix } => {
@@ -127,6 +130,7 @@ impl Warehouse {
                     } else {
                         format!("s3://{bucket}/{prefix}")
                     },
+                    ordered_listing: true,
                 })
             }
         }
@@ -156,6 +160,7 @@ impl Warehouse {
         let root: Path = self.root.parts().chain(rel.parts()).collect();
         Ok(ScopedStorage::new(
             self.store.clone(),
+            self.ordered_listing,
             root,
             format!("{}/{location}", self.display_base),
         ))

@@ -296,22 +296,12 @@ async fn listings_and_reads_are_bounded_before_the_host_holds_them() {
             CancellationToken::new(),
         )
         .await;
+    // A page asked for without bound holds the host's page size; the pages hold everything.
     assert!(
         e.message()
-            .contains("more than 100 objects under 'flood/': list a narrower prefix"),
+            .contains("LISTED 100 objects in the first page; PAGED 101 objects in 2 pages"),
         "{e}"
     );
-    assert!(!e.message().contains("LISTED"), "{e}");
-    // At the bound a listing still works.
-    std::fs::remove_dir_all(s.warehouse.join("fluss/t_list_flood/flood")).unwrap();
-    let e = s
-        .evil_split_with(
-            "list-flood",
-            &[("objects", &MAX_LIST_ENTRIES.to_string())],
-            CancellationToken::new(),
-        )
-        .await;
-    assert!(e.message().contains("LISTED 100 objects"), "{e}");
 
     // An object larger than the instance may hold (a sparse file: no disk is used) is
     // refused before it is read.
@@ -329,6 +319,64 @@ async fn listings_and_reads_are_bounded_before_the_host_holds_them() {
         "{e}"
     );
     std::fs::remove_file(dir.join("big")).unwrap();
+
+    // An unbounded range is refused before anything is read; a range at the end of a huge
+    // object is served.
+    let dir = s.warehouse.join("fluss/t_huge_range");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::File::create(dir.join("big"))
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    let e = s.evil_split("huge-range").await;
+    assert!(
+        e.message().contains(
+            "UNBOUNDED: a range of 18446744073709551615 bytes of big is more than the 268435456 bytes \
+             a plugin instance may hold; TAIL 10 bytes"
+        ),
+        "{e}"
+    );
+    std::fs::remove_file(dir.join("big")).unwrap();
+}
+
+#[tokio::test]
+async fn uploads_are_bounded_and_leave_nothing_unless_completed() {
+    let s = Suite::load().await;
+    // Each open upload holds host memory: a bounded number at once.
+    let e = s.evil_split("upload-flood").await;
+    assert!(
+        e.message()
+            .contains("OPENED 4 uploads, then: more than 4 uploads open at once"),
+        "{e}"
+    );
+    // An upload dropped unfinished, and one never dropped (its instance ends), leave nothing;
+    // the split itself completes.
+    let t = evil_table("upload-abandon", &[]);
+    s.split_until(&s.evil, &t, CancellationToken::new())
+        .await
+        .expect("a split that abandoned two uploads still completes");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let left = files(&s.warehouse.join("fluss/t_upload_abandon"));
+    assert!(
+        !left.is_empty()
+            && left
+                .iter()
+                .all(|f| !f.contains("abandoned") && !f.contains("forgotten")),
+        "{left:?}"
+    );
+    // An upload over the round's quota is refused, and cannot be completed afterwards.
+    let e = s.evil_split("upload-fill").await;
+    assert_eq!(e.kind(), ErrorKind::PluginLimit, "{e}");
+    assert!(
+        e.message().contains("over the round's storage quota"),
+        "{e}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let left = files(&s.warehouse.join("fluss/t_upload_fill"));
+    assert!(left.iter().all(|f| !f.starts_with("fill")), "{left:?}");
+    // The four uploads `upload-flood` left open went with its instance.
+    let left = files(&s.warehouse.join("fluss/t_upload_flood"));
+    assert!(left.iter().all(|f| !f.starts_with("uploads")), "{left:?}");
 }
 
 #[tokio::test]

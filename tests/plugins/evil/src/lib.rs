@@ -20,8 +20,15 @@
 //! | `wasi-timer`    | blocks on a WASI monotonic-clock pollable of an hour in `write`    |
 //! | `handles`       | creates 20 000 writer resources in `write` and forgets them        |
 //! | `wasi-handles`  | creates 20 000 WASI pollables in `write` and forgets them          |
-//! | `list-flood`    | writes `evil.objects` objects in `write`, then lists them          |
+//! | `list-flood`    | writes `evil.objects` objects in `write`, asks for one page of all |
+//! |                 | of them, then pages through the whole listing                      |
 //! | `huge-get`      | reads the object `big` (which a test places) in `write`            |
+//! | `huge-range`    | asks for an unbounded range of `big`, then for its last 10 bytes    |
+//! | `upload-flood`  | starts uploads in `write` without finishing them, until refused    |
+//! | `upload-abandon`| starts two uploads and writes to them: drops one unfinished and    |
+//! |                 | forgets the other (never dropped), then writes as an honest plugin |
+//! | `upload-fill`   | writes 1 MiB parts to one upload until refused, ignores the        |
+//! |                 | refusal and completes it                                           |
 //! | `disk-fill`     | writes 1 MiB objects in `write` until refused, ignores the refusal |
 //! | `log-flood`     | logs 100 000 lines in `write`                                      |
 //! | `own-offsets`   | claims a snapshot Fluss missed, with an offsets file it wrote in   |
@@ -61,6 +68,14 @@ fn setting(table: &TableInfo, config: &[(String, String)], key: &str) -> Option<
 
 fn mode(table: &TableInfo, config: &[(String, String)]) -> String {
     setting(table, config, "mode").unwrap_or_default()
+}
+
+/// Every object under `prefix`, page after page (the honest way to list).
+fn listed(prefix: &str) -> Result<Vec<fluss_lake_guest_sdk::storage::ObjectMeta>, LakeError> {
+    use fluss_lake_guest_sdk::storage::{HostStorage, Storage};
+    HostStorage
+        .list(prefix)
+        .map_err(|e| error(WitErrorKind::Io, e.to_string()))
 }
 
 fn error(kind: WitErrorKind, message: String) -> LakeError {
@@ -107,12 +122,12 @@ fn nonce() -> u64 {
 
 /// The contract version `info` reports, behind a marker a test can find in the `.wasm` and
 /// patch (same length) to fake a plugin built for another contract version.
-static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.2.0";
+static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.3.0";
 
 /// The plugin version `info` reports (trailing dots are padding), behind a marker a test can
 /// patch (same length) to any version text, e.g. a long one of multi-byte characters.
 static VERSION_MARKER: &str = concat!(
-    "EVIL-VERSION=0.2.0",
+    "EVIL-VERSION=0.3.0",
     "................................................................................",
     "................................................................................",
     "................................................................................",
@@ -263,11 +278,62 @@ impl writer::GuestLakeWriter for EvilWriter {
                 for i in 0..n {
                     storage::put(&format!("flood/{i}"), b"")?;
                 }
-                let listed = storage::list_objects("flood/")?;
+                let first = storage::list_objects("flood/", None, u32::MAX)?;
+                let (mut total, mut pages, mut next) = (first.objects.len(), 1, first.next.clone());
+                while let Some(after) = next {
+                    let page = storage::list_objects("flood/", Some(&after), u32::MAX)?;
+                    total += page.objects.len();
+                    pages += 1;
+                    next = page.next;
+                }
                 return Err(error(
                     WitErrorKind::Internal,
-                    format!("LISTED {} objects", listed.len()),
+                    format!(
+                        "LISTED {} objects in the first page; PAGED {total} objects in {pages} pages",
+                        first.objects.len()
+                    ),
                 ));
+            }
+            "huge-range" => {
+                let refused = match storage::get_range("big", 0, u64::MAX) {
+                    Ok(b) => format!("READ {} bytes", b.len()),
+                    Err(e) => e.message,
+                };
+                let size = storage::head("big")?.map(|m| m.size).unwrap_or(0);
+                let tail = storage::get_range("big", size.saturating_sub(10), 100)?;
+                return Err(error(
+                    WitErrorKind::Internal,
+                    format!("UNBOUNDED: {refused}; TAIL {} bytes", tail.len()),
+                ));
+            }
+            "upload-flood" => {
+                let mut open = Vec::new();
+                loop {
+                    match storage::Upload::start(&format!("uploads/{}", open.len())) {
+                        Ok(u) => open.push(u),
+                        Err(e) => {
+                            return Err(error(
+                                WitErrorKind::Internal,
+                                format!("OPENED {} uploads, then: {}", open.len(), e.message),
+                            ));
+                        }
+                    }
+                }
+            }
+            "upload-abandon" => {
+                let dropped = storage::Upload::start("data/abandoned")?;
+                dropped.write(&vec![0xAB; 3 << 20])?;
+                drop(dropped);
+                let forgotten = storage::Upload::start("data/forgotten")?;
+                forgotten.write(&vec![0xAB; 3 << 20])?;
+                std::mem::forget(forgotten);
+            }
+            "upload-fill" => {
+                let u = storage::Upload::start("fill/one-big-object")?;
+                let chunk = vec![0xDD; 1 << 20];
+                while u.write(&chunk).is_ok() {}
+                // Pretend nothing happened.
+                let _ = u.complete();
             }
             "huge-get" => {
                 let big = storage::get("big")?;
@@ -361,7 +427,7 @@ impl committer::GuestLakeCommitter for EvilCommitter {
             storage::put("replay/probe-pending", b"")?;
             return Err(error(WitErrorKind::Io, "deliberately failed commit".into()));
         }
-        let existing = storage::list_objects("snapshots/")?.len() as i64;
+        let existing = listed("snapshots/")?.len() as i64;
         let id = existing + 1;
         let mut body = committable;
         for (k, v) in properties {
@@ -402,7 +468,7 @@ impl committer::GuestLakeCommitter for EvilCommitter {
         &self,
         latest: Option<i64>,
     ) -> Result<Option<CommittedSnapshot>, LakeError> {
-        if self.mode == "unsure-commit" && !storage::list_objects("snapshots/")?.is_empty() {
+        if self.mode == "unsure-commit" && !listed("snapshots/")?.is_empty() {
             return Err(error(
                 WitErrorKind::Io,
                 "cannot read the table's snapshots right now".into(),
