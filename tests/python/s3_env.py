@@ -29,3 +29,17 @@ def paimon_options(warehouse: str) -> dict:
         "s3.secret-key": e["S3_SECRET_KEY"],
         "s3.path.style.access": "true",
     }
+
+
+def pyarrow_fs():
+    """A pyarrow S3FileSystem for the test server."""
+    from pyarrow import fs
+
+    e = _env()
+    return fs.S3FileSystem(
+        endpoint_override=e["S3_ENDPOINT"],
+        region=e["S3_REGION"],
+        access_key=e["S3_ACCESS_KEY"],
+        secret_key=e["S3_SECRET_KEY"],
+        force_virtual_addressing=False,
+    )

@@ -116,15 +116,23 @@ pub fn row_batch(
 /// tiering round does.
 pub struct ComponentDriver {
     plugin: Arc<Plugin>,
+    /// A local directory unless [`ComponentDriver::on_store`] gave another warehouse.
     pub warehouse: PathBuf,
+    /// The warehouse as the host opens it: a directory or an `s3://` URL, and its options.
+    store: (String, fluss_lake_host::warehouse::StorageOptions),
     pub config: Vec<(String, String)>,
 }
 
 impl ComponentDriver {
     pub async fn load(wasm: &Path, warehouse: &Path) -> Self {
+        Self::load_with_memory(wasm, warehouse, 1 << 30).await
+    }
+
+    /// Every instance limited to `memory_limit` bytes of linear memory.
+    pub async fn load_with_memory(wasm: &Path, warehouse: &Path, memory_limit: usize) -> Self {
         let engine = Arc::new(
             PluginEngine::new(EngineSettings {
-                instance_memory_limit: 1 << 30,
+                instance_memory_limit: memory_limit,
                 cache_dir: Some(crate::host::plugin_cache_dir()),
                 ..EngineSettings::default()
             })
@@ -135,8 +143,20 @@ impl ComponentDriver {
         ComponentDriver {
             plugin: Arc::new(plugin),
             warehouse: warehouse.to_path_buf(),
+            store: (warehouse.display().to_string(), Default::default()),
             config: vec![("warehouse".to_string(), warehouse.display().to_string())],
         }
+    }
+
+    /// The same driver writing to the warehouse `url` (e.g. `s3://…`) opened with `options`.
+    pub fn on_store(
+        mut self,
+        url: &str,
+        options: fluss_lake_host::warehouse::StorageOptions,
+    ) -> Self {
+        self.store = (url.to_string(), options);
+        self.config = vec![("warehouse".to_string(), url.to_string())];
+        self
     }
 
     async fn instance(&self, table: &TableInfo) -> PluginInstance {
@@ -145,12 +165,49 @@ impl ComponentDriver {
             .unwrap();
         let location = self.location(table);
         i.set_storage(
-            Warehouse::open(&self.warehouse.display().to_string(), &Default::default())
+            Warehouse::open(&self.store.0, &self.store.1)
                 .unwrap()
                 .scope(&location)
                 .unwrap(),
         );
         i
+    }
+
+    /// Writes one split of `batches` (made as they are sent, so the test holds one at a
+    /// time), commits it with `properties`; the write result's file bytes and the commit.
+    pub async fn streamed_round(
+        &self,
+        table: &TableInfo,
+        batches: impl Iterator<Item = RowBatch>,
+        properties: Vec<(String, String)>,
+    ) -> (u64, CommitResult) {
+        let mut i = self.instance(table).await;
+        let context = WriterContext {
+            table: table.clone(),
+            bucket: 0,
+            partition_id: None,
+            partition_name: None,
+            split_index: 0,
+            round_timestamp: 0,
+            config: self.config.clone(),
+        };
+        let w = i.open_writer(&context).await.unwrap();
+        for b in batches {
+            i.write(&w, &b).await.unwrap();
+        }
+        let result = i.complete(w).await.unwrap();
+        let mut i = self.instance(table).await;
+        let c = i
+            .open_committer(&CommitterContext {
+                table: table.clone(),
+                config: self.config.clone(),
+                tiering_config: Vec::new(),
+            })
+            .await
+            .unwrap();
+        let committable = i.to_committable(&c, &[result.payload]).await.unwrap();
+        let commit = i.commit(&c, &committable, &properties, None).await.unwrap();
+        (result.file_bytes, commit)
     }
 
     /// The table's location as the host composes it from the plugin's layout.

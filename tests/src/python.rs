@@ -52,3 +52,20 @@ pub fn batch(script: &str, commands: &[Vec<String>]) -> Vec<Result<Vec<Value>, S
         })
         .collect()
 }
+
+/// The footer of the Parquet file at `url` on the test S3 server, as pyarrow reads it through
+/// S3: `{"num_rows", "row_groups", "size"}`.
+pub fn parquet_footer(url: &str) -> Value {
+    let out = Command::new(repo_root().join("target/venv/bin/python"))
+        .arg(repo_root().join("tests/python/parquet_footer.py"))
+        .arg(url)
+        .envs(crate::s3::reader_env())
+        .output()
+        .expect("running parquet_footer.py");
+    assert!(
+        out.status.success(),
+        "parquet_footer.py {url} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}

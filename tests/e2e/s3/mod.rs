@@ -4,4 +4,5 @@
 //! ([`fluss_lake_e2e::cluster::lease_s3`]) read back by the formats' readers through S3.
 
 mod conditional_creates;
+mod large_files;
 mod paimon;
