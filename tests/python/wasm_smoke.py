@@ -21,10 +21,12 @@ import time
 
 import pyarrow as pa
 from wasmtime import Config, Engine, Store, WasiConfig
-from wasmtime.component import Component, Linker, Record, Variant
+from wasmtime.component import Component, Linker, Record, ResourceHost, ResourceType, Variant
 
 PKG = "fluss:lake"
-VER = "0.2.0"
+VER = "0.3.0"
+# The host resource type id of `storage.upload` handles.
+UPLOAD_TYPE = 1
 
 
 def rec(**fields):
@@ -47,6 +49,9 @@ class DirStorage:
 
     def __init__(self, root):
         self.root = root
+        # Uploads in progress: handle rep -> (destination, temporary file, open file).
+        self.uploads = {}
+        self.next_upload = 1
 
     def _path(self, p):
         parts = p.split("/")
@@ -98,7 +103,18 @@ class DirStorage:
         st = os.stat(full)
         return rec(path=rel, size=st.st_size, last_modified=int(st.st_mtime * 1000))
 
-    def list_objects(self, store, prefix):
+    def get_range(self, store, path, offset, length):
+        def run():
+            full = self._path(path)
+            if not os.path.isfile(full):
+                return lake_error("not-found", path)
+            with open(full, "rb") as f:
+                f.seek(offset)
+                return f.read(length)
+        return self._guard(run)
+
+    def list_objects(self, store, prefix, start_after, max_entries):
+        """One page, in path order (a page of at most 100 here, whatever is asked)."""
         def run():
             p = prefix.strip("/")
             base = self._path(p) if p else self.root
@@ -108,9 +124,61 @@ class DirStorage:
                     if name.startswith(".tmp-"):
                         continue
                     full = os.path.join(dirpath, name)
-                    out.append(self._meta(os.path.relpath(full, self.root).replace(os.sep, "/"), full))
-            return out
+                    rel = os.path.relpath(full, self.root).replace(os.sep, "/")
+                    if start_after is None or rel > start_after:
+                        out.append((rel, full))
+            out.sort()
+            page = out[:min(max_entries, 100)]
+            nxt = page[-1][0] if len(out) > len(page) else None
+            return rec(objects=[self._meta(rel, full) for rel, full in page], next=nxt)
+        # Both cases are records: the result is given tagged.
+        r = self._guard(run)
+        return Variant("err", r) if hasattr(r, "kind") else Variant("ok", r)
+
+    def upload_start(self, store, path):
+        def run():
+            full = self._path(path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(full), prefix=".tmp-")
+            rep = self.next_upload
+            self.next_upload += 1
+            self.uploads[rep] = (full, tmp, os.fdopen(fd, "wb"))
+            return ResourceHost.own(rep, UPLOAD_TYPE)
         return self._guard(run)
+
+    @staticmethod
+    def _rep(store, handle):
+        # Once per call: wasmtime-py's `to_host` uses the borrowed handle up.
+        return handle.to_host(store).rep
+
+    def upload_write(self, store, handle, data):
+        def run():
+            self.uploads[self._rep(store, handle)][2].write(bytes(data))
+            return None
+        return self._guard(run)
+
+    def upload_complete(self, store, handle):
+        def run():
+            full, tmp, f = self.uploads.pop(self._rep(store, handle))
+            size = f.tell()
+            f.close()
+            os.replace(tmp, full)
+            return size
+        return self._guard(run)
+
+    def upload_abort(self, store, handle):
+        return self._guard(lambda: self._drop(self.uploads.pop(self._rep(store, handle), None)))
+
+    def upload_dtor(self, store, rep):
+        self._drop(self.uploads.pop(rep, None))
+
+    @staticmethod
+    def _drop(upload):
+        if upload is not None:
+            upload[2].close()
+            if os.path.exists(upload[1]):
+                os.unlink(upload[1])
+        return None
 
     def delete_object(self, store, path):
         def run():
@@ -140,8 +208,12 @@ class Plugin:
             with root.add_instance(f"{PKG}/types@{VER}"):
                 pass
             with root.add_instance(f"{PKG}/storage@{VER}") as s:
-                for name in ["get", "put", "put-if-absent", "list-objects", "delete-object", "head"]:
+                for name in ["get", "get-range", "put", "put-if-absent", "list-objects", "delete-object", "head"]:
                     s.add_func(name, getattr(storage, name.replace("-", "_")))
+                s.add_resource("upload", ResourceType.host(UPLOAD_TYPE), storage.upload_dtor)
+                s.add_func("[static]upload.start", storage.upload_start)
+                for method in ["write", "complete", "abort"]:
+                    s.add_func(f"[method]upload.{method}", getattr(storage, f"upload_{method}"))
             with root.add_instance(f"{PKG}/logging@{VER}") as lg:
                 lg.add_func("log", lambda store, level, msg: print(f"  [plugin {level}] {msg}"))
             with root.add_instance(f"{PKG}/clock@{VER}") as c:
