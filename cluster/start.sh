@@ -47,6 +47,9 @@ case "$STORAGE" in
   s3)
     s3_settings
     REMOTE_DATA_DIR="$S3_ROOT/remote-data"
+    # Small log segments copied to S3 every few seconds: a backlog reaches remote storage in
+    # seconds (the test of a round whose backlog is only there). Production sets its own.
+    : "${S3_LOG_SEGMENT_SIZE:=1mb}" "${S3_REMOTE_LOG_INTERVAL:=2s}"
     # Fluss's S3 file system: its own access with the static keys, and session credentials
     # for clients (fluss-rs reading remote log segments) from STS AssumeRole.
     S3_YAML="s3.endpoint: $S3_ENDPOINT
@@ -55,7 +58,9 @@ s3.path.style.access: true
 s3.access-key: $S3_ACCESS_KEY
 s3.secret-key: $S3_SECRET_KEY
 s3.assumed.role.arn: $S3_ROLE_ARN
-s3.assumed.role.sts.endpoint: $S3_ENDPOINT"
+s3.assumed.role.sts.endpoint: $S3_ENDPOINT
+log.segment.file-size: $S3_LOG_SEGMENT_SIZE
+remote.log.task-interval-duration: $S3_REMOTE_LOG_INTERVAL"
     [ -f "$FLUSS_DIST_DIR/.s3.ok" ] || die "plugins/s3 missing; run: WITH_S3=1 cluster/setup.sh" ;;
   *) die "STORAGE must be local or s3 (got '$STORAGE')" ;;
 esac

@@ -28,15 +28,14 @@ def client(service, **kw):
 
 
 iam = client("iam")
-iam.create_user(UserName="fluss-lake")
+user_arn = iam.create_user(UserName="fluss-lake")["User"]["Arn"]
 iam.put_user_policy(UserName="fluss-lake", PolicyName="all", PolicyDocument=ALLOW_ALL)
 key = iam.create_access_key(UserName="fluss-lake")["AccessKey"]
-account = client("sts").get_caller_identity()["Account"]
 trust = json.dumps(
     {
         "Version": "2012-10-17",
         "Statement": [
-            {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account}:root"}, "Action": "sts:AssumeRole"}
+            {"Effect": "Allow", "Principal": {"AWS": user_arn}, "Action": "sts:AssumeRole"}
         ],
     }
 )

@@ -253,10 +253,10 @@ fn prepare(index: usize) -> String {
     let no_sasl = !yaml.contains("security.protocol.map: SECURE:SASL");
     // The S3 cluster holds the S3 server's credentials: a restarted server has new ones.
     let stale_s3 = index == S3_CLUSTER
-        && !yaml.contains(&format!(
+        && (!yaml.contains(&format!(
             "s3.access-key: {}",
             crate::s3::server().access_key
-        ));
+        )) || !yaml.contains("remote.log.task-interval-duration"));
     let restart = !up
         || dirty.exists()
         || fixed_format

@@ -7,11 +7,14 @@ use super::upload::PutOnComplete;
 use super::{ObjectMeta, Storage, Upload, normalize_prefix, validate_path};
 use crate::error::{Error, Result};
 
+/// Path → (bytes, last modified).
+type Objects = BTreeMap<String, (Vec<u8>, i64)>;
+
 /// A map of path → bytes behind a mutex.
 #[derive(Debug, Default)]
 pub struct MemoryStorage {
     /// Shared with the uploads in progress, which store their object when completed.
-    objects: Arc<Mutex<BTreeMap<String, (Vec<u8>, i64)>>>,
+    objects: Arc<Mutex<Objects>>,
 }
 
 impl MemoryStorage {
@@ -30,7 +33,7 @@ impl MemoryStorage {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Vec<u8>, i64)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Objects> {
         self.objects.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -6,3 +6,4 @@
 mod conditional_creates;
 mod large_files;
 mod paimon;
+mod remote_log;

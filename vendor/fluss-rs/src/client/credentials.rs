@@ -58,6 +58,8 @@ fn convert_hadoop_key_to_opendal(hadoop_key: &str) -> Option<(String, bool)> {
         // S3 specific configurations
         "fs.s3a.endpoint" => Some(("endpoint".to_string(), false)),
         "fs.s3a.endpoint.region" => Some(("region".to_string(), false)),
+        // What Fluss 0.9's S3 token provider sends (its REGION_KEY).
+        "fs.s3a.region" => Some(("region".to_string(), false)),
         "fs.s3a.path.style.access" => Some(("enable_virtual_host_style".to_string(), true)),
         "fs.s3a.connection.ssl.enabled" => None,
         // OSS specific configurations
@@ -94,6 +96,8 @@ fn build_remote_fs_props(
 
     if let Some(token) = &credentials.security_token {
         props.insert("security_token".to_string(), token.clone());
+        // S3 (opendal's S3 service) names it `session_token`.
+        props.insert("session_token".to_string(), token.clone());
     }
 
     for (key, value) in addition_infos {
