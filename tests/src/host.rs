@@ -234,6 +234,16 @@ pub fn run_to_exit(args: &[String], timeout: Duration) -> Output {
     }
 }
 
+/// The one `error:` line of a host run that had to fail at startup; panics (with its stderr)
+/// when the run succeeded or printed another number of error lines.
+pub fn the_error_line(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    errors[0].to_string()
+}
+
 /// Standard arguments for a host against the test cluster with the given plugins.
 pub fn args(bootstrap: &str, plugins: &[PathBuf], extra: &[&str]) -> Vec<String> {
     let mut a = vec![

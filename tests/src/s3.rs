@@ -114,6 +114,16 @@ impl S3Server {
             .collect()
     }
 
+    /// `--datalake.<format>.warehouse <warehouse>` and [`Self::host_args`].
+    pub fn warehouse_args(&self, format: &str, warehouse: &str, secret_key: &str) -> Vec<String> {
+        let mut args = vec![
+            format!("--datalake.{format}.warehouse"),
+            warehouse.to_string(),
+        ];
+        args.extend(self.host_args(format, secret_key));
+        args
+    }
+
     /// A client of the bucket, for checks of what is stored.
     pub fn client(&self) -> Arc<dyn ObjectStore> {
         Arc::new(

@@ -88,21 +88,16 @@ async fn a_store_without_conditional_puts_is_refused_at_startup() {
 
     // The binary: one error line at startup, before it connects to Fluss (none is running at
     // this address).
-    let mut extra = vec!["--datalake.paimon.warehouse".to_string(), url.clone()];
-    extra.extend(legacy.host_args("paimon", &legacy.secret_key));
+    let extra = legacy.warehouse_args("paimon", &url, &legacy.secret_key);
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let out = host::run_to_exit(
         &host::args("127.0.0.1:1", &[host::plugin("paimon")], &extra),
         Duration::from_secs(60),
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(errors.len(), 1, "{stderr}");
+    let error = host::the_error_line(&out);
     assert!(
-        errors[0].contains(&format!("--datalake.paimon.warehouse: warehouse '{url}'"))
-            && errors[0].contains("does not honour conditional puts"),
-        "{}",
-        errors[0]
+        error.contains(&format!("--datalake.paimon.warehouse: warehouse '{url}'"))
+            && error.contains("does not honour conditional puts"),
+        "{error}"
     );
 }

@@ -80,22 +80,18 @@ async fn log_and_primary_key_tables_tier_into_paimon_on_s3_and_read_back_through
     };
 
     // A wrong secret key: one error line, the secret nowhere, nothing written or registered.
-    let mut extra = vec!["--datalake.paimon.warehouse".to_string(), warehouse.clone()];
-    extra.extend(s3.host_args("paimon", "not-the-secret"));
+    let extra = s3.warehouse_args("paimon", &warehouse, "not-the-secret");
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let out = host::run_to_exit(
         &host::args(&c.bootstrap, &[host::plugin("paimon")], &extra),
         Duration::from_secs(90),
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(errors.len(), 1, "{stderr}");
+    let error = host::the_error_line(&out);
     assert!(
-        errors[0].contains("the store refused the credentials"),
-        "{}",
-        errors[0]
+        error.contains("the store refused the credentials"),
+        "{error}"
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("not-the-secret"), "{stderr}");
     for t in [&log, &pk] {
         assert!(snapshots(t).await.is_empty(), "{t} has a snapshot");
@@ -110,8 +106,7 @@ async fn log_and_primary_key_tables_tier_into_paimon_on_s3_and_read_back_through
     // FlussLakeTiering has.
     let ends_log = data::all_log_end_offsets(&admin, &log).await;
     let ends_pk = data::all_log_end_offsets(&admin, &pk).await;
-    let mut extra = vec!["--datalake.paimon.warehouse".to_string(), warehouse.clone()];
-    extra.extend(s3.host_args("paimon", &s3.secret_key));
+    let extra = s3.warehouse_args("paimon", &warehouse, &s3.secret_key);
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let h = host::HostProcess::spawn(
         &host::args(&c.bootstrap, &[host::plugin("paimon")], &extra),

@@ -75,8 +75,7 @@ async fn a_backlog_only_in_remote_storage_on_s3_is_tiered_exactly() {
     }
 
     let warehouse = c.paimon_warehouse.display().to_string();
-    let mut extra = vec!["--datalake.paimon.warehouse".to_string(), warehouse];
-    extra.extend(s3.host_args("paimon", &s3.secret_key));
+    let extra = s3.warehouse_args("paimon", &warehouse, &s3.secret_key);
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let h = host::HostProcess::spawn(
         &host::args(&c.bootstrap, &[host::plugin("paimon")], &extra),
