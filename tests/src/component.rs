@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
+use fluss_lake_host::plugin::instance::CommitterHandle;
 use fluss_lake_host::plugin::wit::{
     Column, CommitResult, CommitterContext, RowBatch, TableInfo, TablePath, WriterContext,
 };
@@ -196,6 +197,14 @@ impl ComponentDriver {
             i.write(&w, &b).await.unwrap();
         }
         let result = i.complete(w).await.unwrap();
+        let (mut i, c) = self.committer(table).await;
+        let committable = i.to_committable(&c, &[result.payload]).await.unwrap();
+        let commit = i.commit(&c, &committable, &properties, None).await.unwrap();
+        (result.file_bytes, commit)
+    }
+
+    /// An instance for `table` with a committer open in it.
+    async fn committer(&self, table: &TableInfo) -> (PluginInstance, CommitterHandle) {
         let mut i = self.instance(table).await;
         let c = i
             .open_committer(&CommitterContext {
@@ -205,9 +214,7 @@ impl ComponentDriver {
             })
             .await
             .unwrap();
-        let committable = i.to_committable(&c, &[result.payload]).await.unwrap();
-        let commit = i.commit(&c, &committable, &properties, None).await.unwrap();
-        (result.file_bytes, commit)
+        (i, c)
     }
 
     /// The table's location as the host composes it from the plugin's layout.
@@ -265,15 +272,7 @@ impl ComponentDriver {
             }
             results.push(i.complete(w).await.unwrap().payload);
         }
-        let mut i = self.instance(table).await;
-        let c = i
-            .open_committer(&CommitterContext {
-                table: table.clone(),
-                config: self.config.clone(),
-                tiering_config: Vec::new(),
-            })
-            .await
-            .unwrap();
+        let (mut i, c) = self.committer(table).await;
         let committable = i.to_committable(&c, &results).await.unwrap();
         // What Fluss would know had it registered every commit so far.
         let base = i
@@ -290,15 +289,7 @@ impl ComponentDriver {
         table: &TableInfo,
         latest: Option<i64>,
     ) -> Option<(i64, Option<String>)> {
-        let mut i = self.instance(table).await;
-        let c = i
-            .open_committer(&CommitterContext {
-                table: table.clone(),
-                config: self.config.clone(),
-                tiering_config: Vec::new(),
-            })
-            .await
-            .unwrap();
+        let (mut i, c) = self.committer(table).await;
         i.get_missing_lake_snapshot(&c, latest)
             .await
             .unwrap()

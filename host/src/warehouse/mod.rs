@@ -114,10 +114,7 @@ impl Warehouse {
             }
             WarehouseUrl::S3 { bucket, prefix } => {
                 let store = s3::S3Settings::from_options(options)
-                    .map_err(|e| {
-                        Error::new(e.kind(), format!("warehouse '{url}': {}", e.message()))
-                    })?
-                    .build(&bucket)
+                    .and_then(|settings| settings.build(&bucket))
                     .map_err(|e| {
                         Error::new(e.kind(), format!("warehouse '{url}': {}", e.message()))
                     })?;
