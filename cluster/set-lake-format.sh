@@ -18,6 +18,9 @@ if [ "$STORAGE" = s3 ]; then
   case "$FORMAT" in
     paimon) OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE" "s3.endpoint=$S3_ENDPOINT"
                   "s3.access-key=$S3_ACCESS_KEY" "s3.secret-key=$S3_SECRET_KEY" s3.path.style.access=true) ;;
+    # Lance hands every option to its object store as a storage option (object_store names).
+    lance) OPTS=("warehouse=$S3_ROOT/lance" "endpoint=$S3_ENDPOINT" "region=$S3_REGION"
+                 "access_key_id=$S3_ACCESS_KEY" "secret_access_key=$S3_SECRET_KEY" allow_http=true) ;;
     *) die "$FORMAT on S3 is not set up by this script yet (paimon is)" ;;
   esac
 fi

@@ -25,13 +25,14 @@ import argparse
 import json
 import sys
 
+import s3_env
 from arrow_canonical import canonical_rows, print_rows, run_batch
 
 
 def open_dataset(path, version=None):
     import lance
 
-    return lance.dataset(path, version=version)
+    return lance.dataset(path, version=version, storage_options=s3_env.lance_options(path))
 
 
 def cmd_rows(args):
@@ -82,7 +83,8 @@ def cmd_append_copy(args):
 
     ds = open_dataset(args.dataset)
     head = ds.to_table().slice(0, args.rows)
-    out = lance.write_dataset(head, args.dataset, mode="append")
+    out = lance.write_dataset(head, args.dataset, mode="append",
+                              storage_options=s3_env.lance_options(args.dataset))
     print(json.dumps({"version": out.version}))
 
 

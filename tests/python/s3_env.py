@@ -31,6 +31,20 @@ def paimon_options(warehouse: str) -> dict:
     }
 
 
+def lance_options(uri: str) -> dict:
+    """pylance storage options (object_store's names), or None for a local dataset."""
+    if not is_s3(uri):
+        return None
+    e = _env()
+    return {
+        "endpoint": e["S3_ENDPOINT"],
+        "region": e["S3_REGION"],
+        "access_key_id": e["S3_ACCESS_KEY"],
+        "secret_access_key": e["S3_SECRET_KEY"],
+        "allow_http": "true",
+    }
+
+
 def pyarrow_fs():
     """A pyarrow S3FileSystem for the test server."""
     from pyarrow import fs

@@ -5,5 +5,6 @@
 
 mod conditional_creates;
 mod large_files;
+mod lance;
 mod paimon;
 mod remote_log;
