@@ -18,10 +18,16 @@ if [ "$STORAGE" = s3 ]; then
   case "$FORMAT" in
     paimon) OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE" "s3.endpoint=$S3_ENDPOINT"
                   "s3.access-key=$S3_ACCESS_KEY" "s3.secret-key=$S3_SECRET_KEY" s3.path.style.access=true) ;;
+    # A Hadoop catalog on s3a://, as Hadoop users configure it: the Iceberg plugin hands
+    # `iceberg.hadoop.*` to Hadoop's configuration (S3A from setup.sh WITH_S3=1).
+    iceberg) OPTS=(type=hadoop "warehouse=s3a://${S3_ROOT#s3://}/iceberg"
+                   "iceberg.hadoop.fs.s3a.endpoint=$S3_ENDPOINT" "iceberg.hadoop.fs.s3a.endpoint.region=$S3_REGION"
+                   "iceberg.hadoop.fs.s3a.access.key=$S3_ACCESS_KEY" "iceberg.hadoop.fs.s3a.secret.key=$S3_SECRET_KEY"
+                   iceberg.hadoop.fs.s3a.path.style.access=true iceberg.hadoop.fs.s3a.connection.ssl.enabled=false) ;;
     # Lance hands every option to its object store as a storage option (object_store names).
     lance) OPTS=("warehouse=$S3_ROOT/lance" "endpoint=$S3_ENDPOINT" "region=$S3_REGION"
                  "access_key_id=$S3_ACCESS_KEY" "secret_access_key=$S3_SECRET_KEY" allow_http=true) ;;
-    *) die "$FORMAT on S3 is not set up by this script yet (paimon is)" ;;
+    *) die "usage: $0 paimon|iceberg|lance" ;;
   esac
 fi
 [ "$STORAGE" = s3 ] || case "$FORMAT" in

@@ -11,6 +11,7 @@
 #   plugins/iceberg/  fluss-lake-iceberg-<v>.jar, hadoop-apache          (WITH_ICEBERG=1)
 #   plugins/lance/    fluss-lake-lance-<v>.jar                             (WITH_LANCE=1)
 #   plugins/s3/       fluss-fs-s3-<v>.jar (remote.data.dir on S3), and paimon-s3 in plugins/paimon/ (WITH_S3=1)
+#                     and S3A for the Iceberg catalog in plugins/iceberg/ (WITH_S3=1 WITH_ICEBERG=1)
 #   lib-client/       fluss-client-<v>.jar + log4j2; tools-classes/ = compiled tools/*.java (WITH_CLIENT=1)
 # Each part has a marker file keyed by its versions and pom; a part whose marker matches is skipped.
 set -euo pipefail
@@ -85,6 +86,32 @@ build_s3() {
   fetch_jar "org.apache.fluss:fluss-fs-s3:$FLUSS_VERSION" "$FLUSS_PLUGINS_DIR/s3"
   # Paimon's S3 FileIO, loaded by the coordinator's Paimon catalog for s3:// warehouses.
   fetch_jar "org.apache.paimon:paimon-s3:$PAIMON_VERSION" "$FLUSS_PLUGINS_DIR/paimon"
+  [ "$WITH_ICEBERG" = 1 ] && s3a_for_iceberg
+  return 0
+}
+# The coordinator's Iceberg Hadoop catalog on s3a:// needs Hadoop's S3A file system, which
+# hadoop-apache lacks (and its relocated slf4j/Guava cannot host: S3A fails with
+# NoSuchMethodError). fluss-fs-s3 holds hadoop-common 3.3.4 with hadoop-aws and the AWS SDK,
+# unrelocated: they are copied, without Fluss's own classes (so plugins/iceberg does not become
+# a second Fluss S3 file-system plugin), into a jar named to sort before hadoop-apache (a
+# plugin's jars are loaded in name order). hadoop-apache then only adds what it alone has
+# (HDFS's HdfsConfiguration, which the Iceberg plugin loads).
+s3a_for_iceberg() {
+  local src="$FLUSS_PLUGINS_DIR/s3/fluss-fs-s3-$FLUSS_VERSION.jar"
+  local out="$FLUSS_PLUGINS_DIR/iceberg/hadoop-0-s3a-from-fluss-fs-s3-$FLUSS_VERSION.jar"
+  echo ">> $out (Hadoop with S3A, for the Iceberg catalog)"
+  python3 - "$src" "$out" <<'PY'
+import re, sys, zipfile
+src, out = sys.argv[1:]
+skip = re.compile(r"^(org/apache/fluss/|META-INF/services/org\.apache\.fluss\.|META-INF/.*\.(SF|RSA|DSA)$)")
+with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out + ".tmp", "w", zipfile.ZIP_DEFLATED) as zout:
+    for info in zin.infolist():
+        if not skip.match(info.filename) and not info.filename.endswith("/"):
+            zout.writestr(info, zin.read(info.filename))
+PY
+  mv "$out.tmp" "$out"
+  [ "$(cd "$FLUSS_PLUGINS_DIR/iceberg" && ls -- hadoop-*.jar | LC_ALL=C sort | head -1)" = "${out##*/}" ] \
+    || die "${out##*/} must sort before hadoop-apache"
 }
 build_client() {
   rm -rf "$FLUSS_DIST_DIR/lib-client" "$FLUSS_DIST_DIR/tools-classes"
@@ -107,7 +134,9 @@ if [ "$WITH_LANCE" = 1 ]; then part lance "fluss=$FLUSS_VERSION" build_lance; fi
 # After paimon: it adds a jar to plugins/paimon (and a rebuilt paimon part drops it: redo it then).
 if [ "$WITH_S3" = 1 ]; then
   [ -n "$(ls "$FLUSS_PLUGINS_DIR/paimon"/paimon-s3-*.jar 2>/dev/null)" ] || rm -f "$FLUSS_DIST_DIR/.s3.ok"
-  part s3 "fluss=$FLUSS_VERSION paimon=$PAIMON_VERSION" build_s3
+  [ "$WITH_ICEBERG" != 1 ] || [ -n "$(ls "$FLUSS_PLUGINS_DIR/iceberg"/hadoop-0-s3a-from-*.jar 2>/dev/null)" ] \
+    || rm -f "$FLUSS_DIST_DIR/.s3.ok"
+  part s3 "fluss=$FLUSS_VERSION paimon=$PAIMON_VERSION iceberg=$WITH_ICEBERG" build_s3
 fi
 if [ "$WITH_CLIENT" = 1 ]; then
   part client "fluss=$FLUSS_VERSION log4j=$LOG4J_VERSION pom=$(pom_sum client) tools=$(cat "$CLUSTER_DIR"/tools/*.java | md5sum | cut -c1-12)" build_client

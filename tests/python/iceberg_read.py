@@ -42,13 +42,13 @@ Only the readers' public APIs are used.
 
 import argparse
 import decimal
-import glob
 import importlib.util
 import json
 import os
 import re
 import sys
 
+import s3_env
 from arrow_canonical import SYSTEM_COLUMNS, canonical_rows, print_rows, run_batch
 
 
@@ -70,39 +70,84 @@ def _metadata_version(name):
     return int(m.group(1)) if m else -1
 
 
-def resolve_metadata(table):
-    """(metadata file path, table dir or None). The table dir is returned only when it has a
-    version hint, i.e. when readers can be pointed at the directory itself."""
-    path = _strip_file_uri(table)
-    if path.endswith(".metadata.json"):
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"no metadata file {path}")
-        return path, None
-    meta_dir = os.path.join(path, "metadata")
-    if not os.path.isdir(meta_dir):
-        raise FileNotFoundError(f"{path} is not an Iceberg table directory (no metadata/)")
-    hint = os.path.join(meta_dir, "version-hint.text")
-    if os.path.isfile(hint):
-        with open(hint) as f:
-            value = f.read().strip()
-        if value.isdigit():
-            candidate = os.path.join(meta_dir, f"v{value}.metadata.json")
+class _Location:
+    """A table location on the local disk or on S3 (s3:// or s3a://, through pyarrow's S3
+    client with the reader's own settings, tests/python/s3_env.py), as the readers need it:
+    `url(rel)` is what they are pointed at."""
+
+    def __init__(self, table):
+        from pyarrow import fs
+
+        self.scheme = None
+        if s3_env.is_s3(table):
+            self.scheme, rest = table.split("://", 1)
+            self.fs, self.root = s3_env.pyarrow_fs(), rest.rstrip("/")
         else:
-            candidate = os.path.join(meta_dir, value if value.endswith(".metadata.json") else value + ".metadata.json")
-        if os.path.isfile(candidate):
-            return candidate, path
-    files = glob.glob(os.path.join(meta_dir, "*.metadata.json"))
+            self.fs, self.root = fs.LocalFileSystem(), os.path.abspath(_strip_file_uri(table))
+
+    def path(self, *parts):
+        return "/".join((self.root,) + parts)
+
+    def url(self, path):
+        return f"{self.scheme}://{path}" if self.scheme else "file://" + path
+
+    def info(self, path):
+        return self.fs.get_file_info(path)
+
+    def is_file(self, path):
+        from pyarrow import fs
+
+        return self.info(path).type == fs.FileType.File
+
+    def is_dir(self, path):
+        from pyarrow import fs
+
+        return self.info(path).type == fs.FileType.Directory
+
+    def read_text(self, path):
+        with self.fs.open_input_stream(path) as f:
+            return f.read().decode()
+
+    def files(self, directory):
+        from pyarrow import fs
+
+        return [i for i in self.fs.get_file_info(fs.FileSelector(directory)) if i.type == fs.FileType.File]
+
+
+def resolve_metadata(table):
+    """(metadata file URL, table dir URL or None). The table dir is returned only when it has a
+    version hint, i.e. when readers can be pointed at the directory itself."""
+    loc = _Location(table)
+    if loc.root.endswith(".metadata.json"):
+        if not loc.is_file(loc.root):
+            raise FileNotFoundError(f"no metadata file {table}")
+        return loc.url(loc.root), None
+    meta_dir = loc.path("metadata")
+    # An S3 "directory" exists once it has objects; an empty listing says the same.
+    files = loc.files(meta_dir) if loc.scheme or loc.is_dir(meta_dir) else []
+    if not files:
+        raise FileNotFoundError(f"{table} is not an Iceberg table directory (no metadata/)")
+    hint = meta_dir + "/version-hint.text"
+    if loc.is_file(hint):
+        value = loc.read_text(hint).strip()
+        if value.isdigit():
+            candidate = f"{meta_dir}/v{value}.metadata.json"
+        else:
+            candidate = f"{meta_dir}/" + (value if value.endswith(".metadata.json") else value + ".metadata.json")
+        if loc.is_file(candidate):
+            return loc.url(candidate), loc.url(loc.root)
+    files = [f for f in files if f.base_name.endswith(".metadata.json")]
     if not files:
         raise FileNotFoundError(f"no *.metadata.json in {meta_dir}")
-    files.sort(key=lambda p: (_metadata_version(os.path.basename(p)), os.path.getmtime(p)))
-    return files[-1], None
+    files.sort(key=lambda f: (_metadata_version(f.base_name), f.mtime_ns or 0))
+    return loc.url(files[-1].path), None
 
 
 def open_table(table):
     from pyiceberg.table import StaticTable
 
     metadata_file, _ = resolve_metadata(table)
-    return StaticTable.from_metadata("file://" + os.path.abspath(metadata_file))
+    return StaticTable.from_metadata(metadata_file, properties=s3_env.pyiceberg_options(metadata_file))
 
 
 # ---- readers ------------------------------------------------------------------------------------
@@ -134,6 +179,9 @@ def duckdb_connection():
             "autoinstall_known_extensions": "false",
         })
         con.execute("LOAD iceberg")
+        if os.environ.get("S3_ENDPOINT"):
+            con.execute("LOAD httpfs")
+            con.execute(s3_env.duckdb_secret_sql())
         _DUCKDB = con
     return _DUCKDB
 
@@ -145,7 +193,7 @@ def _sql_string(s):
 def read_duckdb(table, snapshot):
     metadata_file, table_dir = resolve_metadata(table)
     target = table_dir if table_dir is not None else metadata_file
-    args = _sql_string(os.path.abspath(target))
+    args = _sql_string(_strip_file_uri(target))
     if snapshot is not None:
         args += f", snapshot_from_id={int(snapshot)}"
     return duckdb_connection().execute(f"SELECT * FROM iceberg_scan({args})").fetch_arrow_table()

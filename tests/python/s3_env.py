@@ -31,6 +31,31 @@ def paimon_options(warehouse: str) -> dict:
     }
 
 
+def pyiceberg_options(location: str) -> dict:
+    """pyiceberg FileIO properties (Iceberg's `s3.*` names)."""
+    if not is_s3(location):
+        return {}
+    e = _env()
+    return {
+        "s3.endpoint": e["S3_ENDPOINT"],
+        "s3.region": e["S3_REGION"],
+        "s3.access-key-id": e["S3_ACCESS_KEY"],
+        "s3.secret-access-key": e["S3_SECRET_KEY"],
+    }
+
+
+def duckdb_secret_sql() -> str:
+    """DuckDB's CREATE SECRET for the test server (httpfs; path-style URLs, plain HTTP)."""
+    e = _env()
+    endpoint = e["S3_ENDPOINT"]
+    use_ssl = endpoint.startswith("https://")
+    host = endpoint.split("://", 1)[-1].rstrip("/")
+    q = lambda v: "'" + v.replace("'", "''") + "'"
+    return (f"CREATE OR REPLACE SECRET test_s3 (TYPE s3, KEY_ID {q(e['S3_ACCESS_KEY'])}, "
+            f"SECRET {q(e['S3_SECRET_KEY'])}, REGION {q(e['S3_REGION'])}, ENDPOINT {q(host)}, "
+            f"URL_STYLE 'path', USE_SSL {'true' if use_ssl else 'false'})")
+
+
 def lance_options(uri: str) -> dict:
     """pylance storage options (object_store's names), or None for a local dataset."""
     if not is_s3(uri):

@@ -58,7 +58,11 @@ impl ClusterInfo {
                 sasl_bootstrap: format!("127.0.0.1:{}", 19123 + 10 * index),
                 format: format.to_string(),
                 paimon_warehouse: url("paimon"),
-                iceberg_warehouse: url("iceberg"),
+                // The Iceberg Hadoop catalog reaches S3 through Hadoop's S3A: `s3a://`.
+                iceberg_warehouse: PathBuf::from(
+                    s3.url(&format!("cluster-{index}/iceberg"))
+                        .replacen("s3://", "s3a://", 1),
+                ),
                 lance_warehouse: url("lance"),
                 delta_warehouse: url("delta"),
                 remote_data_dir: url("remote-data"),

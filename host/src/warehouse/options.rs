@@ -9,10 +9,22 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Key prefixes of storage settings: the Fluss/Paimon (`s3.`), Hadoop (`fs.`, `s3a.`),
-/// Iceberg (`s3.`, `client.`) and object_store/Lance (`aws_`) spellings, and other stores'.
+/// Key prefixes of storage settings: the Fluss/Paimon (`s3.`), Hadoop (`fs.`, `s3a.`, and
+/// `iceberg.hadoop.` as Fluss's Iceberg plugin takes Hadoop's), Iceberg (`s3.`, `client.`) and
+/// object_store/Lance (`aws_`) spellings, and other stores'.
 const STORAGE_PREFIXES: &[&str] = &[
-    "s3.", "s3a.", "fs.", "aws.", "aws_", "client.", "oss.", "gs.", "gcs.", "azure.", "adls.",
+    "s3.",
+    "s3a.",
+    "fs.",
+    "iceberg.hadoop.",
+    "aws.",
+    "aws_",
+    "client.",
+    "oss.",
+    "gs.",
+    "gcs.",
+    "azure.",
+    "adls.",
 ];
 
 /// Unprefixed storage keys, as Lance's storage options spell them.
@@ -108,6 +120,7 @@ mod tests {
             ("s3.secret-key", "hunter2"),
             ("fs.s3a.endpoint", "http://127.0.0.1:9000"),
             ("client.region", "us-east-1"),
+            ("iceberg.hadoop.fs.s3a.path.style.access", "true"),
             ("secret_access_key", "hunter2"),
             ("my.custom.password", "hunter2"),
             ("Some.API_TOKEN", "hunter2"),

@@ -3,7 +3,8 @@
 //!
 //! Each setting accepts every usual spelling: Fluss and Paimon (`s3.endpoint`,
 //! `s3.access-key`, `s3.secret-key`, `s3.path.style.access`), Hadoop S3A as Fluss's own S3
-//! plugin reads it (`fs.s3a.endpoint`, `fs.s3a.access.key`, `fs.s3a.connection.ssl.enabled`, …),
+//! plugin reads it (`fs.s3a.endpoint`, `fs.s3a.access.key`, `fs.s3a.connection.ssl.enabled`, …,
+//! also as `iceberg.hadoop.fs.s3a.*`, the prefix Fluss's Iceberg plugin hands to Hadoop),
 //! Iceberg (`s3.access-key-id`, `s3.secret-access-key`, `s3.path-style-access`,
 //! `client.region`) and Lance/object_store (`access_key_id`, `endpoint`, `allow_http`, `aws_*`).
 //! Two spellings of one setting with different values are a configuration error. Whatever is
@@ -40,7 +41,9 @@ const ACCESS_KEY: Setting = Setting {
         "s3a.access-key",
         "s3a.access.key",
         "fs.s3a.access-key",
+        "iceberg.hadoop.fs.s3a.access-key",
         "fs.s3a.access.key",
+        "iceberg.hadoop.fs.s3a.access.key",
         "access_key_id",
         "aws_access_key_id",
     ],
@@ -55,7 +58,9 @@ const SECRET_KEY: Setting = Setting {
         "s3a.secret-key",
         "s3a.secret.key",
         "fs.s3a.secret-key",
+        "iceberg.hadoop.fs.s3a.secret-key",
         "fs.s3a.secret.key",
+        "iceberg.hadoop.fs.s3a.secret.key",
         "secret_access_key",
         "aws_secret_access_key",
     ],
@@ -68,6 +73,7 @@ const SESSION_TOKEN: Setting = Setting {
         "s3.session.token",
         "s3a.session.token",
         "fs.s3a.session.token",
+        "iceberg.hadoop.fs.s3a.session.token",
         "session_token",
         "aws_session_token",
     ],
@@ -81,7 +87,9 @@ const REGION: Setting = Setting {
         "s3a.region",
         "s3a.endpoint.region",
         "fs.s3a.region",
+        "iceberg.hadoop.fs.s3a.region",
         "fs.s3a.endpoint.region",
+        "iceberg.hadoop.fs.s3a.endpoint.region",
         "client.region",
         "region",
         "aws_region",
@@ -94,6 +102,7 @@ const ENDPOINT: Setting = Setting {
         "s3.endpoint",
         "s3a.endpoint",
         "fs.s3a.endpoint",
+        "iceberg.hadoop.fs.s3a.endpoint",
         "endpoint",
         "aws_endpoint",
     ],
@@ -106,7 +115,9 @@ const PATH_STYLE: Setting = Setting {
         "s3.path-style-access",
         "s3a.path.style.access",
         "fs.s3a.path.style.access",
+        "iceberg.hadoop.fs.s3a.path.style.access",
         "fs.s3a.path-style-access",
+        "iceberg.hadoop.fs.s3a.path-style-access",
     ],
     inverted: &[
         "virtual_hosted_style_request",
@@ -119,6 +130,7 @@ const SSL: Setting = Setting {
         "s3.connection.ssl.enabled",
         "s3a.connection.ssl.enabled",
         "fs.s3a.connection.ssl.enabled",
+        "iceberg.hadoop.fs.s3a.connection.ssl.enabled",
     ],
     inverted: &["allow_http", "aws_allow_http"],
 };
@@ -335,6 +347,13 @@ mod tests {
                 ("fs.s3a.access.key", "ak"),
                 ("fs.s3a.secret.key", "sk"),
                 ("fs.s3a.path.style.access", "true"),
+            ][..],
+            &[
+                ("iceberg.hadoop.fs.s3a.endpoint", "127.0.0.1:9000"),
+                ("iceberg.hadoop.fs.s3a.connection.ssl.enabled", "false"),
+                ("iceberg.hadoop.fs.s3a.access.key", "ak"),
+                ("iceberg.hadoop.fs.s3a.secret.key", "sk"),
+                ("iceberg.hadoop.fs.s3a.path.style.access", "true"),
             ][..],
             &[
                 ("s3.endpoint", "http://127.0.0.1:9000"),

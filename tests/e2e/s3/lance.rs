@@ -31,10 +31,7 @@ async fn log_table_tiers_into_lance_on_s3_and_reads_back_through_s3() {
 
     data::write_rows(&conn, &path, 0, 4_000, 1_000).await;
     let warehouse = c.lance_warehouse.display().to_string();
-    let mut args = vec![
-        "--datalake.lance.warehouse".to_string(),
-        warehouse.clone(),
-    ];
+    let mut args = vec!["--datalake.lance.warehouse".to_string(), warehouse.clone()];
     for (k, v) in [
         ("endpoint", s3.endpoint.as_str()),
         ("region", s3.region.as_str()),

@@ -5,29 +5,10 @@
 
 use std::time::Duration;
 
-use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
-use fluss::row::GenericRow;
+use fluss::metadata::TablePath;
 use fluss_lake_e2e::lake_check::{business, wait_registered};
 use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
 use serde_json::{Value, json};
-
-fn pk_table() -> TableDescriptor {
-    TableDescriptor::builder()
-        .schema(
-            Schema::builder()
-                .column("id", DataTypes::int())
-                .column("name", DataTypes::string())
-                .primary_key(vec!["id"])
-                .unwrap()
-                .build()
-                .unwrap(),
-        )
-        .distributed_by(Some(2), vec!["id".to_string()])
-        .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", "2s")
-        .build()
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_and_primary_key_tables_tier_into_paimon_on_s3_and_read_back_through_s3() {
@@ -38,31 +19,9 @@ async fn log_and_primary_key_tables_tier_into_paimon_on_s3_and_read_back_through
     let log = TablePath::new("fluss", unique_name("s3_log"));
     let pk = TablePath::new("fluss", unique_name("s3_pk"));
     data::create_table(&admin, &log, &data::lake_log_table(2, Some("id"), "2s")).await;
-    data::create_table(&admin, &pk, &pk_table()).await;
+    data::create_table(&admin, &pk, &super::pk_table()).await;
     data::write_rows(&conn, &log, 0, 3_000, 1_000).await;
-    let writer = conn
-        .get_table(&pk)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
-    let mut expected = std::collections::BTreeMap::new();
-    for id in 0..500 {
-        let mut row = GenericRow::new(2);
-        row.set_field(0, id);
-        row.set_field(1, format!("v{}", id % 7));
-        writer.upsert(&row).unwrap();
-        expected.insert(id, format!("v{}", id % 7));
-    }
-    for id in (0..500).step_by(5) {
-        let mut row = GenericRow::new(2);
-        row.set_field(0, id);
-        row.set_field(1, expected.remove(&id).unwrap());
-        writer.delete(&row).unwrap();
-    }
-    writer.flush().await.unwrap();
+    let expected = super::write_pk_changes(&conn, &pk).await;
     let warehouse = c.paimon_warehouse.display().to_string();
     let lake_prefix = |t: &TablePath| {
         format!(
