@@ -6,6 +6,8 @@ pub const API_VERSIONS: i16 = 1000;
 pub const AUTHENTICATE: i16 = 1038;
 /// `CommitLakeTableSnapshot`: registers a lake snapshot and its offsets in Fluss.
 pub const COMMIT_LAKE_TABLE_SNAPSHOT: i16 = 1030;
+/// `GetFileSystemSecurityToken`: session credentials for `remote.data.dir`.
+pub const GET_FILE_SYSTEM_SECURITY_TOKEN: i16 = 1025;
 /// `LakeTieringHeartbeat`: table assignment, liveness, finish and failure reports.
 pub const LAKE_TIERING_HEARTBEAT: i16 = 1042;
 /// `PrepareLakeTableSnapshot`: writes the offsets file a lake snapshot will point to.

@@ -136,6 +136,17 @@ impl CoordinatorClient {
             .await
     }
 
+    /// The credentials Fluss hands out for its remote data dir (on the commit lane: they
+    /// are needed only around a commit).
+    pub async fn file_system_security_token(&self) -> Result<GetFileSystemSecurityTokenResponse> {
+        self.call(
+            &self.commits,
+            api::GET_FILE_SYSTEM_SECURITY_TOKEN,
+            &GetFileSystemSecurityTokenRequest {},
+        )
+        .await
+    }
+
     /// Sends one request on `lane` and waits for its response, connecting first if needed,
     /// all within the call's budget.
     async fn call<Req: Message, Resp: Message + Default>(

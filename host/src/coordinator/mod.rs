@@ -2,7 +2,8 @@
 //!
 //! fluss-rs 1.0.0 keeps its API keys and request plumbing crate-private, so the three
 //! tiering RPCs (`LakeTieringHeartbeat`, `PrepareLakeTableSnapshot`,
-//! `CommitLakeTableSnapshot`) go through this small client: [`codec`] is the wire framing,
+//! `CommitLakeTableSnapshot`), and `GetFileSystemSecurityToken` for the offsets files in
+//! `remote.data.dir`, go through this small client: [`codec`] is the wire framing,
 //! [`client`] the connection with its handshake, [`proto`] the generated messages.
 
 pub mod api;

@@ -144,7 +144,7 @@ pub async fn commit_round(
         Err((e, prepared)) => {
             abort(instance, &committer, &committable, assignment).await;
             if let Some(path) = prepared {
-                recovery::discard_offsets_file(&path);
+                recovery::discard_offsets_file(&ctx.coordinator, &path).await;
             }
             return Err(e);
         }
@@ -168,7 +168,7 @@ pub async fn commit_round(
             match published(&probe, &offsets_path) {
                 Published::No => {
                     abort(instance, &committer, &committable, assignment).await;
-                    recovery::discard_offsets_file(&offsets_path);
+                    recovery::discard_offsets_file(&ctx.coordinator, &offsets_path).await;
                 }
                 Published::Yes => {}
                 Published::Unknown => tracing::warn!(
@@ -256,7 +256,14 @@ async fn prepare(
             .await?
         {
             let path =
-                recovery::verify_missing_snapshot(assignment, &ctx.cluster, &fluss, &missing)?;
+                recovery::verify_missing_snapshot(
+                assignment,
+                &ctx.coordinator,
+                &ctx.cluster,
+                &fluss,
+                &missing,
+            )
+            .await?;
             tracing::warn!(
                 table = %assignment.path,
                 snapshot = missing.snapshot_id,

@@ -15,9 +15,11 @@ use std::path::PathBuf;
 
 use super::FLUSS_OFFSETS_PROPERTY;
 use super::context::Assignment;
+use crate::coordinator::CoordinatorClient;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fluss::cluster_config::ClusterConfig;
 use crate::fluss::offsets::TieredOffsets;
+use crate::fluss::remote_dir::RemoteDataDir;
 use crate::plugin::wit;
 
 /// Largest offsets file read: a table with 100 000 buckets still fits.
@@ -77,8 +79,9 @@ impl FsPath {
 
 /// Checks the missing snapshot the plugin reported and returns the offsets file to register
 /// it with; see the module documentation for what is checked.
-pub fn verify_missing_snapshot(
+pub async fn verify_missing_snapshot(
     assignment: &Assignment,
+    coordinator: &CoordinatorClient,
     cluster: &ClusterConfig,
     fluss: &TieredOffsets,
     missing: &wit::CommittedSnapshot,
@@ -126,18 +129,22 @@ pub fn verify_missing_snapshot(
         )
     })?;
     let file = check_offsets_path(assignment, remote, &path).map_err(|why| bad(why.to_string()))?;
-    match file.local() {
-        Some(local) => {
-            let offsets = read_offsets_file(&local, assignment.table_id)
-                .map_err(|why| bad(format!("its offsets file {path} {why}")))?;
-            check_not_behind(fluss, &offsets)
-                .map_err(|why| bad(format!("its offsets file {path} {why}")))?;
+    let offsets = match file.local() {
+        Some(local) => read_offsets_file(&local, assignment.table_id),
+        None => {
+            // On object storage, through the credentials the cluster hands out. A store that
+            // cannot be reached fails the round (retried), not the snapshot's claim.
+            let root = file.root.as_deref().unwrap_or_default();
+            let dir = RemoteDataDir::open(coordinator, root).await?;
+            match dir.read(&file.segments, MAX_OFFSETS_FILE_BYTES).await {
+                Ok(bytes) => parse_offsets(&bytes, assignment.table_id),
+                Err(e) => Err(e.message().to_string()),
+            }
         }
-        None => tracing::warn!(
-            table = %assignment.path,
-            "the offsets file {path} is on a remote filesystem this host cannot read yet; accepted on its path alone"
-        ),
-    }
+    };
+    let offsets = offsets.map_err(|why| bad(format!("its offsets file {path} {why}")))?;
+    check_not_behind(fluss, &offsets)
+        .map_err(|why| bad(format!("its offsets file {path} {why}")))?;
     Ok(path)
 }
 
@@ -247,15 +254,29 @@ fn check_not_behind(
 }
 
 /// Deletes the offsets file of a round that prepared it and then aborted, so that the path
-/// can never be registered later (a plugin replaying it as a snapshot Fluss "missed").
-/// Files on remote filesystems are left to the coordinator for now.
-pub fn discard_offsets_file(path: &str) {
-    let Some(local) = FsPath::parse(path).and_then(|p| p.local()) else {
+/// can never be registered later (a plugin replaying it as a snapshot Fluss "missed"). On
+/// object storage it is deleted with the credentials the cluster hands out. Best effort: a
+/// file left behind is still refused by nothing but this deletion, so a failure is logged.
+pub async fn discard_offsets_file(coordinator: &CoordinatorClient, path: &str) {
+    let Some(file) = FsPath::parse(path) else {
         return;
     };
-    match std::fs::remove_file(&local) {
+    let deleted = match (file.local(), file.root.as_deref()) {
+        (Some(local), _) => match std::fs::remove_file(&local) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other.map_err(|e| e.to_string()),
+        },
+        (None, Some(root)) => match RemoteDataDir::open(coordinator, root).await {
+            Ok(dir) => dir
+                .delete(&file.segments)
+                .await
+                .map_err(|e| e.message().to_string()),
+            Err(e) => Err(e.message().to_string()),
+        },
+        (None, None) => return,
+    };
+    match deleted {
         Ok(()) => tracing::debug!(path, "deleted the offsets file of an aborted round"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => tracing::warn!(
             path,
             "cannot delete the offsets file of an aborted round: {e}"

@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::plugin::storage::{ScopedStorage, validate_relative};
 
 pub use open::Warehouses;
-pub use options::StorageOptions;
+pub use options::{StorageOptions, is_storage_key};
 
 /// An opened warehouse: its store and the prefix of the warehouse inside it.
 pub struct Warehouse {

@@ -9,6 +9,7 @@ mod lance;
 mod large_files;
 mod paimon;
 mod remote_log;
+mod replayed_offsets;
 
 use std::collections::BTreeMap;
 
