@@ -60,6 +60,25 @@ pub fn lake_log_table(buckets: i32, bucket_key: Option<&str>, freshness: &str) -
     lake_partitioned_log_table(buckets, bucket_key, freshness, &[])
 }
 
+/// [`lake_log_table`] bucketed by `id`, with one custom property (`lake.plugin`,
+/// `evil.mode`, …): it routes or configures the table without being a Fluss option.
+pub fn lake_log_table_with(
+    buckets: i32,
+    freshness: &str,
+    key: &str,
+    value: &str,
+) -> TableDescriptor {
+    let base = lake_log_table(buckets, Some("id"), freshness);
+    let mut builder = TableDescriptor::builder()
+        .schema(base.schema().clone())
+        .distributed_by(Some(buckets), vec!["id".to_string()])
+        .custom_property(key, value);
+    for (k, v) in base.properties() {
+        builder = builder.property(k.clone(), v.clone());
+    }
+    builder.build().unwrap()
+}
+
 /// A lake-enabled log table partitioned by the given STRING columns (appended to the
 /// standard columns); no partition columns gives a non-partitioned table.
 pub fn lake_partitioned_log_table(

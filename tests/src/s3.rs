@@ -124,6 +124,33 @@ impl S3Server {
         args
     }
 
+    /// `--datalake.<format>.warehouse <warehouse>` and this server's settings under the
+    /// names a format's own users write, given as (key, value) pairs: the endpoint, region,
+    /// access and secret keys come from the server, under `names` in that order, then `extra`.
+    pub fn warehouse_args_named(
+        &self,
+        format: &str,
+        warehouse: &str,
+        names: [&str; 4],
+        extra: &[(&str, &str)],
+    ) -> Vec<String> {
+        let mut args = vec![
+            format!("--datalake.{format}.warehouse"),
+            warehouse.to_string(),
+        ];
+        let values = [
+            &self.endpoint,
+            &self.region,
+            &self.access_key,
+            &self.secret_key,
+        ];
+        let pairs = names.iter().zip(values.map(String::as_str));
+        for (k, v) in pairs.chain(extra.iter().map(|(k, v)| (k, *v))) {
+            args.extend([format!("--datalake.{format}.{k}"), v.to_string()]);
+        }
+        args
+    }
+
     /// A client of the bucket, for checks of what is stored.
     pub fn client(&self) -> Arc<dyn ObjectStore> {
         Arc::new(

@@ -48,19 +48,18 @@ async fn log_and_primary_key_tables_tier_into_iceberg_on_s3_and_read_back_throug
     data::write_rows(&conn, &log, 0, 3_000, 1_000).await;
     let expected = super::write_pk_changes(&conn, &pk).await;
 
-    let mut args = vec![
-        "--datalake.iceberg.warehouse".to_string(),
-        warehouse.clone(),
-    ];
-    for (k, v) in [
-        ("s3.endpoint", s3.endpoint.as_str()),
-        ("client.region", s3.region.as_str()),
-        ("s3.access-key-id", s3.access_key.as_str()),
-        ("s3.secret-access-key", s3.secret_key.as_str()),
-        ("s3.path-style-access", "true"),
-    ] {
-        args.extend([format!("--datalake.iceberg.{k}"), v.to_string()]);
-    }
+    // Iceberg's S3 FileIO names.
+    let args = s3.warehouse_args_named(
+        "iceberg",
+        &warehouse,
+        [
+            "s3.endpoint",
+            "client.region",
+            "s3.access-key-id",
+            "s3.secret-access-key",
+        ],
+        &[("s3.path-style-access", "true")],
+    );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let ends_log = data::all_log_end_offsets(&admin, &log).await;
     let ends_pk = data::all_log_end_offsets(&admin, &pk).await;

@@ -31,16 +31,13 @@ async fn log_table_tiers_into_lance_on_s3_and_reads_back_through_s3() {
 
     data::write_rows(&conn, &path, 0, 4_000, 1_000).await;
     let warehouse = c.lance_warehouse.display().to_string();
-    let mut args = vec!["--datalake.lance.warehouse".to_string(), warehouse.clone()];
-    for (k, v) in [
-        ("endpoint", s3.endpoint.as_str()),
-        ("region", s3.region.as_str()),
-        ("access_key_id", s3.access_key.as_str()),
-        ("secret_access_key", s3.secret_key.as_str()),
-        ("allow_http", "true"),
-    ] {
-        args.extend([format!("--datalake.lance.{k}"), v.to_string()]);
-    }
+    // Lance's own storage option names.
+    let args = s3.warehouse_args_named(
+        "lance",
+        &warehouse,
+        ["endpoint", "region", "access_key_id", "secret_access_key"],
+        &[("allow_http", "true")],
+    );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut h = host::HostProcess::spawn(
         &host::args(&c.bootstrap, &[host::plugin("lance")], &args),

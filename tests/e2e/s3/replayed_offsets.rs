@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use fluss::metadata::{TableDescriptor, TablePath};
+use fluss::metadata::TablePath;
 use fluss_lake_e2e::{cluster, data, host, unique_name};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -16,15 +16,8 @@ async fn an_aborted_rounds_offsets_file_on_s3_cannot_be_replayed() {
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name("s3_replay"));
-    let base = data::lake_log_table(1, Some("id"), "2s");
-    let mut builder = TableDescriptor::builder()
-        .schema(base.schema().clone())
-        .distributed_by(Some(1), vec!["id".to_string()])
-        .custom_property("evil.mode", "replay-offsets");
-    for (k, v) in base.properties() {
-        builder = builder.property(k.clone(), v.clone());
-    }
-    data::create_table(&admin, &path, &builder.build().unwrap()).await;
+    let table = data::lake_log_table_with(1, "2s", "evil.mode", "replay-offsets");
+    data::create_table(&admin, &path, &table).await;
     data::write_rows(&conn, &path, 0, 100, 100).await;
 
     let warehouse = c.paimon_warehouse.display().to_string();

@@ -55,15 +55,7 @@ const MODES: &[(&str, &str)] = &[
 ];
 
 fn evil_table(mode: &str) -> TableDescriptor {
-    let base = data::lake_log_table(1, Some("id"), "2s");
-    let mut builder = TableDescriptor::builder()
-        .schema(base.schema().clone())
-        .distributed_by(Some(1), vec!["id".to_string()])
-        .custom_property("evil.mode", mode);
-    for (k, v) in base.properties() {
-        builder = builder.property(k.clone(), v.clone());
-    }
-    builder.build().unwrap()
+    data::lake_log_table_with(1, "2s", "evil.mode", mode)
 }
 
 fn expected(upto: i64) -> Vec<Value> {

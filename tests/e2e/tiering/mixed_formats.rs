@@ -34,15 +34,7 @@ struct Table {
 }
 
 fn with_custom_property(key: &str, value: &str) -> TableDescriptor {
-    let base = data::lake_log_table(BUCKETS, Some("id"), "3s");
-    let mut builder = TableDescriptor::builder()
-        .schema(base.schema().clone())
-        .distributed_by(Some(BUCKETS), vec!["id".to_string()])
-        .custom_property(key, value);
-    for (k, v) in base.properties() {
-        builder = builder.property(k.clone(), v.clone());
-    }
-    builder.build().unwrap()
+    data::lake_log_table_with(BUCKETS, "3s", key, value)
 }
 
 /// Which table's round was in flight when another's started, from the host log.

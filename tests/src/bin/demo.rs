@@ -57,15 +57,7 @@ fn read_lake(
 }
 
 fn delta_table() -> TableDescriptor {
-    let base = data::lake_log_table(3, Some("id"), "5s");
-    let mut builder = TableDescriptor::builder()
-        .schema(base.schema().clone())
-        .distributed_by(Some(3), vec!["id".to_string()])
-        .custom_property("lake.plugin", "delta");
-    for (k, v) in base.properties() {
-        builder = builder.property(k.clone(), v.clone());
-    }
-    builder.build().unwrap()
+    data::lake_log_table_with(3, "5s", "lake.plugin", "delta")
 }
 
 #[tokio::main]
