@@ -291,24 +291,32 @@ impl PluginRegistry {
 mod tests {
     use super::*;
 
+    /// `(component (import "<name>" (instance)))`.
+    fn component_importing(engine: &Engine, name: &str) -> wasmtime::component::Component {
+        use wasm_encoder::{
+            Component, ComponentImportSection, ComponentTypeRef, ComponentTypeSection, InstanceType,
+        };
+        let mut types = ComponentTypeSection::new();
+        types.instance(&InstanceType::new());
+        let mut imports = ComponentImportSection::new();
+        imports.import(name, ComponentTypeRef::Instance(0));
+        let mut c = Component::new();
+        c.section(&types);
+        c.section(&imports);
+        wasmtime::component::Component::new(engine, c.finish()).unwrap()
+    }
+
     /// A component built for another contract version is named as such, not as a link error.
     #[test]
     fn another_contract_version_is_named() {
         let engine = Engine::default();
-        let old = wasmtime::component::Component::new(
-            &engine,
-            r#"(component (import "fluss:lake/logging@0.1.0" (instance)))"#,
-        )
-        .unwrap();
+        let old = component_importing(&engine, "fluss:lake/logging@0.1.0");
         assert_eq!(
             other_contract_version(&old, &engine).as_deref(),
             Some("0.1.0")
         );
-        let current = wasmtime::component::Component::new(
-            &engine,
-            format!(r#"(component (import "fluss:lake/logging@{CONTRACT_VERSION}" (instance)))"#),
-        )
-        .unwrap();
+        let current =
+            component_importing(&engine, &format!("fluss:lake/logging@{CONTRACT_VERSION}"));
         assert_eq!(other_contract_version(&current, &engine), None);
     }
 
