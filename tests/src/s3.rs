@@ -70,6 +70,19 @@ fn read_credentials(path: &std::path::Path) -> Result<S3Server, String> {
     })
 }
 
+/// `--datalake.<format>.warehouse <warehouse>`, then `--datalake.<format>.<key> <value>` for
+/// each pair.
+fn datalake_args<'a>(
+    format: &str,
+    warehouse: &'a str,
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<String> {
+    std::iter::once(("warehouse", warehouse))
+        .chain(pairs)
+        .flat_map(|(k, v)| [format!("--datalake.{format}.{k}"), v.to_string()])
+        .collect()
+}
+
 /// What the Python readers need to reach the test S3 server, when it runs (each reader maps
 /// these to its own S3 options: `tests/python/s3_env.py`).
 pub fn reader_env() -> Vec<(String, String)> {
@@ -106,22 +119,10 @@ impl S3Server {
         ])
     }
 
-    /// The same as host options of `format`: `--datalake.<format>.s3.endpoint …`.
-    pub fn host_args(&self, format: &str, secret_key: &str) -> Vec<String> {
-        self.storage_options(secret_key)
-            .iter()
-            .flat_map(|(k, v)| [format!("--datalake.{format}.{k}"), v.to_string()])
-            .collect()
-    }
-
-    /// `--datalake.<format>.warehouse <warehouse>` and [`Self::host_args`].
+    /// `--datalake.<format>.warehouse <warehouse>` and [`Self::storage_options`] as options of
+    /// `format` (`--datalake.<format>.s3.endpoint …`).
     pub fn warehouse_args(&self, format: &str, warehouse: &str, secret_key: &str) -> Vec<String> {
-        let mut args = vec![
-            format!("--datalake.{format}.warehouse"),
-            warehouse.to_string(),
-        ];
-        args.extend(self.host_args(format, secret_key));
-        args
+        datalake_args(format, warehouse, self.storage_options(secret_key).iter())
     }
 
     /// `--datalake.<format>.warehouse <warehouse>` and this server's settings under the
@@ -134,21 +135,17 @@ impl S3Server {
         names: [&str; 4],
         extra: &[(&str, &str)],
     ) -> Vec<String> {
-        let mut args = vec![
-            format!("--datalake.{format}.warehouse"),
-            warehouse.to_string(),
-        ];
         let values = [
-            &self.endpoint,
-            &self.region,
-            &self.access_key,
-            &self.secret_key,
+            self.endpoint.as_str(),
+            self.region.as_str(),
+            self.access_key.as_str(),
+            self.secret_key.as_str(),
         ];
-        let pairs = names.iter().zip(values.map(String::as_str));
-        for (k, v) in pairs.chain(extra.iter().map(|(k, v)| (k, *v))) {
-            args.extend([format!("--datalake.{format}.{k}"), v.to_string()]);
-        }
-        args
+        datalake_args(
+            format,
+            warehouse,
+            names.into_iter().zip(values).chain(extra.iter().copied()),
+        )
     }
 
     /// A client of the bucket, for checks of what is stored.

@@ -16,7 +16,8 @@ use crate::coordinator::proto::GetFileSystemSecurityTokenResponse;
 use crate::error::{Error, ErrorKind, Result, store_message};
 use crate::warehouse::{StorageOptions, Warehouse, is_storage_key};
 
-/// The remote data dir `url` (`s3://…`) opened with the cluster's credentials.
+/// An object store of Fluss's remote data (`s3://bucket`, or a prefix in it) opened with the
+/// cluster's credentials; objects are named by their path segments under `url`.
 pub struct RemoteDataDir {
     url: String,
     warehouse: Warehouse,

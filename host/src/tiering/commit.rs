@@ -255,8 +255,7 @@ async fn prepare(
             .get_missing_lake_snapshot(committer, fluss.snapshot_id)
             .await?
         {
-            let path =
-                recovery::verify_missing_snapshot(
+            let path = recovery::verify_missing_snapshot(
                 assignment,
                 &ctx.coordinator,
                 &ctx.cluster,

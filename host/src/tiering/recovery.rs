@@ -132,10 +132,9 @@ pub async fn verify_missing_snapshot(
     let offsets = match file.local() {
         Some(local) => read_offsets_file(&local, assignment.table_id),
         None => {
-            // On object storage, through the credentials the cluster hands out. A store that
-            // cannot be reached fails the round (retried), not the snapshot's claim.
-            let root = file.root.as_deref().unwrap_or_default();
-            let dir = RemoteDataDir::open(coordinator, root).await?;
+            // A store that cannot be reached fails the round (retried), not the snapshot's
+            // claim.
+            let dir = open_remote(coordinator, &file).await?;
             match dir.read(&file.segments, MAX_OFFSETS_FILE_BYTES).await {
                 Ok(bytes) => parse_offsets(&bytes, assignment.table_id),
                 Err(e) => Err(e.message().to_string()),
@@ -146,6 +145,12 @@ pub async fn verify_missing_snapshot(
     check_not_behind(fluss, &offsets)
         .map_err(|why| bad(format!("its offsets file {path} {why}")))?;
     Ok(path)
+}
+
+/// The object store a remote `file` lies in (its `scheme://authority`), opened with the
+/// credentials the cluster hands out; `file.segments` are its path there.
+async fn open_remote(coordinator: &CoordinatorClient, file: &FsPath) -> Result<RemoteDataDir> {
+    RemoteDataDir::open(coordinator, file.root.as_deref().unwrap_or_default()).await
 }
 
 /// The offsets file must be exactly `<remote>/lake/<db>/<table>-<id>/metadata/<uuid>.offsets`.
@@ -261,19 +266,16 @@ pub async fn discard_offsets_file(coordinator: &CoordinatorClient, path: &str) {
     let Some(file) = FsPath::parse(path) else {
         return;
     };
-    let deleted = match (file.local(), file.root.as_deref()) {
-        (Some(local), _) => match std::fs::remove_file(&local) {
+    let deleted = match file.local() {
+        Some(local) => match std::fs::remove_file(&local) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             other => other.map_err(|e| e.to_string()),
         },
-        (None, Some(root)) => match RemoteDataDir::open(coordinator, root).await {
-            Ok(dir) => dir
-                .delete(&file.segments)
-                .await
-                .map_err(|e| e.message().to_string()),
-            Err(e) => Err(e.message().to_string()),
-        },
-        (None, None) => return,
+        None => match open_remote(coordinator, &file).await {
+            Ok(dir) => dir.delete(&file.segments).await,
+            Err(e) => Err(e),
+        }
+        .map_err(|e| e.message().to_string()),
     };
     match deleted {
         Ok(()) => tracing::debug!(path, "deleted the offsets file of an aborted round"),
