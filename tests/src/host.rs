@@ -130,11 +130,19 @@ impl HostProcess {
     /// rounds that could have done it to actually run, instead of sleeping.
     pub async fn wait_for_more_logs(&mut self, needle: &str, more: usize, timeout: Duration) {
         let want = self.log().matches(needle).count() + more;
+        self.wait_for_log_count(needle, want, timeout).await;
+    }
+
+    /// Waits until the host has logged `needle` at least `count` times in all; panics with
+    /// the log after `timeout` or if the host exits. Fluss registers a round's snapshot
+    /// before the host logs that round's commit, so a test that has seen the offsets
+    /// registered waits here for the line rather than reading the log at once.
+    pub async fn wait_for_log_count(&mut self, needle: &str, count: usize, timeout: Duration) {
         let deadline = std::time::Instant::now() + timeout;
-        while self.log().matches(needle).count() < want {
+        while self.log().matches(needle).count() < count {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the host did not log '{needle}' {more} more times:\n{}",
+                "the host did not log '{needle}' {count} times:\n{}",
                 self.log()
             );
             assert!(self.exited().is_none(), "the host exited:\n{}", self.log());

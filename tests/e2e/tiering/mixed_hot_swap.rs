@@ -30,11 +30,18 @@ fn sighup(h: &host::HostProcess) {
     assert!(status.success());
 }
 
-fn committed_lines<'a>(log: &'a str, table: &str) -> Vec<&'a str> {
-    log.lines()
-        .filter(|l| {
-            l.contains("tiering round committed") && l.contains(&format!("table=fluss.{table} "))
-        })
+fn committed(table: &str) -> String {
+    format!("tiering round committed table=fluss.{table} ")
+}
+
+/// The host's commit lines for `table`, once there are `count` of them.
+async fn committed_lines(h: &mut host::HostProcess, table: &str, count: usize) -> Vec<String> {
+    h.wait_for_log_count(&committed(table), count, Duration::from_secs(30))
+        .await;
+    h.log()
+        .lines()
+        .filter(|l| l.contains(&committed(table)))
+        .map(str::to_string)
         .collect()
 }
 
@@ -91,8 +98,8 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
         .await;
     let ends = data::all_log_end_offsets(&admin, &path).await;
     wait_registered(&c, &admin, &path, &ends, &h).await;
+    let first = committed_lines(&mut h, &table, 1).await;
     let log = h.log();
-    let first = committed_lines(&log, &table);
     assert_eq!(first.len(), 1, "{log}");
     assert!(
         first[0].contains(&format!("sha256:{}", sha12(&v1))),
@@ -103,8 +110,8 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     data::write_rows(&conn, &path, 10_000, 10_000, 5_000).await;
     let ends = data::all_log_end_offsets(&admin, &path).await;
     wait_registered(&c, &admin, &path, &ends, &h).await;
+    let second = committed_lines(&mut h, &table, 2).await;
     let log = h.log();
-    let second = committed_lines(&log, &table);
     assert_eq!(second.len(), 2, "{log}");
     assert!(
         second[1].contains(&format!("sha256:{}", sha12(&v2))),
@@ -122,8 +129,8 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     data::write_rows(&conn, &path, 20_000, 10_000, 5_000).await;
     let ends = data::all_log_end_offsets(&admin, &path).await;
     wait_registered(&c, &admin, &path, &ends, &h).await;
+    let third = committed_lines(&mut h, &table, 3).await;
     let log = h.log();
-    let third = committed_lines(&log, &table);
     assert_eq!(third.len(), 3, "{log}");
     assert!(
         third[2].contains(&format!("sha256:{}", sha12(&v2))),
