@@ -99,6 +99,8 @@ await() {
 SASL_USERS="admin:admin-pass tiering:tiering-pass"
 start_clusters() {
   WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 cluster/setup.sh
+  # The benchmark's baseline, FlussLakeTiering on Flink (its smoke test, e2e bench::).
+  bench/flink/setup.sh
   stop_clusters
   for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do
     echo "--- cluster $i"
@@ -125,7 +127,7 @@ RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
-step "setup in the background: Python readers, Fluss jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters"
+step "setup in the background: Python readers, Fluss and Flink jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters"
 background python-readers scripts/setup-python.sh
 background clusters start_clusters
 

@@ -6,6 +6,7 @@
 //! (`fluss_lake_e2e::cluster`), so tests run concurrently, each alone on its cluster.
 
 mod bad_input;
+mod bench;
 mod component;
 mod faults;
 mod s3;

@@ -208,11 +208,32 @@ pub const S3_CLUSTER: usize = 9;
 
 /// The S3 cluster ([`S3_CLUSTER`]) with lake format `format`, held until the lease is dropped.
 pub fn lease_s3(format: &str) -> Lease {
-    let mut lease = lease_one_of(S3_CLUSTER..S3_CLUSTER + 1);
+    lease_index(S3_CLUSTER, format)
+}
+
+/// The cluster the benchmark uses by default (`bench --cluster-index`): outside the test pool,
+/// so a benchmark never waits for, or slows, a test run's clusters.
+pub const BENCH_CLUSTER: usize = 8;
+
+/// Cluster `index` (of the pool or not) with lake format `format`, emptied of tables, held
+/// until the lease is dropped; waits while another process holds it.
+pub fn lease_index(index: usize, format: &str) -> Lease {
+    let mut lease = lease_one_of(index..index + 1);
     if lease.info.format != format {
         lease.set_lake_format(format);
     }
     lease
+}
+
+/// Cluster `index`, whose lease the calling process's parent holds (the benchmark run by a
+/// test), emptied of tables and switched to `format` as a lease would be, without taking the
+/// lock again.
+pub fn held_by_parent(index: usize, format: &str) -> ClusterInfo {
+    let current = prepare(index);
+    if current != format {
+        set_lake_format(index, format);
+    }
+    ClusterInfo::new(index, format)
 }
 
 fn lease_one_of(indices: std::ops::Range<usize>) -> Lease {

@@ -131,14 +131,28 @@ impl ComponentDriver {
 
     /// Every instance limited to `memory_limit` bytes of linear memory.
     pub async fn load_with_memory(wasm: &Path, warehouse: &Path, memory_limit: usize) -> Self {
-        let engine = Arc::new(
-            PluginEngine::new(EngineSettings {
+        Self::load_with_settings(
+            wasm,
+            warehouse,
+            EngineSettings {
                 instance_memory_limit: memory_limit,
-                cache_dir: Some(crate::host::plugin_cache_dir()),
                 ..EngineSettings::default()
-            })
-            .unwrap(),
-        );
+            },
+        )
+        .await
+    }
+
+    /// The plugin in an engine with `settings` (the suite's compiled-plugin cache unless
+    /// they name one), e.g. the host's defaults, as the benchmark's WASM-tax figure runs it.
+    pub async fn load_with_settings(
+        wasm: &Path,
+        warehouse: &Path,
+        mut settings: EngineSettings,
+    ) -> Self {
+        settings
+            .cache_dir
+            .get_or_insert_with(crate::host::plugin_cache_dir);
+        let engine = Arc::new(PluginEngine::new(settings).unwrap());
         let plugin = Plugin::load(engine, wasm).await.expect("plugin loads");
         std::fs::create_dir_all(warehouse).unwrap();
         ComponentDriver {

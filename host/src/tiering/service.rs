@@ -121,10 +121,14 @@ impl TieringService {
                     self.consecutive_failures,
                     self.ctx.config.heartbeat_interval,
                 )
-            } else if got_table && self.has_capacity() {
-                Duration::ZERO
             } else {
-                self.ctx.config.heartbeat_interval
+                next_heartbeat(
+                    self.ctx.config.poll_table_interval,
+                    self.ctx.config.heartbeat_interval,
+                    got_table,
+                    self.has_capacity(),
+                    self.last_empty_poll.map(|t| t.elapsed()),
+                )
             };
             let sleep = tokio::time::sleep(wait);
             tokio::pin!(sleep);
@@ -444,4 +448,60 @@ fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatRe
 /// Backoff between failed heartbeats: from 1 s, at most 32 s and the heartbeat interval.
 fn heartbeat_backoff(failures: u32, interval: Duration) -> Duration {
     backoff::exponential(failures, interval.min(Duration::from_secs(32)))
+}
+
+/// How long to wait before the next heartbeat. With capacity the host asks for a table again
+/// as soon as it may, as Flink's enumerator does: at once after it got one, otherwise when
+/// `tiering.poll.table.interval` has passed since the coordinator last had none; a round
+/// that ends wakes the loop early. Without capacity, heartbeats only renew the rounds.
+fn next_heartbeat(
+    poll_table_interval: Duration,
+    heartbeat_interval: Duration,
+    got_table: bool,
+    has_capacity: bool,
+    since_empty_poll: Option<Duration>,
+) -> Duration {
+    if !has_capacity {
+        return heartbeat_interval;
+    }
+    if got_table {
+        return Duration::ZERO;
+    }
+    // No empty poll to count from: the last heartbeat did not ask (the Fluss client is
+    // being repaired), so the next one is a plain heartbeat.
+    let until_poll = since_empty_poll.map_or(heartbeat_interval, |since| {
+        poll_table_interval.saturating_sub(since)
+    });
+    until_poll.min(heartbeat_interval)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_capacity_the_next_table_is_asked_for_at_the_poll_interval_not_the_heartbeat() {
+        let (s, ms) = (Duration::from_secs, Duration::from_millis);
+        assert_eq!(
+            next_heartbeat(s(1), s(10), true, true, None),
+            Duration::ZERO
+        );
+        assert_eq!(
+            next_heartbeat(s(1), s(10), false, true, Some(ms(300))),
+            ms(700)
+        );
+        assert_eq!(
+            next_heartbeat(s(1), s(10), false, true, Some(ms(1500))),
+            Duration::ZERO
+        );
+        // A long poll interval still heartbeats every heartbeat interval.
+        assert_eq!(
+            next_heartbeat(s(30), s(10), false, true, Some(ms(0))),
+            s(10)
+        );
+        // Not asked last time: no busy loop.
+        assert_eq!(next_heartbeat(s(1), s(10), false, true, None), s(10));
+        // Full: heartbeats renew the rounds in flight only.
+        assert_eq!(next_heartbeat(s(1), s(10), true, false, None), s(10));
+    }
 }

@@ -1,0 +1,170 @@
+//! One backlog measurement: a service is started on tables already written and due, and is
+//! watched until Fluss's lake snapshots cover every table's log end. Figures: wall time from
+//! the start, time to the first commit, CPU seconds of the service process (all of them, and
+//! those after it became ready), its peak resident memory, and the files it left in the lake.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use fluss::client::FlussAdmin;
+use fluss::metadata::TablePath;
+use fluss_lake_e2e::cluster::ClusterInfo;
+use serde::Serialize;
+
+use crate::lake_files::{self, LakeFiles};
+use crate::proc_stats;
+use crate::service::{Service, ServiceKind};
+use crate::workload::Prepared;
+
+/// What one service did with one backlog.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServiceFigures {
+    pub service: ServiceKind,
+    /// Log records tiered (rows, or changes of a primary-key table).
+    pub records: u64,
+    /// From the service's start to every table covered.
+    pub wall_s: f64,
+    /// From the start until the service served the coordinator.
+    pub ready_s: f64,
+    /// From the start to the first lake snapshot Fluss registered.
+    pub first_commit_s: f64,
+    /// CPU seconds of the service process from its start to every table covered.
+    pub cpu_s: f64,
+    /// Of those, the ones spent starting up (until ready).
+    pub startup_cpu_s: f64,
+    /// Peak resident memory of the service process (VmHWM).
+    pub peak_rss_bytes: u64,
+    /// Files and bytes under the tables' lake directories.
+    pub lake: LakeFiles,
+}
+
+impl ServiceFigures {
+    pub fn rows_per_s(&self) -> f64 {
+        self.records as f64 / self.wall_s.max(1e-9)
+    }
+
+    /// Records per CPU-second of the service: the "per core" figure.
+    pub fn rows_per_cpu_s(&self) -> f64 {
+        self.records as f64 / self.cpu_s.max(1e-9)
+    }
+
+    pub fn cpu_s_per_million(&self) -> f64 {
+        self.cpu_s * 1e6 / self.records.max(1) as f64
+    }
+}
+
+/// How long a service may take to tier one backlog.
+const COVER_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How long a service may take to serve the coordinator.
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Starts `kind`, waits until it has tiered `prepared`, stops it.
+pub async fn backlog(
+    kind: ServiceKind,
+    c: &ClusterInfo,
+    admin: &FlussAdmin,
+    format: &str,
+    prepared: &Prepared,
+    log: &Path,
+) -> Result<ServiceFigures> {
+    let mut service = Service::spawn(kind, c, format, log)?;
+    let pid = service.pid();
+    service.wait_ready(format, READY_TIMEOUT).await?;
+    let ready_s = service.started.elapsed().as_secs_f64();
+    let startup_cpu_s = proc_stats::cpu_seconds(pid)?;
+
+    let mut first_commit_s = None;
+    let mut left: Vec<usize> = (0..prepared.tables.len()).collect();
+    let deadline = Instant::now() + COVER_TIMEOUT;
+    while !left.is_empty() {
+        service.check_running()?;
+        if Instant::now() > deadline {
+            bail!(
+                "the {} service did not tier {} of the tables within {COVER_TIMEOUT:?}:\n{}",
+                kind.name(),
+                left.len(),
+                service.log_tail(60)
+            );
+        }
+        let mut still = Vec::new();
+        for &k in &left {
+            match lake_offsets(admin, &prepared.tables[k]).await {
+                Some(got) => {
+                    first_commit_s.get_or_insert(service.started.elapsed().as_secs_f64());
+                    if !covers(&got, &prepared.ends[k]) {
+                        still.push(k);
+                    }
+                }
+                None => still.push(k),
+            }
+        }
+        left = still;
+        if !left.is_empty() {
+            tokio::time::sleep(poll_interval(prepared.tables.len())).await;
+        }
+    }
+    // Read at once: the service idles from here on. VmHWM is the peak of the whole run.
+    let wall_s = service.started.elapsed().as_secs_f64();
+    let cpu_s = proc_stats::cpu_seconds(pid)?;
+    let peak_rss_bytes = proc_stats::peak_rss_bytes(pid)?;
+    service.stop(Duration::from_secs(30));
+    let lake = lake_files::of_tables(c, format, &prepared.tables)?;
+    Ok(ServiceFigures {
+        service: kind,
+        records: prepared.records,
+        wall_s,
+        ready_s,
+        first_commit_s: first_commit_s.unwrap_or(wall_s),
+        cpu_s,
+        startup_cpu_s,
+        peak_rss_bytes,
+        lake,
+    })
+}
+
+/// Polls often for one table, less often for many (each poll is one request per table).
+fn poll_interval(tables: usize) -> Duration {
+    Duration::from_millis(if tables > 10 { 500 } else { 100 })
+}
+
+/// The latest lake snapshot's offsets of a table, if it has one.
+pub async fn lake_offsets(
+    admin: &FlussAdmin,
+    t: &TablePath,
+) -> Option<HashMap<(Option<i64>, i32), i64>> {
+    let s = admin.get_latest_lake_snapshot(t).await.ok()?;
+    Some(
+        s.table_buckets_offset
+            .iter()
+            .map(|(tb, o)| ((tb.partition_id(), tb.bucket_id()), *o))
+            .collect(),
+    )
+}
+
+/// Whether the lake holds every record up to `ends`.
+pub fn covers(
+    got: &HashMap<(Option<i64>, i32), i64>,
+    ends: &HashMap<(Option<i64>, i32), i64>,
+) -> bool {
+    ends.iter()
+        .all(|(k, end)| *end == 0 || got.get(k).is_some_and(|o| o >= end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lake_covers_ends_it_reached_or_passed_and_empty_buckets() {
+        let ends = HashMap::from([((None, 0), 10), ((None, 1), 0), ((Some(7), 2), 5)]);
+        let mut got = HashMap::from([((None, 0), 10), ((Some(7), 2), 6)]);
+        assert!(covers(&got, &ends));
+        got.insert((None, 0), 9);
+        assert!(!covers(&got, &ends));
+        got.insert((None, 0), 10);
+        got.remove(&(Some(7), 2));
+        assert!(!covers(&got, &ends));
+    }
+}

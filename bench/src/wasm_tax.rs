@@ -1,0 +1,230 @@
+//! The WASM tax: the same guest code (a format's writer and committer) writing the same rows,
+//! once compiled natively over the SDK's local storage, once as the `.wasm` plugin in the
+//! host's plugin runtime with the host's default sandbox limits (memory ceiling, call
+//! deadlines, epoch interruption, scoped storage, result bounds). The rows are encoded as
+//! contract row batches beforehand, so both sides are timed on the guest's work alone.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow, bail};
+use fluss_lake_e2e::component::{self, ComponentDriver};
+use fluss_lake_e2e::data;
+use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter};
+use fluss_lake_guest_sdk::storage::LocalStorage;
+use fluss_lake_guest_sdk::wit as guest;
+use fluss_lake_host::plugin::engine::EngineSettings;
+use serde::Serialize;
+
+use crate::proc_stats;
+
+/// Rows per row batch handed to the writer (one boundary crossing each).
+pub const BATCH_ROWS: usize = 8_192;
+/// The commit timestamp (millis) of every row.
+const TS_MS: i64 = 1_700_000_000_123;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TaxFigures {
+    pub format: String,
+    pub records: u64,
+    pub batch_rows: usize,
+    pub native_wall_s: f64,
+    pub native_cpu_s: f64,
+    pub wasm_wall_s: f64,
+    pub wasm_cpu_s: f64,
+}
+
+impl TaxFigures {
+    /// WASM CPU seconds over native CPU seconds for the same work.
+    pub fn ratio(&self) -> f64 {
+        self.wasm_cpu_s / self.native_cpu_s.max(1e-9)
+    }
+}
+
+/// The standard columns as the host describes them to a plugin.
+const COLUMNS: &[(&str, &str, bool)] = &[
+    ("id", "INT", true),
+    ("seq", "BIGINT", true),
+    ("name", "STRING", true),
+    ("price", "DOUBLE", true),
+    ("flag", "BOOLEAN", true),
+    ("ts", "TIMESTAMP(6)", true),
+    ("day", "DATE", true),
+    ("amount", "DECIMAL(10, 2)", true),
+];
+
+/// Writes `rows` rows of one bucket and commits them, natively and as `.wasm`, each into a
+/// warehouse of its own under `dir`.
+pub async fn measure(format: &str, rows: usize, dir: &Path) -> Result<TaxFigures> {
+    let arrow: Vec<_> = (0..rows)
+        .step_by(BATCH_ROWS)
+        .map(|first| data::batch(first as i64, BATCH_ROWS.min(rows - first)))
+        .collect();
+
+    // Native: the format crate over local storage, on a thread of its own.
+    let native_dir = dir.join("native");
+    std::fs::create_dir_all(&native_dir)?;
+    let guest_batches = arrow
+        .iter()
+        .scan(0i64, |offset, b| {
+            let batch = fluss_lake_guest_sdk::ipc::make_row_batch(b, *offset, TS_MS);
+            *offset += b.num_rows() as i64;
+            Some(batch)
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| anyhow!("{e}"))?;
+    let table = guest_table(format);
+    let fmt = format.to_string();
+    let (native_wall_s, native_cpu_s) =
+        tokio::task::spawn_blocking(move || native_round(&fmt, &native_dir, &table, guest_batches))
+            .await??;
+
+    // WASM: the plugin in the host's runtime with the host's default limits.
+    let wasm_dir = dir.join("wasm");
+    let driver = ComponentDriver::load_with_settings(
+        &fluss_lake_e2e::host::plugin(format),
+        &wasm_dir,
+        EngineSettings::default(),
+    )
+    .await;
+    let table = component::table(format, "tax", COLUMNS, &[], &[], 1, &[]);
+    driver.create(&table).await;
+    let host_batches: Vec<_> = arrow
+        .iter()
+        .scan(0i64, |offset, b| {
+            let batch = component::row_batch(b, Vec::new(), *offset, TS_MS);
+            *offset += b.num_rows() as i64;
+            Some(batch)
+        })
+        .collect();
+    let cpu0 = proc_stats::own_cpu_seconds()?;
+    let started = Instant::now();
+    let (_, commit) = driver
+        .streamed_round(&table, host_batches.into_iter(), offsets_property())
+        .await;
+    let wasm_wall_s = started.elapsed().as_secs_f64();
+    let wasm_cpu_s = proc_stats::own_cpu_seconds()? - cpu0;
+    if commit.snapshot_id < 1 {
+        bail!("the plugin committed no snapshot");
+    }
+    Ok(TaxFigures {
+        format: format.to_string(),
+        records: rows as u64,
+        batch_rows: BATCH_ROWS,
+        native_wall_s,
+        native_cpu_s,
+        wasm_wall_s,
+        wasm_cpu_s,
+    })
+}
+
+fn offsets_property() -> Vec<(String, String)> {
+    vec![(
+        "fluss-offsets".to_string(),
+        "/remote/lake/fluss/t-1/metadata/bench.offsets".to_string(),
+    )]
+}
+
+fn guest_table(format: &str) -> guest::TableInfo {
+    let mut t = fluss_lake_guest_sdk::testing::log_table("fluss", "tax", COLUMNS, &[], 1, &[]);
+    for (k, v) in &mut t.properties {
+        if k == "table.datalake.format" {
+            *v = format.to_string();
+        }
+    }
+    t
+}
+
+/// One native round: create the table, write every batch, commit. Wall and CPU seconds of
+/// the write and commit.
+fn native_round(
+    format: &str,
+    warehouse: &Path,
+    table: &guest::TableInfo,
+    batches: Vec<guest::RowBatch>,
+) -> Result<(f64, f64)> {
+    let config = vec![("warehouse".to_string(), warehouse.display().to_string())];
+    match format {
+        "paimon" => {
+            use fluss_lake_paimon as p;
+            let storage = LocalStorage::new(warehouse.join(table_location(&p::catalog::LAYOUT)));
+            p::catalog::create_table_if_missing(&storage, table, &config).map_err(err)?;
+            timed(|| {
+                round::<
+                    p::writer::PaimonWriter<LocalStorage>,
+                    p::committer::PaimonCommitter<LocalStorage>,
+                >(table, &config, &storage, batches)
+            })
+        }
+        "iceberg" => {
+            use fluss_lake_iceberg as i;
+            let storage = LocalStorage::new(warehouse.join(table_location(&i::catalog::LAYOUT)));
+            i::catalog::create_table_if_missing(&storage, table, &config).map_err(err)?;
+            timed(|| {
+                round::<
+                    i::writer::IcebergWriter<LocalStorage>,
+                    i::committer::IcebergCommitter<LocalStorage>,
+                >(table, &config, &storage, batches)
+            })
+        }
+        other => bail!("the WASM tax is measured for paimon and iceberg, not {other}"),
+    }
+}
+
+fn table_location(layout: &fluss_lake_guest_sdk::layout::Layout) -> String {
+    format!("fluss{}/tax{}", layout.database_suffix, layout.table_suffix)
+}
+
+fn timed(f: impl FnOnce() -> Result<()>) -> Result<(f64, f64)> {
+    let cpu0 = proc_stats::own_cpu_seconds()?;
+    let started = Instant::now();
+    f()?;
+    Ok((
+        started.elapsed().as_secs_f64(),
+        proc_stats::own_cpu_seconds()? - cpu0,
+    ))
+}
+
+fn round<W, C>(
+    table: &guest::TableInfo,
+    config: &[(String, String)],
+    storage: &LocalStorage,
+    batches: Vec<guest::RowBatch>,
+) -> Result<()>
+where
+    W: FormatWriter<LocalStorage>,
+    C: FormatCommitter<LocalStorage>,
+{
+    let context = guest::WriterContext {
+        table: table.clone(),
+        bucket: 0,
+        partition_id: None,
+        partition_name: None,
+        split_index: 0,
+        round_timestamp: 0,
+        config: config.to_vec(),
+    };
+    let mut w = W::open(&context, storage.clone()).map_err(err)?;
+    for b in batches {
+        w.write(b).map_err(err)?;
+    }
+    let result = w.complete().map_err(err)?;
+    let mut c = C::open(
+        guest::CommitterContext {
+            table: table.clone(),
+            config: config.to_vec(),
+            tiering_config: Vec::new(),
+        },
+        storage.clone(),
+    )
+    .map_err(err)?;
+    let committable = c.to_committable(&[result.payload]).map_err(err)?;
+    c.commit(&committable, &offsets_property(), None)
+        .map_err(err)
+        .context("native commit")?;
+    Ok(())
+}
+
+fn err(e: fluss_lake_guest_sdk::Error) -> anyhow::Error {
+    anyhow!("{e}")
+}

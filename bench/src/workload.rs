@@ -1,0 +1,258 @@
+//! The workloads of the benchmark: which tables, how much data, written how. Every backlog
+//! workload is written with no tiering service running, then handed to one service, so each
+//! service starts from the same backlog: the same rows in the same kind of tables.
+//!
+//! A new lake table becomes due for tiering `table.datalake.freshness` after its creation.
+//! Tables are created with a short freshness (so they are due by the time the writing ends)
+//! and then altered to a long one, so that a round is never cut short by the freshness in the
+//! middle of a backlog: one round per table measures throughput, not round overhead. The
+//! steady workload keeps its freshness: it measures exactly that.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use fluss::client::{FlussAdmin, FlussConnection};
+use fluss::metadata::{
+    AlterConfig, AlterConfigOpType, AlterTableChanges, DataTypes, Schema, TableDescriptor,
+    TablePath,
+};
+use fluss::row::GenericRow;
+use fluss_lake_e2e::data;
+use serde::Serialize;
+
+/// The workloads; sizes are the at `--scale 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// A log table of 10M rows (the standard 8 columns), 3 buckets.
+    Log3,
+    /// The same rows in 12 buckets.
+    Log12,
+    /// A primary-key table receiving 2M changes: a third of them updates, every 50th a delete.
+    Pk,
+    /// A log table of 24 partitions × 4 buckets with a small backlog in each (setup cost
+    /// dominates).
+    Partitioned,
+    /// 50 small log tables at once (3 buckets, 20k rows each).
+    ManyTables,
+    /// A writer at a fixed rate for several minutes; freshness percentiles.
+    Steady,
+}
+
+impl WorkloadKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Log3 => "log-3",
+            WorkloadKind::Log12 => "log-12",
+            WorkloadKind::Pk => "pk",
+            WorkloadKind::Partitioned => "partitioned",
+            WorkloadKind::ManyTables => "many-tables",
+            WorkloadKind::Steady => "steady",
+        }
+    }
+
+    /// Whether the raw fluss-rs scan rate of the same table is measured too.
+    pub fn has_raw_scan(self) -> bool {
+        matches!(self, WorkloadKind::Log3 | WorkloadKind::Log12)
+    }
+}
+
+/// How big each workload is: the sizes times `scale` (at least a few rows each).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sizes {
+    pub log_rows: usize,
+    pub pk_changes: usize,
+    pub partitions: usize,
+    pub rows_per_partition: usize,
+    pub tables: usize,
+    pub rows_per_table: usize,
+    /// Rows per second of the steady writer.
+    pub steady_rate: usize,
+    pub steady_seconds: u64,
+    /// `table.datalake.freshness` of the steady table.
+    pub steady_freshness_s: u64,
+}
+
+impl Sizes {
+    pub fn scaled(scale: f64) -> Sizes {
+        let n = |full: f64, min: usize| ((full * scale).round() as usize).max(min);
+        Sizes {
+            log_rows: n(10_000_000.0, 1_000),
+            pk_changes: n(2_000_000.0, 300),
+            partitions: 24,
+            rows_per_partition: n(5_000.0, 50),
+            // Fewer tables below scale 1, so a smoke run stays short.
+            tables: ((50.0 * scale.min(1.0).sqrt()).round() as usize).max(2),
+            rows_per_table: n(20_000.0, 100),
+            steady_rate: n(20_000.0, 200),
+            steady_seconds: ((180.0 * scale.min(1.0).sqrt()).round() as u64).max(20),
+            steady_freshness_s: 10,
+        }
+    }
+}
+
+/// The freshness tables are created with: due for tiering this long after creation.
+const CREATE_FRESHNESS: Duration = Duration::from_secs(2);
+/// The freshness a backlog table gets once due: no round is cut short while it is measured.
+const BACKLOG_FRESHNESS: &str = "30min";
+/// Rows per appended Arrow batch.
+const WRITE_BATCH: usize = 20_000;
+
+/// Tables written and due for tiering.
+pub struct Prepared {
+    pub tables: Vec<TablePath>,
+    /// Per table: (partition, bucket) → log end offset the lake must reach.
+    pub ends: Vec<HashMap<(Option<i64>, i32), i64>>,
+    /// Log records to tier (rows, or changes of a primary-key table).
+    pub records: u64,
+    /// How long writing took (not part of any figure).
+    pub write_seconds: f64,
+}
+
+/// Creates the tables of `kind` under names starting with `prefix`, writes their backlog and
+/// makes them due for tiering.
+pub async fn prepare(
+    kind: WorkloadKind,
+    sizes: &Sizes,
+    conn: &FlussConnection,
+    admin: &FlussAdmin,
+    prefix: &str,
+) -> Result<Prepared> {
+    let started = Instant::now();
+    let freshness = format!("{}s", CREATE_FRESHNESS.as_secs());
+    let path = |suffix: &str| TablePath::new("fluss", format!("{prefix}_{suffix}"));
+    let mut tables = Vec::new();
+    match kind {
+        WorkloadKind::Log3 | WorkloadKind::Log12 => {
+            let buckets = if kind == WorkloadKind::Log3 { 3 } else { 12 };
+            let t = path("log");
+            data::create_table(
+                admin,
+                &t,
+                &data::lake_log_table(buckets, Some("id"), &freshness),
+            )
+            .await;
+            data::write_rows(conn, &t, 0, sizes.log_rows, WRITE_BATCH).await;
+            tables.push(t);
+        }
+        WorkloadKind::Pk => {
+            let t = path("pk");
+            data::create_table(admin, &t, &pk_table(3, &freshness)?).await;
+            write_pk_changes(conn, &t, sizes.pk_changes).await?;
+            tables.push(t);
+        }
+        WorkloadKind::Partitioned => {
+            let t = path("parts");
+            data::create_table(
+                admin,
+                &t,
+                &data::lake_partitioned_log_table(4, Some("id"), &freshness, &["p"]),
+            )
+            .await;
+            for k in 0..sizes.partitions {
+                let value = format!("p{k:02}");
+                let spec: &[(&str, &str)] = &[("p", &value)];
+                data::create_partition(admin, &t, spec).await;
+                let first = (k * sizes.rows_per_partition) as i64;
+                data::write_partition_rows(
+                    conn,
+                    &t,
+                    spec,
+                    first,
+                    sizes.rows_per_partition,
+                    WRITE_BATCH,
+                )
+                .await;
+            }
+            tables.push(t);
+        }
+        WorkloadKind::ManyTables => {
+            for k in 0..sizes.tables {
+                let t = path(&format!("t{k:02}"));
+                data::create_table(admin, &t, &data::lake_log_table(3, Some("id"), &freshness))
+                    .await;
+                data::write_rows(conn, &t, 0, sizes.rows_per_table, WRITE_BATCH).await;
+                tables.push(t);
+            }
+        }
+        WorkloadKind::Steady => unreachable!("the steady workload writes while it is measured"),
+    }
+    let mut ends = Vec::new();
+    let mut records = 0u64;
+    for t in &tables {
+        let e = data::all_log_end_offsets(admin, t).await;
+        records += e.values().map(|o| *o as u64).sum::<u64>();
+        ends.push(e);
+    }
+    // Due: the coordinator queued the tables `CREATE_FRESHNESS` after their creation (its
+    // timer ticks once a second); a longer freshness from now on keeps every round whole.
+    let due = CREATE_FRESHNESS + Duration::from_secs(3);
+    if let Some(wait) = due.checked_sub(started.elapsed()) {
+        tokio::time::sleep(wait).await;
+    }
+    for t in &tables {
+        set_freshness(admin, t, BACKLOG_FRESHNESS).await?;
+    }
+    Ok(Prepared {
+        tables,
+        ends,
+        records,
+        write_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Sets a table's `table.datalake.freshness`.
+pub async fn set_freshness(admin: &FlussAdmin, t: &TablePath, freshness: &str) -> Result<()> {
+    let changes = AlterTableChanges {
+        config_changes: vec![AlterConfig::new(
+            "table.datalake.freshness",
+            Some(freshness.to_string()),
+            AlterConfigOpType::Set,
+        )],
+        ..Default::default()
+    };
+    admin
+        .alter_table(t, false, changes)
+        .await
+        .with_context(|| format!("altering the freshness of {t}"))
+}
+
+/// The primary-key table: `id INT` (key), `name STRING`, `val BIGINT`, `price DOUBLE`.
+pub fn pk_table(buckets: i32, freshness: &str) -> Result<TableDescriptor> {
+    let schema = Schema::builder()
+        .column("id", DataTypes::int())
+        .column("name", DataTypes::string())
+        .column("val", DataTypes::bigint())
+        .column("price", DataTypes::double())
+        .primary_key(vec!["id"])?
+        .build()?;
+    Ok(TableDescriptor::builder()
+        .schema(schema)
+        .distributed_by(Some(buckets), vec!["id".to_string()])
+        .property("table.datalake.enabled", "true")
+        .property("table.datalake.freshness", freshness)
+        .build()?)
+}
+
+/// `changes` upserts over two thirds as many keys (so a third are updates), every 50th a
+/// delete of its key.
+async fn write_pk_changes(conn: &FlussConnection, t: &TablePath, changes: usize) -> Result<()> {
+    let table = conn.get_table(t).await?;
+    let w = table.new_upsert()?.create_writer()?;
+    let keys = (changes * 2 / 3).max(1) as i64;
+    for i in 0..changes as i64 {
+        let mut row = GenericRow::new(4);
+        row.set_field(0, (i % keys) as i32);
+        row.set_field(1, format!("name-{i}"));
+        row.set_field(2, i);
+        row.set_field(3, i as f64 * 0.5);
+        if i % 50 == 49 {
+            w.delete(&row)?;
+        } else {
+            w.upsert(&row)?;
+        }
+    }
+    w.flush().await?;
+    Ok(())
+}
