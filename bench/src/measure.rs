@@ -55,8 +55,11 @@ impl ServiceFigures {
     }
 }
 
-/// How long a service may take to tier one backlog.
-const COVER_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How long a service may take to tier a backlog of `records`: 10 minutes, and a second
+/// more per 10,000 records beyond 6M (Flink tiers 100,000 or more a second here).
+fn cover_timeout(records: u64) -> Duration {
+    Duration::from_secs(600.max(records / 10_000))
+}
 /// How long a service may take to serve the coordinator.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -77,12 +80,13 @@ pub async fn backlog(
 
     let mut first_commit_s = None;
     let mut left: Vec<usize> = (0..prepared.tables.len()).collect();
-    let deadline = Instant::now() + COVER_TIMEOUT;
+    let timeout = cover_timeout(prepared.records);
+    let deadline = Instant::now() + timeout;
     while !left.is_empty() {
         service.check_running()?;
         if Instant::now() > deadline {
             bail!(
-                "the {} service did not tier {} of the tables within {COVER_TIMEOUT:?}:\n{}",
+                "the {} service did not tier {} of the tables within {timeout:?}:\n{}",
                 kind.name(),
                 left.len(),
                 service.log_tail(60)

@@ -121,6 +121,9 @@ pub async fn prepare(
 ) -> Result<Prepared> {
     let started = Instant::now();
     let freshness = format!("{}s", CREATE_FRESHNESS.as_secs());
+    // When the last table was created: every table is due `CREATE_FRESHNESS` after its own
+    // creation, and one altered before it is due would wait for the long freshness.
+    let mut last_created = started;
     let path = |suffix: &str| TablePath::new("fluss", format!("{prefix}_{suffix}"));
     let mut tables = Vec::new();
     match kind {
@@ -133,12 +136,14 @@ pub async fn prepare(
                 &data::lake_log_table(buckets, Some("id"), &freshness),
             )
             .await;
+            last_created = Instant::now();
             data::write_rows(conn, &t, 0, sizes.log_rows, WRITE_BATCH).await;
             tables.push(t);
         }
         WorkloadKind::Pk => {
             let t = path("pk");
             data::create_table(admin, &t, &pk_table(3, &freshness)?).await;
+            last_created = Instant::now();
             write_pk_changes(conn, &t, sizes.pk_changes).await?;
             tables.push(t);
         }
@@ -150,6 +155,7 @@ pub async fn prepare(
                 &data::lake_partitioned_log_table(4, Some("id"), &freshness, &["p"]),
             )
             .await;
+            last_created = Instant::now();
             for k in 0..sizes.partitions {
                 let value = format!("p{k:02}");
                 let spec: &[(&str, &str)] = &[("p", &value)];
@@ -172,6 +178,7 @@ pub async fn prepare(
                 let t = path(&format!("t{k:02}"));
                 data::create_table(admin, &t, &data::lake_log_table(3, Some("id"), &freshness))
                     .await;
+                last_created = Instant::now();
                 data::write_rows(conn, &t, 0, sizes.rows_per_table, WRITE_BATCH).await;
                 tables.push(t);
             }
@@ -188,7 +195,7 @@ pub async fn prepare(
     // Due: the coordinator queued the tables `CREATE_FRESHNESS` after their creation (its
     // timer ticks once a second); a longer freshness from now on keeps every round whole.
     let due = CREATE_FRESHNESS + Duration::from_secs(3);
-    if let Some(wait) = due.checked_sub(started.elapsed()) {
+    if let Some(wait) = due.checked_sub(last_created.elapsed()) {
         tokio::time::sleep(wait).await;
     }
     for t in &tables {
