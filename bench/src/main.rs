@@ -136,22 +136,24 @@ async fn run(args: RunArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| repo_root().join(format!("bench/results/{date}-{commit}")));
-    std::fs::create_dir_all(out.join("logs"))?;
-    // Warehouses and logs are handed to other processes: an absolute path.
-    let out = out.canonicalize()?;
+    std::fs::create_dir_all(&out)?;
+    // The services' logs and the WASM tax's warehouses: build output, never committed with
+    // the results (an absolute path: other processes are handed it).
+    let work = repo_root().join(format!("target/bench/{date}-{commit}"));
+    std::fs::create_dir_all(work.join("logs"))?;
     let mut backlog = Vec::new();
     let mut steady = Vec::new();
     let mut tax = Vec::new();
     for format in &args.formats {
         if args.services.contains(&ServiceKind::Host) {
-            warm_plugin_cache(&args, format, &out).await?;
+            warm_plugin_cache(&args, format, &work).await?;
         }
         for &kind in &args.workloads {
             eprintln!("== {} {format}", kind.name());
             if kind == WorkloadKind::Steady {
-                steady.push(run_steady(&args, &sizes, format, &out).await?);
+                steady.push(run_steady(&args, &sizes, format, &work).await?);
             } else {
-                backlog.push(run_backlog(&args, kind, &sizes, format, &out).await?);
+                backlog.push(run_backlog(&args, kind, &sizes, format, &work).await?);
             }
         }
         let tax_rows = args
@@ -159,7 +161,7 @@ async fn run(args: RunArgs) -> Result<()> {
             .unwrap_or((2_000_000.0 * args.scale).round() as usize);
         if tax_rows > 0 {
             eprintln!("== WASM tax {format}: {tax_rows} rows");
-            let dir = out.join("tax").join(format);
+            let dir = work.join("tax").join(format);
             let _ = std::fs::remove_dir_all(&dir);
             tax.push(wasm_tax::measure(format, tax_rows, &dir).await?);
             std::fs::remove_dir_all(&dir)?;
@@ -187,7 +189,11 @@ async fn run(args: RunArgs) -> Result<()> {
     std::fs::write(out.join("result.md"), &md)?;
     std::fs::write(out.join("chart.svg"), report::svg(&result))?;
     println!("{md}");
-    eprintln!("results in {}", out.display());
+    eprintln!(
+        "results in {}, the services' logs in {}",
+        out.display(),
+        work.join("logs").display()
+    );
     if args.check {
         check(&args, &result)?;
     }
@@ -196,13 +202,13 @@ async fn run(args: RunArgs) -> Result<()> {
 
 /// Starts the host once so that its plugin is compiled into the shared cache: every measured
 /// start then loads it, as a deployment's restarts do.
-async fn warm_plugin_cache(args: &RunArgs, format: &str, out: &Path) -> Result<()> {
+async fn warm_plugin_cache(args: &RunArgs, format: &str, work: &Path) -> Result<()> {
     let c = take_cluster(args, format);
     let mut s = Service::spawn(
         ServiceKind::Host,
         &c,
         format,
-        &out.join(format!("logs/warm-{format}.log")),
+        &work.join(format!("logs/warm-{format}.log")),
     )?;
     s.wait_ready(format, Duration::from_secs(300)).await?;
     s.stop(Duration::from_secs(30));
@@ -214,7 +220,7 @@ async fn run_backlog(
     kind: WorkloadKind,
     sizes: &Sizes,
     format: &str,
-    out: &Path,
+    work: &Path,
 ) -> Result<BacklogResult> {
     let mut result = BacklogResult {
         workload: kind.name().to_string(),
@@ -254,7 +260,7 @@ async fn run_backlog(
             );
             result.raw_scan = Some(scan);
         }
-        let log = out.join(format!(
+        let log = work.join(format!(
             "logs/{}-{format}-{}.log",
             kind.name(),
             service.name()
@@ -282,7 +288,7 @@ async fn run_steady(
     args: &RunArgs,
     sizes: &Sizes,
     format: &str,
-    out: &Path,
+    work: &Path,
 ) -> Result<SteadyResult> {
     let mut result = SteadyResult {
         format: format.to_string(),
@@ -296,7 +302,7 @@ async fn run_steady(
             "fluss",
             fluss_lake_e2e::unique_name(&format!("bench_steady_{}", service.name())),
         );
-        let log = out.join(format!("logs/steady-{format}-{}.log", service.name()));
+        let log = work.join(format!("logs/steady-{format}-{}.log", service.name()));
         let figures = freshness::steady(service, &c, &conn, format, sizes, &t, &log).await?;
         eprintln!(
             "   {}: freshness p50 {:.1} s, p99 {:.1} s (table freshness {} s)",
