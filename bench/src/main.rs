@@ -16,6 +16,7 @@ mod freshness;
 mod lake_files;
 mod measure;
 mod proc_stats;
+mod rates;
 mod raw_scan;
 mod report;
 mod service;

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::lake_files::{self, LakeFiles};
 use crate::proc_stats;
+use crate::rates::Throughput;
 use crate::service::{Service, ServiceKind};
 use crate::workload::Prepared;
 
@@ -22,17 +23,15 @@ use crate::workload::Prepared;
 #[derive(Debug, Clone, Serialize)]
 pub struct ServiceFigures {
     pub service: ServiceKind,
-    /// Log records tiered (rows, or changes of a primary-key table).
-    pub records: u64,
-    /// From the service's start to every table covered.
-    pub wall_s: f64,
+    /// Records tiered, from the service's start to every table covered, and the service
+    /// process's CPU seconds over that time.
+    #[serde(flatten)]
+    pub work: Throughput,
     /// From the start until the service served the coordinator.
     pub ready_s: f64,
     /// From the start to the first lake snapshot Fluss registered.
     pub first_commit_s: f64,
-    /// CPU seconds of the service process from its start to every table covered.
-    pub cpu_s: f64,
-    /// Of those, the ones spent starting up (until ready).
+    /// Of the CPU seconds, the ones spent starting up (until ready).
     pub startup_cpu_s: f64,
     /// Peak resident memory of the service process (VmHWM).
     pub peak_rss_bytes: u64,
@@ -40,18 +39,11 @@ pub struct ServiceFigures {
     pub lake: LakeFiles,
 }
 
-impl ServiceFigures {
-    pub fn rows_per_s(&self) -> f64 {
-        self.records as f64 / self.wall_s.max(1e-9)
-    }
-
-    /// Records per CPU-second of the service: the "per core" figure.
-    pub fn rows_per_cpu_s(&self) -> f64 {
-        self.records as f64 / self.cpu_s.max(1e-9)
-    }
-
-    pub fn cpu_s_per_million(&self) -> f64 {
-        self.cpu_s * 1e6 / self.records.max(1) as f64
+/// A service's figures read as its throughput (records, wall and CPU seconds).
+impl std::ops::Deref for ServiceFigures {
+    type Target = Throughput;
+    fn deref(&self) -> &Throughput {
+        &self.work
     }
 }
 
@@ -117,11 +109,13 @@ pub async fn backlog(
     let lake = lake_files::of_tables(c, format, &prepared.tables)?;
     Ok(ServiceFigures {
         service: kind,
-        records: prepared.records,
-        wall_s,
+        work: Throughput {
+            records: prepared.records,
+            wall_s,
+            cpu_s,
+        },
         ready_s,
         first_commit_s: first_commit_s.unwrap_or(wall_s),
-        cpu_s,
         startup_cpu_s,
         peak_rss_bytes,
         lake,

@@ -9,31 +9,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use fluss::metadata::TablePath;
 use fluss::rpc::message::OffsetSpec;
-use serde::{Deserialize, Serialize};
 
 use crate::proc_stats;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScanFigures {
-    pub records: u64,
-    pub wall_s: f64,
-    pub cpu_s: f64,
-}
-
-impl ScanFigures {
-    pub fn rows_per_s(&self) -> f64 {
-        self.records as f64 / self.wall_s.max(1e-9)
-    }
-    pub fn rows_per_cpu_s(&self) -> f64 {
-        self.records as f64 / self.cpu_s.max(1e-9)
-    }
-    pub fn cpu_s_per_million(&self) -> f64 {
-        self.cpu_s * 1e6 / self.records.max(1) as f64
-    }
-}
+use crate::rates::Throughput;
 
 /// Runs `bench raw-scan` in a child process and reads its figures.
-pub fn in_child(bootstrap: &str, t: &TablePath) -> Result<ScanFigures> {
+pub fn in_child(bootstrap: &str, t: &TablePath) -> Result<Throughput> {
     let out = Command::new(std::env::current_exe()?)
         .args(["raw-scan", "--bootstrap", bootstrap, "--table"])
         .arg(format!("{}.{}", t.database(), t.table()))
@@ -49,7 +30,7 @@ pub fn in_child(bootstrap: &str, t: &TablePath) -> Result<ScanFigures> {
 }
 
 /// Reads `table` (`db.table`, not partitioned) to its end; the figures of this process.
-pub async fn run(bootstrap: &str, table: &str) -> Result<ScanFigures> {
+pub async fn run(bootstrap: &str, table: &str) -> Result<Throughput> {
     let (db, name) = table
         .split_once('.')
         .context("the table is named db.table")?;
@@ -82,7 +63,7 @@ pub async fn run(bootstrap: &str, table: &str) -> Result<ScanFigures> {
             }
         }
     }
-    Ok(ScanFigures {
+    Ok(Throughput {
         records,
         wall_s: started.elapsed().as_secs_f64(),
         cpu_s: proc_stats::own_cpu_seconds()? - cpu0,

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::freshness::SteadyFigures;
 use crate::measure::ServiceFigures;
-use crate::raw_scan::ScanFigures;
+use crate::rates::Throughput;
 use crate::wasm_tax::TaxFigures;
 use crate::workload::Sizes;
 
@@ -51,7 +51,7 @@ pub struct BacklogResult {
     pub tables: usize,
     pub host: Option<ServiceFigures>,
     pub flink: Option<ServiceFigures>,
-    pub raw_scan: Option<ScanFigures>,
+    pub raw_scan: Option<Throughput>,
 }
 
 #[derive(Debug, Clone, Serialize)]
