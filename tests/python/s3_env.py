@@ -41,6 +41,8 @@ def pyiceberg_options(location: str) -> dict:
         "s3.region": e["S3_REGION"],
         "s3.access-key-id": e["S3_ACCESS_KEY"],
         "s3.secret-access-key": e["S3_SECRET_KEY"],
+        "s3.connect-timeout": str(CONNECT_TIMEOUT_S),
+        "s3.request-timeout": str(REQUEST_TIMEOUT_S),
     }
 
 
@@ -70,6 +72,13 @@ def lance_options(uri: str) -> dict:
     }
 
 
+# The test server answers one request at a time (cluster/s3/server.py): while another test
+# uploads a 1 GiB file through it, a request can wait far longer than the AWS SDK's default
+# timeouts (1 s to connect, 3 s per request), which failed a listing under load.
+CONNECT_TIMEOUT_S = 30
+REQUEST_TIMEOUT_S = 300
+
+
 def pyarrow_fs():
     """A pyarrow S3FileSystem for the test server."""
     from pyarrow import fs
@@ -81,4 +90,6 @@ def pyarrow_fs():
         access_key=e["S3_ACCESS_KEY"],
         secret_key=e["S3_SECRET_KEY"],
         force_virtual_addressing=False,
+        connect_timeout=CONNECT_TIMEOUT_S,
+        request_timeout=REQUEST_TIMEOUT_S,
     )
