@@ -143,36 +143,50 @@ fn native_round(
     table: &guest::TableInfo,
     batches: Vec<guest::RowBatch>,
 ) -> Result<(f64, f64)> {
-    let config = vec![("warehouse".to_string(), warehouse.display().to_string())];
+    use fluss_lake_iceberg as i;
+    use fluss_lake_paimon as p;
     match format {
-        "paimon" => {
-            use fluss_lake_paimon as p;
-            let storage = LocalStorage::new(warehouse.join(table_location(&p::catalog::LAYOUT)));
-            p::catalog::create_table_if_missing(&storage, table, &config).map_err(err)?;
-            timed(|| {
-                round::<
-                    p::writer::PaimonWriter<LocalStorage>,
-                    p::committer::PaimonCommitter<LocalStorage>,
-                >(table, &config, &storage, batches)
-            })
-        }
-        "iceberg" => {
-            use fluss_lake_iceberg as i;
-            let storage = LocalStorage::new(warehouse.join(table_location(&i::catalog::LAYOUT)));
-            i::catalog::create_table_if_missing(&storage, table, &config).map_err(err)?;
-            timed(|| {
-                round::<
-                    i::writer::IcebergWriter<LocalStorage>,
-                    i::committer::IcebergCommitter<LocalStorage>,
-                >(table, &config, &storage, batches)
-            })
-        }
+        "paimon" => native::<p::writer::PaimonWriter<_>, p::committer::PaimonCommitter<_>>(
+            &p::catalog::LAYOUT,
+            p::catalog::create_table_if_missing,
+            warehouse,
+            table,
+            batches,
+        ),
+        "iceberg" => native::<i::writer::IcebergWriter<_>, i::committer::IcebergCommitter<_>>(
+            &i::catalog::LAYOUT,
+            i::catalog::create_table_if_missing,
+            warehouse,
+            table,
+            batches,
+        ),
         other => bail!("the WASM tax is measured for paimon and iceberg, not {other}"),
     }
 }
 
-fn table_location(layout: &fluss_lake_guest_sdk::layout::Layout) -> String {
-    format!("fluss{}/tax{}", layout.database_suffix, layout.table_suffix)
+/// A format's catalog call that creates its table.
+type CreateTable = fn(
+    &dyn fluss_lake_guest_sdk::storage::Storage,
+    &guest::TableInfo,
+    &[(String, String)],
+) -> fluss_lake_guest_sdk::Result<bool>;
+
+/// [`native_round`] of the format with writer `W`, committer `C`, layout and catalog.
+fn native<W, C>(
+    layout: &fluss_lake_guest_sdk::layout::Layout,
+    create_table: CreateTable,
+    warehouse: &Path,
+    table: &guest::TableInfo,
+    batches: Vec<guest::RowBatch>,
+) -> Result<(f64, f64)>
+where
+    W: FormatWriter<LocalStorage>,
+    C: FormatCommitter<LocalStorage>,
+{
+    let config = vec![("warehouse".to_string(), warehouse.display().to_string())];
+    let storage = LocalStorage::new(warehouse.join(layout.location(table).map_err(err)?));
+    create_table(&storage, table, &config).map_err(err)?;
+    timed(|| round::<W, C>(table, &config, &storage, batches))
 }
 
 fn timed(f: impl FnOnce() -> Result<()>) -> Result<(f64, f64)> {
