@@ -133,12 +133,7 @@ pub async fn lake_offsets(
     t: &TablePath,
 ) -> Option<HashMap<(Option<i64>, i32), i64>> {
     let s = admin.get_latest_lake_snapshot(t).await.ok()?;
-    Some(
-        s.table_buckets_offset
-            .iter()
-            .map(|(tb, o)| ((tb.partition_id(), tb.bucket_id()), *o))
-            .collect(),
-    )
+    Some(fluss_lake_e2e::data::snapshot_offsets(&s))
 }
 
 /// Whether the lake holds every record up to `ends`.

@@ -387,11 +387,7 @@ pub async fn wait_for_all_lake_offsets(
     while std::time::Instant::now() < deadline {
         match admin.get_latest_lake_snapshot(path).await {
             Ok(s) => {
-                let got: HashMap<(Option<i64>, i32), i64> = s
-                    .table_buckets_offset
-                    .iter()
-                    .map(|(tb, o)| ((tb.partition_id(), tb.bucket_id()), *o))
-                    .collect();
+                let got = snapshot_offsets(&s);
                 if expected
                     .iter()
                     .all(|(k, o)| *o == 0 || got.get(k) == Some(o))
@@ -405,4 +401,12 @@ pub async fn wait_for_all_lake_offsets(
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     Err(format!("lake never reached offsets {expected:?}: {last}"))
+}
+
+/// A lake snapshot's offsets: (partition id, bucket) → the offset the lake holds up to.
+pub fn snapshot_offsets(s: &fluss::metadata::LakeSnapshot) -> HashMap<(Option<i64>, i32), i64> {
+    s.table_buckets_offset
+        .iter()
+        .map(|(tb, o)| ((tb.partition_id(), tb.bucket_id()), *o))
+        .collect()
 }
