@@ -144,6 +144,11 @@ pub struct Cli {
     #[arg(long = "no-plugin-cache")]
     pub no_plugin_cache: bool,
 
+    /// Write /tmp/perf-<pid>.map so that `perf report` names the plugins' functions (for
+    /// profiling; adds a little work when plugins are compiled).
+    #[arg(long = "plugin-perf-map")]
+    pub plugin_perf_map: bool,
+
     /// Linear-memory limit of one plugin instance (e.g. 512mb, 2gb).
     #[arg(long = "plugin-memory-limit", value_name = "SIZE", default_value = "2gb", value_parser = parse_size)]
     pub plugin_memory_limit: usize,
@@ -186,6 +191,7 @@ pub struct HostConfig {
     pub max_concurrent_tables: usize,
     pub max_concurrent_splits: usize,
     pub plugin_cache_dir: Option<PathBuf>,
+    pub plugin_perf_map: bool,
     pub plugin_memory_limit: usize,
     pub rpc_timeout: Duration,
     pub state_dir: PathBuf,
@@ -240,6 +246,7 @@ impl HostConfig {
             } else {
                 Some(cli.plugin_cache_dir.unwrap_or_else(default_cache_dir))
             },
+            plugin_perf_map: cli.plugin_perf_map,
             plugin_memory_limit: cli.plugin_memory_limit,
             rpc_timeout: cli.rpc_timeout,
             state_dir: cli.state_dir.unwrap_or_else(default_state_dir),

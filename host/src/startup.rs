@@ -21,6 +21,7 @@ use crate::warehouse::{Warehouses, options};
 pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
     let engine = Arc::new(PluginEngine::new(EngineSettings {
         cache_dir: config.plugin_cache_dir.clone(),
+        perf_map: config.plugin_perf_map,
         instance_memory_limit: config.plugin_memory_limit,
         call_timeout: config.plugin_call_timeout,
         max_result_bytes: config.plugin_max_result_size,

@@ -2,11 +2,12 @@
 //! on as Arrow batches with each row's change type, offset and commit timestamp. It knows
 //! Fluss only; turning these batches into the plugin contract's is the tiering layer's job.
 //!
-//! fluss-rs's record scanner is used rather than its Arrow batch scanner because only the
-//! record scanner carries each row's commit timestamp and change type, which lake formats
-//! store (`__timestamp`, PK changelogs). It still decodes whole Arrow batches: consecutive
-//! records that share a source batch are re-assembled into a zero-copy slice of it, so no
-//! row is ever copied one by one.
+//! Log tables are read through fluss-rs's Arrow batch scanner: every fetched log batch
+//! arrives whole, its rows' offsets follow from its base offset and they share its commit
+//! timestamp (the vendored fluss-rs carries it, see `vendor/fluss-rs/PATCHED.md`), so no
+//! per-row object is ever made. Primary-key tables' changelogs need each row's change type,
+//! which only the record scanner carries; there consecutive records that share a source
+//! batch are re-assembled into a zero-copy slice of it, so no row is copied one by one.
 //!
 //! A bucket is complete once the scanner has consumed it up to the stop offset: its next
 //! fetch offset, not the last record seen, decides, because Fluss writes log batches with
@@ -17,9 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use fluss::client::{FlussConnection, LogScanner};
+use fluss::client::{FlussConnection, FlussTable};
+use fluss::metadata::TableBucket;
 use fluss::metadata::TablePath;
-use fluss::record::{ChangeType, ScanRecord};
+use fluss::record::{ChangeType, ScanBatch, ScanRecord};
 use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -86,21 +88,47 @@ pub async fn read_bucket(
     if range.stop <= 0 || (range.start >= 0 && range.start >= range.stop) {
         return Ok(());
     }
-    let fluss_err = |what: &str, e: fluss::error::Error| {
+    let table = conn
+        .get_table(&path)
+        .await
+        .map_err(fluss_err("cannot open", &path, &range))?;
+    // Short polls: a range that ends in empty batches yields no record, only a moved fetch
+    // offset, which is checked after every poll.
+    let poll_timeout = poll_timeout.min(EMPTY_TAIL_CHECK_INTERVAL);
+    if table.get_table_info().has_primary_key() {
+        read_changelog(&table, &path, &range, poll_timeout, &tx).await
+    } else {
+        read_log(&table, &path, &range, poll_timeout, &tx).await
+    }
+}
+
+/// Turns a fluss-rs error into one naming what failed, the table and the bucket.
+fn fluss_err<'a>(
+    what: &'a str,
+    path: &'a TablePath,
+    range: &'a BucketRange,
+) -> impl FnOnce(fluss::error::Error) -> Error + 'a {
+    move |e| {
         Error::new(
             ErrorKind::Fluss,
             format!("{what} {path} bucket {}", range.bucket),
         )
         .with_source(e)
-    };
-    let table = conn
-        .get_table(&path)
-        .await
-        .map_err(|e| fluss_err("cannot open", e))?;
+    }
+}
+
+/// A log table's range, whole log batches at a time.
+async fn read_log(
+    table: &FlussTable<'_>,
+    path: &TablePath,
+    range: &BucketRange,
+    poll_timeout: Duration,
+    tx: &mpsc::Sender<BucketBatch>,
+) -> Result<()> {
     let scanner = table
         .new_scan()
-        .create_log_scanner()
-        .map_err(|e| fluss_err("cannot scan", e))?;
+        .create_record_batch_log_scanner()
+        .map_err(fluss_err("cannot scan", path, range))?;
     match range.partition_id {
         Some(pid) => {
             scanner
@@ -109,16 +137,76 @@ pub async fn read_bucket(
         }
         None => scanner.subscribe(range.bucket, range.start).await,
     }
-    .map_err(|e| fluss_err("cannot subscribe to", e))?;
-
-    // Short polls: a range that ends in empty batches yields no record, only a moved fetch
-    // offset, which is checked after every poll.
-    let poll_timeout = poll_timeout.min(EMPTY_TAIL_CHECK_INTERVAL);
+    .map_err(fluss_err("cannot subscribe to", path, range))?;
     loop {
-        let records = scanner
-            .poll(poll_timeout)
-            .await
-            .map_err(|e| fluss_err("cannot read", e))?;
+        let batches =
+            scanner
+                .poll(poll_timeout)
+                .await
+                .map_err(fluss_err("cannot read", path, range))?;
+        for batch in batches {
+            if batch.base_offset() >= range.stop {
+                return Ok(());
+            }
+            if tx.send(log_batch(&batch, range.stop)).await.is_err() {
+                return Ok(());
+            }
+        }
+        if consumed_offset(scanner.get_subscribed_buckets(), range).is_some_and(|o| o >= range.stop)
+        {
+            return Ok(());
+        }
+    }
+}
+
+/// The rows of a fetched log batch below `stop` (its base offset is below `stop`).
+fn log_batch(batch: &ScanBatch, stop: i64) -> BucketBatch {
+    let rows = batch
+        .num_records()
+        .min(usize::try_from(stop - batch.base_offset()).unwrap_or(usize::MAX));
+    let base = batch.base_offset();
+    BucketBatch {
+        rows: if rows == batch.num_records() {
+            batch.batch().clone()
+        } else {
+            batch.batch().slice(0, rows)
+        },
+        change_types: Vec::new(),
+        offsets: (base..base + rows as i64).collect(),
+        // Every batch the log scanner hands out carries its log batch's timestamp; -1, the
+        // contract's "unknown", should a future scanner not.
+        timestamps: vec![batch.commit_timestamp().unwrap_or(-1); rows],
+    }
+}
+
+/// A primary-key table's changelog range, record by record (for the change types).
+async fn read_changelog(
+    table: &FlussTable<'_>,
+    path: &TablePath,
+    range: &BucketRange,
+    poll_timeout: Duration,
+    tx: &mpsc::Sender<BucketBatch>,
+) -> Result<()> {
+    let scanner =
+        table
+            .new_scan()
+            .create_log_scanner()
+            .map_err(fluss_err("cannot scan", path, range))?;
+    match range.partition_id {
+        Some(pid) => {
+            scanner
+                .subscribe_partition(pid, range.bucket, range.start)
+                .await
+        }
+        None => scanner.subscribe(range.bucket, range.start).await,
+    }
+    .map_err(fluss_err("cannot subscribe to", path, range))?;
+    loop {
+        let records =
+            scanner
+                .poll(poll_timeout)
+                .await
+                .map_err(fluss_err("cannot read", path, range))?;
         for (_bucket, recs) in records.into_records_by_buckets() {
             let mut i = 0;
             while i < recs.len() {
@@ -132,16 +220,16 @@ pub async fn read_bucket(
                 i += run;
             }
         }
-        if consumed_offset(&scanner, &range).is_some_and(|o| o >= range.stop) {
+        if consumed_offset(scanner.get_subscribed_buckets(), range).is_some_and(|o| o >= range.stop)
+        {
             return Ok(());
         }
     }
 }
 
-/// The scanner's next fetch offset for the range's bucket.
-fn consumed_offset(scanner: &LogScanner, range: &BucketRange) -> Option<i64> {
-    scanner
-        .get_subscribed_buckets()
+/// The scanner's next fetch offset for the range's bucket, from its subscriptions.
+fn consumed_offset(subscribed: Vec<(TableBucket, i64)>, range: &BucketRange) -> Option<i64> {
+    subscribed
         .into_iter()
         .find(|(tb, _)| tb.bucket_id() == range.bucket && tb.partition_id() == range.partition_id)
         .map(|(_, offset)| offset)

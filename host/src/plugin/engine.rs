@@ -24,6 +24,8 @@ pub const DEFAULT_MAX_LIST_ENTRIES: usize = 100_000;
 pub struct EngineSettings {
     /// Where compiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// Whether to write a perf map (`/tmp/perf-<pid>.map`) naming compiled plugin code.
+    pub perf_map: bool,
     /// Linear-memory ceiling of one plugin instance, in bytes.
     pub instance_memory_limit: usize,
     /// Longest time one call into a plugin may run before it is interrupted.
@@ -41,6 +43,7 @@ impl Default for EngineSettings {
     fn default() -> Self {
         Self {
             cache_dir: None,
+            perf_map: false,
             instance_memory_limit: 2 << 30,
             call_timeout: Duration::from_secs(600),
             max_result_bytes: 64 << 20,
@@ -65,6 +68,9 @@ impl PluginEngine {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
+        if settings.perf_map {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(|e| {
             Error::new(
                 ErrorKind::Internal,

@@ -1,14 +1,25 @@
 //! Fluss bucket batches into the contract's row batches: one Arrow IPC stream per batch plus
 //! the per-row change types, offsets and timestamps. This is the one place that knows both
 //! Fluss's batches and the plugin contract's.
+//!
+//! Batches are coalesced on the way: while the plugin is busy writing one row batch, the
+//! batches read meanwhile are gathered into the next one (up to [`MAX_BATCH_ROWS`] rows or
+//! [`MAX_BATCH_BYTES`] bytes), so each call into the plugin carries as many rows as are ready,
+//! and a plugin that keeps up still gets every batch as soon as it is read.
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, RecordBatch};
 use arrow::ipc::writer::StreamWriter;
 use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::fluss::reader::BucketBatch;
 use crate::plugin::wit;
+
+/// Most rows gathered into one row batch.
+pub const MAX_BATCH_ROWS: usize = 256 * 1024;
+/// Most column bytes gathered into one row batch; a single fetched batch larger than this is
+/// passed on alone, as Fluss stored it.
+pub const MAX_BATCH_BYTES: usize = 8 << 20;
 
 /// A batch ready for a plugin, with what the round needs to know about it.
 pub struct EncodedBatch {
@@ -33,18 +44,110 @@ pub fn encode(batch: BucketBatch) -> Result<EncodedBatch> {
     })
 }
 
-/// Encodes every batch from `rx` into `tx`, so that encoding the next batch overlaps with
-/// the plugin writing the previous one. Ends when either side closes.
+/// Encodes every batch from `rx` into `tx`, so that encoding overlaps with the plugin
+/// writing the previous batch, gathering what arrives meanwhile. Ends when either side
+/// closes.
 pub async fn encode_all(
     mut rx: mpsc::Receiver<BucketBatch>,
     tx: mpsc::Sender<EncodedBatch>,
 ) -> Result<()> {
-    while let Some(batch) = rx.recv().await {
-        if tx.send(encode(batch)?).await.is_err() {
-            break;
+    let mut gathered = Gathered::default();
+    let mut read_all = false;
+    loop {
+        if read_all && gathered.parts.is_empty() {
+            return Ok(());
+        }
+        tokio::select! {
+            // Whatever is gathered goes as soon as the plugin can take it.
+            biased;
+            permit = tx.reserve(), if !gathered.parts.is_empty() => {
+                let Ok(permit) = permit else { return Ok(()) };
+                permit.send(encode(gathered.take()?)?);
+            }
+            batch = rx.recv(), if !read_all && !gathered.is_full() => match batch {
+                Some(batch) => gathered.push(batch),
+                None => read_all = true,
+            },
         }
     }
-    Ok(())
+}
+
+/// Consecutive batches of one bucket waiting for the plugin.
+#[derive(Default)]
+struct Gathered {
+    parts: Vec<BucketBatch>,
+    rows: usize,
+    bytes: usize,
+}
+
+impl Gathered {
+    fn push(&mut self, batch: BucketBatch) {
+        self.rows += batch.num_rows();
+        self.bytes += column_bytes(&batch.rows);
+        self.parts.push(batch);
+    }
+
+    fn is_full(&self) -> bool {
+        self.rows >= MAX_BATCH_ROWS || self.bytes >= MAX_BATCH_BYTES
+    }
+
+    /// The gathered batches as one, leaving none.
+    fn take(&mut self) -> Result<BucketBatch> {
+        self.rows = 0;
+        self.bytes = 0;
+        concat(std::mem::take(&mut self.parts))
+    }
+}
+
+/// The bytes of column data a batch (possibly a slice of a larger one) refers to.
+fn column_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+        .sum()
+}
+
+/// Consecutive batches of one bucket as one batch (the rows are copied once, natively, so
+/// the plugin decodes a single batch without copying).
+fn concat(mut parts: Vec<BucketBatch>) -> Result<BucketBatch> {
+    if parts.len() == 1 {
+        return Ok(parts.pop().expect("one part"));
+    }
+    let schema = parts
+        .first()
+        .map(|p| p.rows.schema())
+        .ok_or_else(|| Error::new(ErrorKind::Internal, "no batch to concatenate"))?;
+    let rows = arrow::compute::concat_batches(&schema, parts.iter().map(|p| &p.rows))
+        .map_err(|e| Error::new(ErrorKind::Internal, "concatenating batches").with_source(e))?;
+    let n = rows.num_rows();
+    // An empty change-type list means "every row +A"; spelled out once any part has others.
+    let change_types = if parts.iter().all(|p| p.change_types.is_empty()) {
+        Vec::new()
+    } else {
+        let append_only = fluss::record::ChangeType::AppendOnly.to_byte_value();
+        let mut all = Vec::with_capacity(n);
+        for p in &parts {
+            if p.change_types.is_empty() {
+                all.extend(std::iter::repeat_n(append_only, p.num_rows()));
+            } else {
+                all.extend_from_slice(&p.change_types);
+            }
+        }
+        all
+    };
+    let mut offsets = Vec::with_capacity(n);
+    let mut timestamps = Vec::with_capacity(n);
+    for p in parts {
+        offsets.extend_from_slice(&p.offsets);
+        timestamps.extend_from_slice(&p.timestamps);
+    }
+    Ok(BucketBatch {
+        rows,
+        change_types,
+        offsets,
+        timestamps,
+    })
 }
 
 /// One Arrow IPC stream: schema, the batch, end-of-stream.
@@ -56,4 +159,91 @@ pub fn encode_ipc(batch: &RecordBatch) -> Result<Vec<u8>> {
     writer.write(batch).map_err(ipc_err)?;
     writer.finish().map_err(ipc_err)?;
     writer.into_inner().map_err(ipc_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn batch(first_offset: i64, rows: usize, change_types: Vec<u8>) -> BucketBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+        let offsets: Vec<i64> = (first_offset..first_offset + rows as i64).collect();
+        BucketBatch {
+            rows: RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(offsets.clone()))])
+                .unwrap(),
+            change_types,
+            timestamps: offsets.iter().map(|o| 1000 + o).collect(),
+            offsets,
+        }
+    }
+
+    #[test]
+    fn gathered_batches_become_one_with_every_row_in_order() {
+        let merged = concat(vec![batch(0, 3, vec![]), batch(3, 2, vec![1, 4])]).unwrap();
+        assert_eq!(merged.num_rows(), 5);
+        assert_eq!(merged.offsets, vec![0, 1, 2, 3, 4]);
+        assert_eq!(merged.timestamps, vec![1000, 1001, 1002, 1003, 1004]);
+        // The +A rows of the first part are spelled out next to the second's.
+        assert_eq!(merged.change_types, vec![0, 0, 0, 1, 4]);
+        let values = merged
+            .rows
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(values.values().to_vec(), vec![0, 1, 2, 3, 4]);
+        // Log-table parts keep the "every row +A" form.
+        let logs = concat(vec![batch(0, 2, vec![]), batch(2, 2, vec![])]).unwrap();
+        assert!(logs.change_types.is_empty());
+    }
+
+    #[tokio::test]
+    async fn batches_read_while_the_plugin_is_busy_reach_it_as_one_call() {
+        let (raw_tx, raw_rx) = mpsc::channel(16);
+        let (tx, mut rx) = mpsc::channel(1);
+        let encoder = tokio::spawn(encode_all(raw_rx, tx));
+        // The plugin takes the first batch as soon as it is read...
+        raw_tx.send(batch(0, 10, vec![])).await.unwrap();
+        let first = rx.recv().await.unwrap();
+        assert_eq!((first.rows, first.end_offset), (10, 10));
+        // ...and is then busy while eleven more arrive: one fills the channel to the plugin,
+        // the other ten are gathered into the next call.
+        for i in 1..12 {
+            raw_tx.send(batch(i * 10, 10, vec![])).await.unwrap();
+        }
+        drop(raw_tx);
+        let mut calls = Vec::new();
+        while let Some(b) = rx.recv().await {
+            calls.push((b.rows, b.end_offset, b.batch.log_offsets.len()));
+        }
+        encoder.await.unwrap().unwrap();
+        assert_eq!(calls, vec![(10, 20, 10), (100, 120, 100)]);
+    }
+
+    #[tokio::test]
+    async fn a_gathered_batch_stops_growing_at_the_row_limit() {
+        let (raw_tx, raw_rx) = mpsc::channel(64);
+        let (tx, mut rx) = mpsc::channel(1);
+        let per = MAX_BATCH_ROWS / 4;
+        for i in 0..10 {
+            raw_tx
+                .send(batch((i * per) as i64, per, vec![]))
+                .await
+                .unwrap();
+        }
+        drop(raw_tx);
+        let encoder = tokio::spawn(encode_all(raw_rx, tx));
+        let mut sizes = Vec::new();
+        while let Some(b) = rx.recv().await {
+            sizes.push(b.rows);
+        }
+        encoder.await.unwrap().unwrap();
+        assert!(sizes.iter().all(|s| *s <= MAX_BATCH_ROWS), "{sizes:?}");
+        assert_eq!(sizes.iter().sum::<usize>(), 10 * per);
+    }
 }

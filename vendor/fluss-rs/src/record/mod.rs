@@ -189,6 +189,8 @@ pub struct ScanBatch {
     batch: RecordBatch,
     /// Offset of the first record in this batch
     base_offset: i64,
+    /// Commit timestamp of the log batch the records came from, when known
+    commit_timestamp: Option<i64>,
 }
 
 impl ScanBatch {
@@ -197,7 +199,20 @@ impl ScanBatch {
             bucket,
             batch,
             base_offset,
+            commit_timestamp: None,
         }
+    }
+
+    /// Sets the commit timestamp of the log batch the records came from.
+    pub fn with_commit_timestamp(mut self, commit_timestamp: i64) -> Self {
+        self.commit_timestamp = Some(commit_timestamp);
+        self
+    }
+
+    /// The commit timestamp of the log batch the records came from (every record of a log
+    /// batch shares it), when the scanner knows it.
+    pub fn commit_timestamp(&self) -> Option<i64> {
+        self.commit_timestamp
     }
 
     pub fn bucket(&self) -> &TableBucket {

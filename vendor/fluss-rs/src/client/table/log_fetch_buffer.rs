@@ -67,7 +67,7 @@ pub trait CompletedFetch: Send + Sync {
     fn take_error(&mut self) -> Option<Error>;
     fn fetch_records(&mut self, max_records: usize) -> Result<FetchResult<Vec<ScanRecord>>>;
     fn fetch_batches(&mut self, max_batches: usize)
-    -> Result<FetchResult<Vec<(RecordBatch, i64)>>>;
+    -> Result<FetchResult<Vec<(RecordBatch, i64, i64)>>>;
     fn is_consumed(&self) -> bool;
     fn records_read(&self) -> usize;
     fn drain(&mut self);
@@ -610,8 +610,9 @@ impl DefaultCompletedFetch {
         }
     }
     /// Get the next batch with its base offset.
-    /// Returns (RecordBatch, base_offset) where base_offset is the offset of the first record.
-    fn next_fetched_batch(&mut self) -> Result<FetchStep<(RecordBatch, i64)>> {
+    /// Returns (RecordBatch, base_offset, commit_timestamp) where base_offset is the offset of
+    /// the first record and commit_timestamp the log batch's.
+    fn next_fetched_batch(&mut self) -> Result<FetchStep<(RecordBatch, i64, i64)>> {
         loop {
             if self.pending_record_batch.is_none() {
                 let Some(log_batch_result) = self.log_record_batch.next() else {
@@ -657,7 +658,11 @@ impl DefaultCompletedFetch {
 
             self.next_fetch_offset = log_batch.next_log_offset();
             self.records_read += record_batch.num_rows();
-            return Ok(FetchStep::InProgress((record_batch, effective_base_offset)));
+            return Ok(FetchStep::InProgress((
+                record_batch,
+                effective_base_offset,
+                log_batch.commit_timestamp(),
+            )));
         }
     }
 
@@ -762,7 +767,7 @@ impl CompletedFetch for DefaultCompletedFetch {
     fn fetch_batches(
         &mut self,
         max_batches: usize,
-    ) -> Result<FetchResult<Vec<(RecordBatch, i64)>>> {
+    ) -> Result<FetchResult<Vec<(RecordBatch, i64, i64)>>> {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
@@ -880,7 +885,7 @@ impl CompletedFetch for RemoteCompletedFetch {
     fn fetch_batches(
         &mut self,
         max_batches: usize,
-    ) -> Result<FetchResult<Vec<(RecordBatch, i64)>>> {
+    ) -> Result<FetchResult<Vec<(RecordBatch, i64, i64)>>> {
         self.inner.fetch_batches(max_batches)
     }
 

@@ -2304,8 +2304,9 @@ impl LogFetcher {
                     Ok(FetchResult::Data(
                         batches_with_offsets
                             .into_iter()
-                            .map(|(batch, base_offset)| {
+                            .map(|(batch, base_offset, commit_timestamp)| {
                                 ScanBatch::new(table_bucket.clone(), batch, base_offset)
+                                    .with_commit_timestamp(commit_timestamp)
                             })
                             .collect(),
                     ))
