@@ -170,7 +170,10 @@ fn host_command(c: &ClusterInfo, format: &str) -> Result<Command> {
         .arg("--state-dir")
         .arg(state)
         .args(["--tiering.poll.table.interval", POLL_TABLE_INTERVAL])
-        .env("RUST_LOG", "info");
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_HOST_RUST_LOG").unwrap_or_else(|_| "info".into()),
+        );
     // For profiling runs only, e.g. BENCH_HOST_ARGS=--plugin-perf-map (see the README).
     if let Ok(extra) = std::env::var("BENCH_HOST_ARGS") {
         cmd.args(extra.split_whitespace());

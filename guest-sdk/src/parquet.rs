@@ -40,7 +40,7 @@ impl Default for ParquetOptions {
             target_file_size: 128 << 20,
             compression: Compression::SNAPPY,
             max_row_group_rows: 1024 * 1024,
-            row_group_bytes: 32 << 20,
+            row_group_bytes: 16 << 20,
             embed_arrow_schema: false,
         }
     }

@@ -311,6 +311,11 @@ impl PluginInstance {
         r.map_err(|e| self.plugin_error("create-table-if-missing", e))
     }
 
+    /// Bytes of linear memory the instance has grown to (it never shrinks).
+    pub fn memory_bytes(&self) -> usize {
+        self.store.data().limits.memory_bytes()
+    }
+
     pub async fn open_writer(&mut self, context: &wit::WriterContext) -> Result<WriterHandle> {
         let r = guest_call!(self, "writer.open", |b, s| b
             .fluss_lake_writer()

@@ -71,6 +71,12 @@ impl SandboxLimits {
     pub fn memory_limit(&self) -> usize {
         self.memory_limit
     }
+
+    /// Bytes of the instance's linear memories now: their high-water mark, as linear memory
+    /// never shrinks.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory_total
+    }
 }
 
 impl ResourceLimiter for SandboxLimits {

@@ -474,6 +474,7 @@ impl SplitTask<'_> {
             end_offset,
             forced,
             file_bytes = write_result.file_bytes,
+            plugin_memory_bytes = instance.memory_bytes(),
             "split written"
         );
         Ok(SplitResult {

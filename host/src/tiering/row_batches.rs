@@ -16,10 +16,10 @@ use crate::fluss::reader::BucketBatch;
 use crate::plugin::wit;
 
 /// Most rows gathered into one row batch.
-pub const MAX_BATCH_ROWS: usize = 256 * 1024;
+pub const MAX_BATCH_ROWS: usize = 128 * 1024;
 /// Most column bytes gathered into one row batch; a single fetched batch larger than this is
 /// passed on alone, as Fluss stored it.
-pub const MAX_BATCH_BYTES: usize = 8 << 20;
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
 
 /// A batch ready for a plugin, with what the round needs to know about it.
 pub struct EncodedBatch {

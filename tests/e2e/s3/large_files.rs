@@ -1,6 +1,6 @@
 //! A 1 GiB data file written by the Paimon plugin with its instances limited to 256 MiB of
 //! memory, into the S3 warehouse: the file is encoded straight into a multipart upload (parts
-//! of 8 MiB, row groups of at most 32 MiB), so the plugin never holds it. Before contract 0.3.0
+//! of 8 MiB, row groups of at most 16 MiB), so the plugin never holds it. Before contract 0.3.0
 //! a file was built whole in guest memory and `put` at once, and this write ran out of memory.
 //! pyarrow then reads the file's footer through S3 (its own S3 settings), and the commit's
 //! snapshot counts every row.
