@@ -7,6 +7,7 @@ use fluss_lake_host::startup;
 use fluss_lake_host::tiering::service::TieringService;
 
 fn main() -> ExitCode {
+    return_large_buffers_to_the_system();
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("plugins") {
         return plugins_command(&args);
@@ -120,5 +121,18 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+/// Every split allocates and frees multi-MiB buffers (gathered batches, their IPC encodings,
+/// upload parts). glibc's malloc serves allocations above a threshold with their own mappings,
+/// but raises that threshold to the size of every such buffer freed, after which these buffers
+/// come from its per-thread arenas, which keep the memory once it is freed: a fixed 1 MiB
+/// threshold keeps them out of the arenas, so peak memory follows the buffers actually live.
+fn return_large_buffers_to_the_system() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only adjusts allocator parameters; called before any other thread runs.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
