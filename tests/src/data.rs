@@ -116,15 +116,15 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
     }
     let buckets: Vec<i32> =
         (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while admin
+    // A cluster busy with other tests' tables can take a while to elect every leader.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while let Err(e) = admin
         .list_offsets(path, &buckets, OffsetSpec::Latest)
         .await
-        .is_err()
     {
         assert!(
             std::time::Instant::now() < deadline,
-            "table {path} never became ready"
+            "table {path} never became ready: {e}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
