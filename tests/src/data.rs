@@ -118,10 +118,7 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
         (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
     // A cluster busy with other tests' tables can take a while to elect every leader.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while let Err(e) = admin
-        .list_offsets(path, &buckets, OffsetSpec::Latest)
-        .await
-    {
+    while let Err(e) = admin.list_offsets(path, &buckets, OffsetSpec::Latest).await {
         assert!(
             std::time::Instant::now() < deadline,
             "table {path} never became ready: {e}"
