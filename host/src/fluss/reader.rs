@@ -117,6 +117,22 @@ fn fluss_err<'a>(
     }
 }
 
+/// Subscribes `$scanner` (either of fluss-rs's scanners: they share these methods, not a
+/// trait) to the range's bucket from the range's start.
+macro_rules! subscribe {
+    ($scanner:ident, $path:expr, $range:expr) => {
+        match $range.partition_id {
+            Some(pid) => {
+                $scanner
+                    .subscribe_partition(pid, $range.bucket, $range.start)
+                    .await
+            }
+            None => $scanner.subscribe($range.bucket, $range.start).await,
+        }
+        .map_err(fluss_err("cannot subscribe to", $path, $range))?
+    };
+}
+
 /// A log table's range, whole log batches at a time.
 async fn read_log(
     table: &FlussTable<'_>,
@@ -129,15 +145,7 @@ async fn read_log(
         .new_scan()
         .create_record_batch_log_scanner()
         .map_err(fluss_err("cannot scan", path, range))?;
-    match range.partition_id {
-        Some(pid) => {
-            scanner
-                .subscribe_partition(pid, range.bucket, range.start)
-                .await
-        }
-        None => scanner.subscribe(range.bucket, range.start).await,
-    }
-    .map_err(fluss_err("cannot subscribe to", path, range))?;
+    subscribe!(scanner, path, range);
     loop {
         let batches =
             scanner
@@ -192,15 +200,7 @@ async fn read_changelog(
             .new_scan()
             .create_log_scanner()
             .map_err(fluss_err("cannot scan", path, range))?;
-    match range.partition_id {
-        Some(pid) => {
-            scanner
-                .subscribe_partition(pid, range.bucket, range.start)
-                .await
-        }
-        None => scanner.subscribe(range.bucket, range.start).await,
-    }
-    .map_err(fluss_err("cannot subscribe to", path, range))?;
+    subscribe!(scanner, path, range);
     loop {
         let records =
             scanner
