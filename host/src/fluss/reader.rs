@@ -156,7 +156,7 @@ async fn read_log(
             if batch.base_offset() >= range.stop {
                 return Ok(());
             }
-            if tx.send(log_batch(&batch, range.stop)).await.is_err() {
+            if tx.send(log_batch(&batch, range.stop)?).await.is_err() {
                 return Ok(());
             }
         }
@@ -168,12 +168,20 @@ async fn read_log(
 }
 
 /// The rows of a fetched log batch below `stop` (its base offset is below `stop`).
-fn log_batch(batch: &ScanBatch, stop: i64) -> BucketBatch {
+fn log_batch(batch: &ScanBatch, stop: i64) -> Result<BucketBatch> {
+    // The vendored scanner sets every batch's timestamp; without it `__timestamp` would be
+    // wrong, so a batch without one is refused rather than written.
+    let timestamp = batch.commit_timestamp().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Internal,
+            "a scanned log batch carries no commit timestamp",
+        )
+    })?;
+    let base = batch.base_offset();
     let rows = batch
         .num_records()
-        .min(usize::try_from(stop - batch.base_offset()).unwrap_or(usize::MAX));
-    let base = batch.base_offset();
-    BucketBatch {
+        .min(usize::try_from(stop - base).unwrap_or(usize::MAX));
+    Ok(BucketBatch {
         rows: if rows == batch.num_records() {
             batch.batch().clone()
         } else {
@@ -181,10 +189,8 @@ fn log_batch(batch: &ScanBatch, stop: i64) -> BucketBatch {
         },
         change_types: Vec::new(),
         offsets: (base..base + rows as i64).collect(),
-        // Every batch the log scanner hands out carries its log batch's timestamp; -1, the
-        // contract's "unknown", should a future scanner not.
-        timestamps: vec![batch.commit_timestamp().unwrap_or(-1); rows],
-    }
+        timestamps: vec![timestamp; rows],
+    })
 }
 
 /// A primary-key table's changelog range, record by record (for the change types).
@@ -280,4 +286,38 @@ fn to_bucket_batch(run: &[ScanRecord]) -> Result<BucketBatch> {
         offsets: run.iter().map(ScanRecord::offset).collect(),
         timestamps: run.iter().map(ScanRecord::timestamp).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn scan_batch(base_offset: i64, rows: i64) -> ScanBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+        let values = Int64Array::from((0..rows).collect::<Vec<_>>());
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap();
+        ScanBatch::new(TableBucket::new(1, 0), batch, base_offset)
+    }
+
+    #[test]
+    fn a_log_batch_is_cut_at_the_stop_offset_with_its_offsets_and_timestamp() {
+        let b = log_batch(&scan_batch(10, 5).with_commit_timestamp(1234), 13).unwrap();
+        assert_eq!(b.rows.num_rows(), 3);
+        assert_eq!(b.offsets, vec![10, 11, 12]);
+        assert_eq!(b.timestamps, vec![1234; 3]);
+        assert!(b.change_types.is_empty());
+        let whole = log_batch(&scan_batch(10, 5).with_commit_timestamp(1), 100).unwrap();
+        assert_eq!(whole.offsets, vec![10, 11, 12, 13, 14]);
+    }
+
+    #[test]
+    fn a_log_batch_without_a_commit_timestamp_is_refused() {
+        let e = log_batch(&scan_batch(0, 2), 10).err().expect("refused");
+        assert_eq!(e.kind(), ErrorKind::Internal);
+    }
 }
