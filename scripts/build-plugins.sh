@@ -15,6 +15,8 @@ cd "$ROOT"
 if ! rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
     rustup target add "$TARGET"
 fi
+# zstd-sys is C: compiled by Debian's clang against wasi-libc (.cargo/config.toml).
+scripts/setup-wasi-c.sh
 
 packages=()
 formats=()

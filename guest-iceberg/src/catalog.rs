@@ -11,6 +11,7 @@ use crate::hadoop_tables;
 use crate::metadata::TableMetadata;
 use crate::partition::PartitionSpec;
 use crate::schema::{IcebergSchema, TableLayout};
+use crate::writer::COMPRESSION_CODEC;
 
 /// `<db>/<table>`, the Hadoop catalog layout.
 pub const LAYOUT: Layout = Layout {
@@ -70,13 +71,10 @@ pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
 
 /// Iceberg table properties for a Fluss table: `iceberg.<k>` passed through, other Fluss
 /// properties as `fluss.<k>`, merge-on-read for primary-key tables (Java's
-/// `buildTableProperties`), and the codec this plugin writes (snappy; Java's tables say zstd,
-/// Iceberg's default, which needs a C toolchain in wasm).
+/// `buildTableProperties`), and the Parquet codec Iceberg (since 1.4) records in every new
+/// table unless one is given: zstd.
 fn table_properties(table: &TableInfo) -> Vec<(String, String)> {
-    let mut props = vec![(
-        "write.parquet.compression-codec".to_string(),
-        "snappy".to_string(),
-    )];
+    let mut props = Vec::new();
     if !table.primary_keys.is_empty() {
         for k in ["write.delete.mode", "write.update.mode", "write.merge.mode"] {
             props.push((k.to_string(), "merge-on-read".to_string()));
@@ -92,6 +90,9 @@ fn table_properties(table: &TableInfo) -> Vec<(String, String)> {
             Some(rest) => props.push((rest.to_string(), v.clone())),
             None => props.push((format!("fluss.{k}"), v.clone())),
         }
+    }
+    if !props.iter().any(|(k, _)| k == COMPRESSION_CODEC) {
+        props.push((COMPRESSION_CODEC.to_string(), "zstd".to_string()));
     }
     props
 }

@@ -13,17 +13,42 @@ use arrow_array::{BooleanArray, RecordBatch};
 use fluss_lake_guest_sdk::arrow_util::row_keys;
 use fluss_lake_guest_sdk::deps::arrow_select::filter::filter_record_batch;
 use fluss_lake_guest_sdk::ipc::{ChangeType, decode_row_batch};
-use fluss_lake_guest_sdk::parquet::ParquetOptions;
+use fluss_lake_guest_sdk::parquet::{ParquetOptions, parse_compression};
 use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
 use fluss_lake_guest_sdk::{Error, Result, config};
+use parquet::basic::Compression;
 use serde::{Deserialize, Serialize};
 
 use crate::file_writer::{ContentWriter, SplitTarget, write_position_deletes};
 use crate::hadoop_tables;
 use crate::manifest::DataFile;
 use crate::schema::TableLayout;
+
+/// Table properties of the Parquet codec (Iceberg's defaults: zstd, at parquet-mr's default
+/// zstd level 3).
+pub const COMPRESSION_CODEC: &str = "write.parquet.compression-codec";
+/// See [`COMPRESSION_CODEC`].
+pub const COMPRESSION_LEVEL: &str = "write.parquet.compression-level";
+
+/// The Parquet codec of new data and delete files: plugin config, else table property, else
+/// Iceberg's default, as Java's `Parquet.write` resolves it.
+pub fn data_compression<'a>(
+    config: &'a [(String, String)],
+    property: impl Fn(&str) -> Option<&'a str>,
+) -> Result<Compression> {
+    let get = |key: &str| config::get(config, key).or_else(|| property(key));
+    let codec = get(COMPRESSION_CODEC).unwrap_or("zstd");
+    let level = match get(COMPRESSION_LEVEL) {
+        Some(v) => Some(v.trim().parse::<i32>().map_err(|_| {
+            Error::invalid_input(format!("{COMPRESSION_LEVEL} = {v:?} is not a number"))
+        })?),
+        None if codec.trim().eq_ignore_ascii_case("zstd") => Some(3),
+        None => None,
+    };
+    parse_compression(codec, level, COMPRESSION_CODEC)
+}
 
 /// Plugin config / table property for the target data file size.
 pub const TARGET_FILE_SIZE: &str = "write.target-file-size-bytes";
@@ -105,6 +130,7 @@ impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
             bucket: context.bucket,
             parquet: ParquetOptions {
                 target_file_size,
+                compression: data_compression(&context.config, |k| m.property(k))?,
                 ..Default::default()
             },
             file_counter: Default::default(),
@@ -238,5 +264,39 @@ impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
             record_count: self.records,
             file_bytes,
         })
+    }
+}
+
+#[cfg(test)]
+mod compression_tests {
+    use parquet::basic::ZstdLevel;
+
+    use super::*;
+
+    #[test]
+    fn data_files_use_the_codec_java_iceberg_would() {
+        let none = |_: &str| None;
+        assert_eq!(
+            data_compression(&[], none).unwrap(),
+            Compression::ZSTD(ZstdLevel::try_new(3).unwrap())
+        );
+        let table = |k: &str| match k {
+            COMPRESSION_CODEC => Some("zstd"),
+            COMPRESSION_LEVEL => Some("9"),
+            _ => None,
+        };
+        assert_eq!(
+            data_compression(&[], table).unwrap(),
+            Compression::ZSTD(ZstdLevel::try_new(9).unwrap())
+        );
+        let config = vec![(COMPRESSION_CODEC.to_string(), "snappy".to_string())];
+        assert_eq!(
+            data_compression(&config, none).unwrap(),
+            Compression::SNAPPY
+        );
+        let e =
+            data_compression(&[], |k: &str| (k == COMPRESSION_CODEC).then_some("lzo")).unwrap_err();
+        assert_eq!(e.kind(), fluss_lake_guest_sdk::ErrorKind::Unsupported);
+        assert!(e.message().contains(COMPRESSION_CODEC), "{e}");
     }
 }

@@ -9,9 +9,14 @@
 //! append tables produced before changelog files existed — decodes as data files only, and
 //! empty bytes as no files.
 
+use fluss_lake_guest_sdk::avro::AvroCodec;
 use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::manifest::{ManifestEntry, decode_entries, encode_entries};
+
+/// A commit message only travels from writers to the committer (through the host), never to
+/// another reader; any codec decodes, and deflate is what it has always been written with.
+const CODEC: AvroCodec = AvroCodec::Deflate;
 
 const MAGIC: &[u8; 4] = b"FLPM";
 const VERSION: u8 = 1;
@@ -47,8 +52,8 @@ impl CommitMessage {
 
     /// The binary form (see the module documentation).
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let data = encode_entries(&self.data_files)?;
-        let changelog = encode_entries(&self.changelog_files)?;
+        let data = encode_entries(&self.data_files, CODEC)?;
+        let changelog = encode_entries(&self.changelog_files, CODEC)?;
         let mut out = Vec::with_capacity(HEADER + data.len() + changelog.len());
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
@@ -120,7 +125,7 @@ mod tests {
             CommitMessage::decode(&[]).unwrap(),
             CommitMessage::default()
         );
-        let bare = encode_entries(&m.data_files).unwrap();
+        let bare = encode_entries(&m.data_files, CODEC).unwrap();
         let legacy = CommitMessage::decode(&bare).unwrap();
         assert_eq!(legacy.data_files, m.data_files);
         assert!(legacy.changelog_files.is_empty());

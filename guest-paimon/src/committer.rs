@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
+use fluss_lake_guest_sdk::avro::AvroCodec;
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
@@ -18,8 +19,9 @@ use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, ResultEx
 
 use crate::commit_message::CommitMessage;
 use crate::manifest::{
-    FileKind, ManifestEntry, ManifestFileMeta, ManifestNames, manifest_path, merge_manifests,
-    read_manifest, read_manifest_list, write_manifest_list, write_manifests,
+    DEFAULT_MANIFEST_CODEC, FileKind, ManifestEntry, ManifestFileMeta, ManifestFiles,
+    manifest_path, merge_manifests, read_manifest, read_manifest_list, write_manifest_list,
+    write_manifests,
 };
 use crate::schema::{TableSchema, load_latest_schema};
 use crate::snapshot::{
@@ -83,11 +85,22 @@ fn total_file_size(storage: &dyn Storage, manifests: &[ManifestFileMeta]) -> Res
     Ok(total)
 }
 
+/// The Avro codec of new manifests: `manifest.compression` of the plugin configuration, else
+/// of the table, else Paimon's default (zstd).
+fn manifest_codec(config: &[(String, String)], schema: &TableSchema) -> Result<AvroCodec> {
+    match config::get(config, "manifest.compression")
+        .or_else(|| schema.option("manifest.compression"))
+    {
+        Some(name) => AvroCodec::parse(name, "manifest.compression"),
+        None => Ok(DEFAULT_MANIFEST_CODEC),
+    }
+}
+
 /// Commits rounds of one table.
 pub struct PaimonCommitter<S: Storage> {
     storage: S,
     config: Vec<(String, String)>,
-    names: ManifestNames,
+    manifest_files: ManifestFiles,
 }
 
 struct Prepared {
@@ -105,7 +118,7 @@ impl<S: Storage> PaimonCommitter<S> {
         PaimonCommitter {
             storage,
             config,
-            names: ManifestNames::default(),
+            manifest_files: ManifestFiles::default(),
         }
     }
 
@@ -140,18 +153,19 @@ impl<S: Storage> PaimonCommitter<S> {
         let (target, _) = self.manifest_settings(schema)?;
         let metas = write_manifests(
             &self.storage,
-            &mut self.names,
+            &mut self.manifest_files,
             entries,
             schema.id,
             &schema.partition_types()?,
             target,
         )?;
-        let list = write_manifest_list(&self.storage, &mut self.names, &metas)?;
+        let list = write_manifest_list(&self.storage, &mut self.manifest_files, &metas)?;
         Ok((metas, list))
     }
 
     fn prepare(&mut self, committable: &[u8]) -> Result<Prepared> {
         let schema = self.schema()?;
+        self.manifest_files.codec = manifest_codec(&self.config, &schema)?;
         let message = CommitMessage::decode(committable)?;
         let (delta_metas, delta_list) =
             self.write_manifest_list_of(&schema, &message.data_files)?;
@@ -194,7 +208,7 @@ impl<S: Storage> PaimonCommitter<S> {
         let partition_types = p.schema.partition_types()?;
         let (merged, written) = merge_manifests(
             &self.storage,
-            &mut self.names,
+            &mut self.manifest_files,
             base,
             p.schema.id,
             &partition_types,
@@ -206,7 +220,8 @@ impl<S: Storage> PaimonCommitter<S> {
                 let _ = storage.delete(&manifest_path(name));
             }
         };
-        let base_list = match write_manifest_list(&self.storage, &mut self.names, &merged) {
+        let base_list = match write_manifest_list(&self.storage, &mut self.manifest_files, &merged)
+        {
             Ok(l) => l,
             Err(e) => {
                 cleanup(&self.storage, None);

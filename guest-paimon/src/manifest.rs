@@ -24,9 +24,6 @@ pub const MANIFEST_DIR: &str = "manifest";
 pub const MANIFEST_VERSION: i32 = 2;
 /// Avro namespace + record name Paimon uses for its generated schemas.
 const RECORD: &str = "org.apache.paimon.avro.generated.record";
-/// Codec of the manifests we write (Paimon defaults to zstd, unavailable in pure Rust;
-/// deflate is mandatory for every Avro reader).
-pub const MANIFEST_CODEC: AvroCodec = AvroCodec::Deflate;
 
 /// Whether an entry adds or deletes a file (`FileKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -496,9 +493,9 @@ fn meta_from(r: &AvroValue) -> Result<ManifestFileMeta> {
 
 /// Encodes entries as an Avro container (the format of manifest files, write results and
 /// committables).
-pub fn encode_entries(entries: &[ManifestEntry]) -> Result<Vec<u8>> {
+pub fn encode_entries(entries: &[ManifestEntry], codec: AvroCodec) -> Result<Vec<u8>> {
     let schema = manifest_entry_schema()?;
-    avro::write_container(&schema, entries.iter().map(entry_to_avro), MANIFEST_CODEC)
+    avro::write_container(&schema, entries.iter().map(entry_to_avro), codec)
 }
 
 /// Decodes an Avro container of manifest entries.
@@ -508,9 +505,9 @@ pub fn decode_entries(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
 }
 
 /// Encodes a manifest list.
-pub fn encode_manifest_list(metas: &[ManifestFileMeta]) -> Result<Vec<u8>> {
+pub fn encode_manifest_list(metas: &[ManifestFileMeta], codec: AvroCodec) -> Result<Vec<u8>> {
     let schema = manifest_file_meta_schema()?;
-    avro::write_container(&schema, metas.iter().map(meta_to_avro), MANIFEST_CODEC)
+    avro::write_container(&schema, metas.iter().map(meta_to_avro), codec)
 }
 
 /// Decodes a manifest list.
@@ -521,26 +518,34 @@ pub fn decode_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFileMeta>> {
 
 // ---- files ----------------------------------------------------------------------------------
 
-/// Names new manifest files the way Paimon does (`manifest-<uuid>-<n>`,
-/// `manifest-list-<uuid>-<n>`, one uuid per committer).
+/// The codec of Paimon's manifests when the table does not set `manifest.compression`
+/// (Paimon's default: zstd).
+pub const DEFAULT_MANIFEST_CODEC: AvroCodec = AvroCodec::Zstandard { level: 1 };
+
+/// How a committer's new manifest files are named and encoded: named the way Paimon names
+/// them (`manifest-<uuid>-<n>`, `manifest-list-<uuid>-<n>`, one uuid per committer), and
+/// compressed with the table's `manifest.compression`.
 #[derive(Debug)]
-pub struct ManifestNames {
+pub struct ManifestFiles {
     uuid: String,
     manifests: u32,
     lists: u32,
+    /// The Avro codec of new manifests and manifest lists.
+    pub codec: AvroCodec,
 }
 
-impl Default for ManifestNames {
+impl Default for ManifestFiles {
     fn default() -> Self {
-        ManifestNames {
+        ManifestFiles {
             uuid: uuid::Uuid::new_v4().to_string(),
             manifests: 0,
             lists: 0,
+            codec: DEFAULT_MANIFEST_CODEC,
         }
     }
 }
 
-impl ManifestNames {
+impl ManifestFiles {
     /// Next manifest file name.
     pub fn manifest(&mut self) -> String {
         self.manifests += 1;
@@ -650,7 +655,7 @@ fn estimated_size(e: &ManifestEntry) -> u64 {
 /// no entries), returning their metadata.
 pub fn write_manifests(
     storage: &dyn Storage,
-    names: &mut ManifestNames,
+    names: &mut ManifestFiles,
     entries: &[ManifestEntry],
     schema_id: i64,
     partition_types: &[PaimonType],
@@ -667,7 +672,7 @@ pub fn write_manifests(
         }
         let chunk = &entries[start..end];
         let name = names.manifest();
-        let bytes = encode_entries(chunk)?;
+        let bytes = encode_entries(chunk, names.codec)?;
         storage
             .put(&manifest_path(&name), &bytes)
             .with_context(|| format!("writing manifest {name}"))?;
@@ -699,11 +704,11 @@ pub fn read_manifest(storage: &dyn Storage, name: &str) -> Result<Vec<ManifestEn
 /// Writes a manifest list, returning `(name, size)`.
 pub fn write_manifest_list(
     storage: &dyn Storage,
-    names: &mut ManifestNames,
+    names: &mut ManifestFiles,
     metas: &[ManifestFileMeta],
 ) -> Result<(String, i64)> {
     let name = names.manifest_list();
-    let bytes = encode_manifest_list(metas)?;
+    let bytes = encode_manifest_list(metas, names.codec)?;
     storage
         .put(&manifest_path(&name), &bytes)
         .with_context(|| format!("writing manifest list {name}"))?;
@@ -744,7 +749,7 @@ pub fn merge_entries(entries: Vec<ManifestEntry>) -> Vec<ManifestEntry> {
 /// it has at least `min_count` files. Returns the new list and the names of files written.
 pub fn merge_manifests(
     storage: &dyn Storage,
-    names: &mut ManifestNames,
+    names: &mut ManifestFiles,
     input: Vec<ManifestFileMeta>,
     schema_id: i64,
     partition_types: &[PaimonType],
@@ -931,7 +936,7 @@ pub(crate) mod tests {
             entry("data-a-0.parquet", 0, 10),
             entry("data-b-0.parquet", 2, 5),
         ];
-        let bytes = encode_entries(&entries).unwrap();
+        let bytes = encode_entries(&entries, DEFAULT_MANIFEST_CODEC).unwrap();
         assert_eq!(decode_entries(&bytes).unwrap(), entries);
         // The container records carry Paimon's field names.
         let (_, recs) = avro::read_container(&bytes).unwrap();
@@ -942,7 +947,7 @@ pub(crate) mod tests {
         );
 
         let storage = MemoryStorage::new();
-        let mut names = ManifestNames::default();
+        let mut names = ManifestFiles::default();
         let metas = write_manifests(&storage, &mut names, &entries, 0, &[], 8 << 20).unwrap();
         assert_eq!(metas.len(), 1);
         assert_eq!(
@@ -964,7 +969,7 @@ pub(crate) mod tests {
     #[test]
     fn merges_small_manifests_once_there_are_enough() {
         let storage = MemoryStorage::new();
-        let mut names = ManifestNames::default();
+        let mut names = ManifestFiles::default();
         let mut metas = Vec::new();
         for i in 0..5 {
             metas.extend(

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use fluss_lake_guest_sdk::parquet::ParquetOptions;
+use fluss_lake_guest_sdk::parquet::{ParquetOptions, parse_compression};
 use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
@@ -18,6 +18,7 @@ use crate::merge_tree::MergeTreeWriter;
 use crate::rows::TableRows;
 use crate::schema::{TableSchema, check_compatible, load_latest_schema};
 use crate::table::{BucketMode, DataFileNames, Partition, bucket_dir, check_supported};
+use parquet::basic::Compression;
 
 /// Default rolling size (Paimon uses 256 MB for append tables and 128 MB for primary-key
 /// tables; 128 MB keeps guest memory lower). Overridden by the plugin config or the table
@@ -36,6 +37,44 @@ pub fn target_file_size(
         Some(v) => config::parse_size(v),
         None => Ok(DEFAULT_TARGET_FILE_SIZE),
     }
+}
+
+/// The Parquet codec of new data files, as Java Paimon chooses it for level-0 files: the
+/// level-0 entry of `file.compression.per.level` (`0:lz4,1:zstd`), else `file.compression`
+/// (default zstd), at `file.compression.zstd-level` (default 1). Plugin config first, then
+/// the table option.
+pub fn file_compression(
+    config: &[(String, String)],
+    options: &BTreeMap<String, String>,
+) -> Result<Compression> {
+    let get = |key: &str| config::get(config, key).or_else(|| options.get(key).map(String::as_str));
+    let per_level = get("file.compression.per.level").and_then(|v| {
+        v.split(',').find_map(|entry| {
+            let (level, codec) = entry.split_once(':')?;
+            (level.trim() == "0").then_some(codec.trim())
+        })
+    });
+    let (name, option) = match per_level {
+        Some(codec) => (codec, "file.compression.per.level"),
+        None => (
+            get("file.compression").unwrap_or("zstd"),
+            "file.compression",
+        ),
+    };
+    let level = match get("file.compression.zstd-level") {
+        Some(v) => Some(v.trim().parse::<i32>().map_err(|_| {
+            Error::invalid_input(format!(
+                "file.compression.zstd-level = {v:?} is not a number"
+            ))
+        })?),
+        None => Some(1),
+    };
+    let level = if name.trim().eq_ignore_ascii_case("zstd") {
+        level
+    } else {
+        None
+    };
+    parse_compression(name, level, option)
 }
 
 /// Where and how one writer writes, resolved once when it opens.
@@ -71,6 +110,7 @@ impl BucketTarget {
         let partition = Partition::from_fluss_name(&schema, context.partition_name.as_deref())?;
         let parquet = ParquetOptions {
             target_file_size: target_file_size(&context.config, &schema.options)?,
+            compression: file_compression(&context.config, &schema.options)?,
             ..Default::default()
         };
         Ok(BucketTarget {
@@ -165,5 +205,48 @@ impl<S: Storage> FormatWriter<S> for PaimonWriter<S> {
     }
     fn complete(self) -> Result<WriteResult> {
         PaimonWriter::complete(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use parquet::basic::ZstdLevel;
+
+    use super::*;
+
+    fn options(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn data_files_use_the_codec_java_paimon_would() {
+        let zstd1 = Compression::ZSTD(ZstdLevel::try_new(1).unwrap());
+        assert_eq!(file_compression(&[], &options(&[])).unwrap(), zstd1);
+        assert_eq!(
+            file_compression(&[], &options(&[("file.compression", "snappy")])).unwrap(),
+            Compression::SNAPPY
+        );
+        assert_eq!(
+            file_compression(&[], &options(&[("file.compression.zstd-level", "3")])).unwrap(),
+            Compression::ZSTD(ZstdLevel::try_new(3).unwrap())
+        );
+        // Level 0 of `file.compression.per.level` wins for the level-0 files tiering writes.
+        let per_level = options(&[
+            ("file.compression", "zstd"),
+            ("file.compression.per.level", "0:lz4,1:zstd"),
+        ]);
+        assert_eq!(file_compression(&[], &per_level).unwrap(), Compression::LZ4);
+        // The plugin configuration overrides the table.
+        let config = vec![("file.compression".to_string(), "none".to_string())];
+        assert_eq!(
+            file_compression(&config, &options(&[("file.compression", "snappy")])).unwrap(),
+            Compression::UNCOMPRESSED
+        );
+        let e = file_compression(&[], &options(&[("file.compression", "lzo")])).unwrap_err();
+        assert_eq!(e.kind(), fluss_lake_guest_sdk::ErrorKind::Unsupported);
+        assert!(e.message().contains("file.compression"), "{e}");
     }
 }

@@ -1,10 +1,14 @@
 //! Avro object container files (what Paimon manifests and Iceberg manifests are), written and
-//! read with apache-avro and pure-Rust codecs only (deflate, snappy) so guests build without
-//! a C toolchain.
+//! read with apache-avro. Every codec a Java lake writer uses for its metadata is read and can
+//! be written: deflate (Iceberg's manifests), zstandard (Paimon's `manifest.compression`
+//! default), snappy, bzip2. zstandard is the C library built for `wasm32-wasip2` with Debian's
+//! WASI toolchain (`scripts/build-plugins.sh` installs it, `.cargo/config.toml` points `cc` at
+//! it); xz is not built, and a file using it is refused as unsupported.
 
 pub use apache_avro::Schema;
+use apache_avro::error::Details;
 pub use apache_avro::types::Value;
-use apache_avro::{Codec, DeflateSettings, Reader, Writer};
+use apache_avro::{Bzip2Settings, Codec, DeflateSettings, Reader, Writer, ZstandardSettings};
 
 use crate::error::{Error, Result};
 
@@ -17,17 +21,29 @@ pub enum AvroCodec {
     Deflate,
     /// Snappy with the Avro CRC32 trailer.
     Snappy,
+    /// Zstandard at a level (Java Avro's `zstandard` codec).
+    Zstandard {
+        /// Compression level, 1 (fastest) to 22.
+        level: u8,
+    },
+    /// Bzip2 (Java Avro's `bzip2` codec).
+    Bzip2,
 }
 
 impl AvroCodec {
-    /// Parses a codec name (`null`, `deflate`, `snappy`).
-    pub fn parse(name: &str) -> Result<AvroCodec> {
+    /// Parses a codec name as Java writers spell it (`null`, `deflate`, `snappy`,
+    /// `zstandard` or `zstd`, `bzip2`); `option` names the setting it came from, for the
+    /// error of a codec guests do not have.
+    pub fn parse(name: &str, option: &str) -> Result<AvroCodec> {
         match name.trim().to_ascii_lowercase().as_str() {
             "null" | "none" | "uncompressed" => Ok(AvroCodec::Null),
-            "deflate" => Ok(AvroCodec::Deflate),
+            "deflate" | "gzip" => Ok(AvroCodec::Deflate),
             "snappy" => Ok(AvroCodec::Snappy),
+            "zstd" | "zstandard" => Ok(AvroCodec::Zstandard { level: 1 }),
+            "bzip2" => Ok(AvroCodec::Bzip2),
             other => Err(Error::unsupported(format!(
-                "Avro codec {other:?} is not available in guests"
+                "{option} = {other:?}: this plugin writes Avro with null, deflate, snappy, zstd \
+                 or bzip2; set {option} to one of them"
             ))),
         }
     }
@@ -37,7 +53,21 @@ impl AvroCodec {
             AvroCodec::Null => Codec::Null,
             AvroCodec::Deflate => Codec::Deflate(DeflateSettings::default()),
             AvroCodec::Snappy => Codec::Snappy,
+            AvroCodec::Zstandard { level } => Codec::Zstandard(ZstandardSettings::new(level)),
+            AvroCodec::Bzip2 => Codec::Bzip2(Bzip2Settings::default()),
         }
+    }
+}
+
+/// An error of apache-avro reading a container file: a codec this build lacks is
+/// `unsupported` (the file may be fine), anything else is `corrupt`.
+fn read_error(e: apache_avro::Error) -> Error {
+    match e.details() {
+        Details::CodecNotSupported(codec) => Error::unsupported(format!(
+            "an Avro file is compressed with {codec}, which this plugin cannot read (it reads \
+             null, deflate, snappy, zstandard and bzip2); have the writer use one of those"
+        )),
+        _ => Error::corrupt(format!("avro: {e}")),
     }
 }
 
@@ -83,14 +113,16 @@ pub fn write_container_with_metadata(
 /// Decodes a container file with its own (writer) schema.
 /// The user metadata of an Avro container file's header.
 pub fn read_metadata(bytes: &[u8]) -> Result<std::collections::HashMap<String, Vec<u8>>> {
-    let reader = Reader::new(bytes)?;
+    let reader = Reader::new(bytes).map_err(read_error)?;
     Ok(reader.user_metadata().clone())
 }
 
 pub fn read_container(bytes: &[u8]) -> Result<(Schema, Vec<Value>)> {
-    let reader = Reader::new(bytes)?;
+    let reader = Reader::new(bytes).map_err(read_error)?;
     let schema = reader.writer_schema().clone();
-    let records = reader.collect::<std::result::Result<Vec<_>, _>>()?;
+    let records = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(read_error)?;
     Ok((schema, records))
 }
 
@@ -204,7 +236,13 @@ mod tests {
                 {"name":"b","type":["null","string"],"default":null}]}"#,
         )
         .unwrap();
-        for codec in [AvroCodec::Null, AvroCodec::Deflate, AvroCodec::Snappy] {
+        for codec in [
+            AvroCodec::Null,
+            AvroCodec::Deflate,
+            AvroCodec::Snappy,
+            AvroCodec::Zstandard { level: 1 },
+            AvroCodec::Bzip2,
+        ] {
             let recs = vec![Value::Record(vec![
                 ("a".into(), Value::Long(7)),
                 (
@@ -231,6 +269,48 @@ mod tests {
             let empty = write_container(&schema, Vec::new(), codec).unwrap();
             assert!(read_container(&empty).unwrap().1.is_empty());
         }
-        assert!(AvroCodec::parse("zstd").is_err());
+    }
+
+    #[test]
+    fn codec_names_are_parsed_as_java_writers_spell_them() {
+        let opt = "manifest.compression";
+        for (name, codec) in [
+            ("null", AvroCodec::Null),
+            ("deflate", AvroCodec::Deflate),
+            ("snappy", AvroCodec::Snappy),
+            ("zstd", AvroCodec::Zstandard { level: 1 }),
+            ("ZSTANDARD", AvroCodec::Zstandard { level: 1 }),
+            ("bzip2", AvroCodec::Bzip2),
+        ] {
+            assert_eq!(AvroCodec::parse(name, opt).unwrap(), codec, "{name}");
+        }
+        let e = AvroCodec::parse("xz", opt).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
+        assert!(e.message().contains("manifest.compression"), "{e}");
+    }
+
+    #[test]
+    fn a_file_in_a_codec_this_build_lacks_is_unsupported_not_corrupt() {
+        let schema =
+            parse_schema(r#"{"type":"record","name":"r","fields":[{"name":"a","type":"long"}]}"#)
+                .unwrap();
+        let recs = vec![Value::Record(vec![("a".into(), Value::Long(1))])];
+        let bytes = write_container(&schema, recs, AvroCodec::Null).unwrap();
+        // The header's "avro.codec" -> "null" (a 4-byte Avro string: length byte 0x08) becomes
+        // "xz" (length byte 0x04): what Java Avro writes with the xz codec.
+        let at = bytes.windows(5).position(|w| w == b"\x08null").unwrap();
+        let mut xz = bytes[..at].to_vec();
+        xz.extend_from_slice(b"\x04xz");
+        xz.extend_from_slice(&bytes[at + 5..]);
+        let e = read_container(&xz).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Unsupported, "{e}");
+        assert!(e.message().contains("xz"), "{e}");
+        assert_eq!(
+            read_metadata(&xz).unwrap_err().kind(),
+            crate::ErrorKind::Unsupported
+        );
+        // Truncated data is still corrupt.
+        let e = read_container(&bytes[..bytes.len() - 3]).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{e}");
     }
 }

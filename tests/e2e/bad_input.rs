@@ -294,3 +294,53 @@ fn a_long_multibyte_plugin_version_cannot_panic_the_host() {
         "cannot reach the Fluss cluster at 127.0.0.1:1",
     );
 }
+
+/// A table whose declared codec the plugins do not have (Paimon `file.compression = lzo`):
+/// every round fails as `unsupported` with a message naming the option, and nothing reaches
+/// the lake or Fluss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codec_the_plugins_lack_fails_the_round_as_unsupported_naming_the_option() {
+    let c = cluster::lease("paimon");
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
+    let admin = conn.get_admin().unwrap();
+    let table = unique_name("lzo");
+    let path = TablePath::new("fluss", &table);
+    let descriptor = data::lake_log_table_with(2, "1s", "paimon.file.compression", "lzo");
+    data::create_table(&admin, &path, &descriptor).await;
+    data::write_rows(&conn, &path, 0, 1_000, 500).await;
+    let mut h = host::HostProcess::spawn(
+        &host::args(&c.bootstrap, &[host::plugin("paimon")], &[]),
+        &format!("{table}-host"),
+    );
+    let needle = "file.compression = \"lzo\": this plugin writes Parquet with";
+    h.wait_for_log(needle, Duration::from_secs(90)).await;
+    h.wait_for_more_logs(needle, 1, Duration::from_secs(60))
+        .await;
+    let log = h.log();
+    let line = log.lines().find(|l| l.contains(needle)).unwrap();
+    assert!(
+        line.contains("Unsupported"),
+        "not reported as unsupported: {line}"
+    );
+    assert!(h.exited().is_none(), "host exited:\n{log}");
+    let table_dir = c.paimon_warehouse.join(format!("fluss.db/{table}"));
+    let schema = std::fs::read_to_string(table_dir.join("schema/schema-0")).unwrap();
+    assert!(
+        schema.contains("\"file.compression\" : \"lzo\""),
+        "the table does not declare lzo:\n{schema}"
+    );
+    assert!(
+        !table_dir.join("snapshot").exists(),
+        "a snapshot was written"
+    );
+    for b in 0..2 {
+        let dir = table_dir.join(format!("bucket-{b}"));
+        let files = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(files, 0, "files were left in {}", dir.display());
+    }
+    assert!(
+        admin.get_latest_lake_snapshot(&path).await.is_err(),
+        "Fluss registered a lake snapshot"
+    );
+    assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+}
