@@ -20,7 +20,7 @@ if [[ "${1:-}" == "--help" ]]; then
 fi
 rustup target add wasm32-wasip2
 WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 cluster/setup.sh
-bench/flink/setup.sh
+cluster/flink-tiering/setup.sh
 scripts/build-plugins.sh
 # The host alone, as it ships (no test failpoints compiled in); the benchmark after it (its
 # test-harness dependency builds the host library with failpoints, not this binary).

@@ -100,7 +100,7 @@ SASL_USERS="admin:admin-pass tiering:tiering-pass"
 start_clusters() {
   WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 cluster/setup.sh
   # The benchmark's baseline, FlussLakeTiering on Flink (its smoke test, e2e bench::).
-  bench/flink/setup.sh
+  cluster/flink-tiering/setup.sh
   stop_clusters
   for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do
     echo "--- cluster $i"

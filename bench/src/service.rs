@@ -1,6 +1,6 @@
 //! The tiering service under test, run as its users run it: the host binary with a format
 //! plugin, or the real FlussLakeTiering job on a Flink local MiniCluster
-//! (`bench/flink/run.sh`, whose JVM replaces the script, so the measured process is the JVM).
+//! (`cluster/flink-tiering/run.sh`, whose JVM replaces the script, so the measured process is the JVM).
 //! Both get the same cluster, the same lake warehouse and the same table poll interval.
 
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use serde::Serialize;
 pub enum ServiceKind {
     /// This project's host, `target/release/fluss-lake-host`.
     Host,
-    /// FlussLakeTiering 0.9.1 on Flink 1.20.3 (bench/flink).
+    /// FlussLakeTiering 0.9.1 on Flink 1.20.3 (cluster/flink-tiering).
     Flink,
 }
 
@@ -34,7 +34,7 @@ impl ServiceKind {
     fn ready_line(self, format: &str) -> String {
         match self {
             ServiceKind::Host => "registered with the coordinator".to_string(),
-            ServiceKind::Flink => format!("Starting data tiering service from Fluss to {format}"),
+            ServiceKind::Flink => fluss_lake_e2e::flink_tiering::ready_line(format),
         }
     }
 }
@@ -181,28 +181,10 @@ fn host_command(c: &ClusterInfo, format: &str) -> Result<Command> {
     Ok(cmd)
 }
 
-/// FlussLakeTiering with the options its users give it: the format, its catalog (the
-/// cluster's own warehouse, as `server.yaml` names it) and the poll interval.
+/// FlussLakeTiering with the options its users give it (`fluss_lake_e2e::flink_tiering`).
 fn flink_command(c: &ClusterInfo, format: &str, log: &Path) -> Result<Command> {
-    let script = repo_root().join("bench/flink/run.sh");
-    let mut cmd = Command::new(script);
-    cmd.arg(format)
-        .args(["--fluss.bootstrap.servers", &c.bootstrap])
-        .args(["--fluss.tiering.poll.table.interval", POLL_TABLE_INTERVAL])
-        .args(["--datalake.format", format]);
-    match format {
-        "paimon" => {
-            cmd.args(["--datalake.paimon.metastore", "filesystem"])
-                .arg("--datalake.paimon.warehouse")
-                .arg(&c.paimon_warehouse);
-        }
-        "iceberg" => {
-            cmd.args(["--datalake.iceberg.type", "hadoop"])
-                .arg("--datalake.iceberg.warehouse")
-                .arg(&c.iceberg_warehouse);
-        }
-        other => bail!("FlussLakeTiering is benchmarked for paimon and iceberg, not {other}"),
+    match fluss_lake_e2e::flink_tiering::command(c, format, POLL_TABLE_INTERVAL, log) {
+        Some(cmd) => Ok(cmd),
+        None => bail!("FlussLakeTiering is benchmarked for paimon and iceberg, not {format}"),
     }
-    cmd.env("FLINK_LOG", log.with_extension("flink.log"));
-    Ok(cmd)
 }

@@ -2,8 +2,7 @@
 //! the project's venv through `tests/python/iceberg_read.py`, Java Iceberg's view of a table,
 //! and Iceberg's bucket function.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -83,65 +82,16 @@ pub fn iceberg_bucket(value: i64, n: i32) -> i32 {
 /// table with its schema, spec, snapshots and every snapshot's scan plan. Fails (never
 /// skips) without a JDK or the jars.
 pub fn java_check(table_dirs: &[&Path]) -> Vec<Value> {
-    let root = repo_root();
-    let dist = root.join("target/fluss-dist");
-    let mut cp: Vec<PathBuf> = Vec::new();
-    for dir in [dist.join("plugins/iceberg"), dist.join("lib")] {
-        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e}: run WITH_ICEBERG=1 cluster/setup.sh (scripts/test.sh does)",
-                dir.display()
-            )
-        });
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            if name.ends_with(".jar") && !name.starts_with("fluss-server") {
-                cp.push(e.path());
-            }
-        }
-    }
+    let dist = repo_root().join("target/fluss-dist");
+    let cp = crate::java::jars(
+        &[dist.join("plugins/iceberg"), dist.join("lib")],
+        |name| !name.starts_with("fluss-server"),
+        "WITH_ICEBERG=1 cluster/setup.sh",
+    );
     assert!(
         cp.iter()
             .any(|p| p.to_string_lossy().contains("fluss-lake-iceberg")),
         "the Iceberg plugin jar is missing: run WITH_ICEBERG=1 cluster/setup.sh"
     );
-    let classes = root.join("target/java-iceberg-check");
-    std::fs::create_dir_all(&classes).unwrap();
-    let classpath = cp
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(":");
-    let javac = Command::new("javac")
-        .args(["-d", &classes.display().to_string(), "-cp", &classpath])
-        .arg(root.join("tests/java/IcebergCheck.java"))
-        .output()
-        .expect("javac (a JDK) is needed");
-    assert!(
-        javac.status.success(),
-        "javac failed:\n{}",
-        String::from_utf8_lossy(&javac.stderr)
-    );
-    let out = Command::new("java")
-        .args([
-            "-Xmx512m",
-            "-Dlog4j2.level=ERROR",
-            "-cp",
-            &format!("{}:{classpath}", classes.display()),
-            "IcebergCheck",
-        ])
-        .args(table_dirs)
-        .output()
-        .expect("java");
-    assert!(
-        out.status.success(),
-        "Java Iceberg could not read the tables:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    crate::java::run_check("IcebergCheck", &cp, table_dirs)
 }

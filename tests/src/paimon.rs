@@ -69,3 +69,23 @@ pub fn lookup(warehouse: &Path, db: &str, table: &str, column: &str, value: &Val
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Java Paimon's view of a table (`tests/java/PaimonCheck.java`, run with the paimon-bundle
+/// and Hadoop jars FlussLakeTiering runs with, `cluster/flink-tiering/setup.sh`): the latest
+/// snapshot (`snapshot`, `commit_user`, `properties`) and the merged rows of `columns`.
+pub fn java_read(warehouse: &Path, db: &str, table: &str, columns: &[&str]) -> Value {
+    let lib = repo_root().join("target/flink-tiering/lib-tiering");
+    let cp = crate::java::jars(
+        &[lib],
+        |name| {
+            ["paimon-", "hadoop-", "slf4j-", "log4j-"]
+                .iter()
+                .any(|p| name.starts_with(p))
+        },
+        "cluster/flink-tiering/setup.sh",
+    );
+    let mut args: Vec<std::path::PathBuf> = vec![warehouse.to_path_buf(), db.into(), table.into()];
+    args.extend(columns.iter().map(std::path::PathBuf::from));
+    let refs: Vec<&Path> = args.iter().map(std::path::PathBuf::as_path).collect();
+    crate::java::run_check("PaimonCheck", &cp, &refs).remove(0)
+}

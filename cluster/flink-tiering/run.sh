@@ -3,8 +3,8 @@
 # the tiering jar's Main-Class) in this process, on a Flink local MiniCluster, as the baseline
 # of the benchmark. The JVM replaces this script (exec), so the caller measures the JVM itself.
 #
-#   bench/flink/run.sh paimon|iceberg <FlussLakeTiering arguments...>
-#   e.g. bench/flink/run.sh paimon --fluss.bootstrap.servers 127.0.0.1:9123 --datalake.format paimon \
+#   cluster/flink-tiering/run.sh paimon|iceberg|lance <FlussLakeTiering arguments...>
+#   e.g. cluster/flink-tiering/run.sh paimon --fluss.bootstrap.servers 127.0.0.1:9123 --datalake.format paimon \
 #        --datalake.paimon.metastore filesystem --datalake.paimon.warehouse /abs/warehouse
 #
 # Parallelism: the local environment's default, the machine's processors (`nproc`), as
@@ -15,14 +15,14 @@
 # "Starting data tiering service from Fluss to <format>".
 set -euo pipefail
 FLINK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$FLINK_DIR/../../cluster/env.sh"
+source "$FLINK_DIR/../env.sh"
 
 FORMAT="${1:-}"; shift || true
-case "$FORMAT" in paimon|iceberg) ;; *) die "usage: $0 paimon|iceberg <FlussLakeTiering arguments>" ;; esac
+case "$FORMAT" in paimon|iceberg|lance) ;; *) die "usage: $0 paimon|iceberg|lance <FlussLakeTiering arguments>" ;; esac
 LIB="$REPO/target/flink-tiering/lib-tiering"
-[ -f "$REPO/target/flink-tiering/.lib-tiering.ok" ] || die "no Flink tiering classpath: run bench/flink/setup.sh"
+[ -f "$REPO/target/flink-tiering/.lib-tiering.ok" ] || die "no Flink tiering classpath: run cluster/flink-tiering/setup.sh"
 PLUGIN_JAR="$FLUSS_PLUGINS_DIR/$FORMAT/fluss-lake-$FORMAT-$FLUSS_VERSION.jar"
-[ -f "$PLUGIN_JAR" ] || die "no $PLUGIN_JAR: run bench/flink/setup.sh"
+[ -f "$PLUGIN_JAR" ] || die "no $PLUGIN_JAR: run cluster/flink-tiering/setup.sh"
 
 # The fluss-* and paimon-* jars first, then the lake plugin, then the rest: Flink's own copies
 # of shared libraries must lose, as in a Flink distribution where these jars come with the job.

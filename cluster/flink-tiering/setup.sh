@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs the baseline of the benchmark: the classpath of the real FlussLakeTiering job
-# (fluss-flink-tiering 0.9.1-incubating on Flink 1.20.3, bench/flink/pom.xml) from Maven Central
+# (fluss-flink-tiering 0.9.1-incubating on Flink 1.20.3, cluster/flink-tiering/pom.xml) from Maven Central
 # into target/flink-tiering/lib-tiering, and the Java lake plugins it loads (fluss-lake-paimon,
 # fluss-lake-iceberg, through cluster/setup.sh). Idempotent: a marker keyed by the pom skips it.
 #
-#   bench/flink/setup.sh
+#   cluster/flink-tiering/setup.sh
 set -euo pipefail
 FLINK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$FLINK_DIR/../../cluster/env.sh"
+source "$FLINK_DIR/../env.sh"
 
 OUT="$REPO/target/flink-tiering"
 MARKER="$OUT/.lib-tiering.ok"

@@ -1,0 +1,97 @@
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.paimon.Snapshot;
+import org.apache.paimon.catalog.Catalog;
+import org.apache.paimon.catalog.CatalogContext;
+import org.apache.paimon.catalog.CatalogFactory;
+import org.apache.paimon.catalog.Identifier;
+import org.apache.paimon.data.BinaryString;
+import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.options.Options;
+import org.apache.paimon.reader.RecordReader;
+import org.apache.paimon.table.FileStoreTable;
+import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.types.RowType;
+
+/**
+ * Reads a Paimon table with Java Paimon (the paimon-bundle FlussLakeTiering runs with) through
+ * the filesystem catalog and prints one JSON object: the latest snapshot (id, commit user,
+ * properties) and the merged rows of the given columns at that snapshot. Java's manifest and
+ * data file readers are strict, so anything the Rust plugin wrote that Java cannot decode
+ * fails here.
+ *
+ *   java -cp <paimon-bundle and hadoop jars> PaimonCheck <warehouse> <db> <table> <column>...
+ */
+public final class PaimonCheck {
+    private static String q(Object s) {
+        return "\"" + String.valueOf(s).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " ") + "\"";
+    }
+
+    private static String json(Object v) {
+        if (v == null) {
+            return "null";
+        }
+        if (v instanceof Integer || v instanceof Long || v instanceof Short || v instanceof Byte
+                || v instanceof Boolean) {
+            return v.toString();
+        }
+        if (v instanceof Double || v instanceof Float) {
+            return v.toString();
+        }
+        if (v instanceof BinaryString) {
+            return q(v.toString());
+        }
+        return q(v);
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options options = new Options();
+        options.set("warehouse", args[0]);
+        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
+        FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create(args[1], args[2]));
+        RowType type = table.rowType();
+        List<Integer> positions = new ArrayList<>();
+        List<InternalRow.FieldGetter> getters = new ArrayList<>();
+        for (int i = 3; i < args.length; i++) {
+            int pos = type.getFieldIndex(args[i]);
+            if (pos < 0) {
+                throw new IllegalArgumentException("no column " + args[i] + " in " + type);
+            }
+            positions.add(pos);
+            getters.add(InternalRow.createFieldGetter(type.getTypeAt(pos), pos));
+        }
+        StringBuilder o = new StringBuilder("{");
+        Snapshot snapshot = table.snapshotManager().latestSnapshot();
+        if (snapshot == null) {
+            o.append("\"snapshot\":null");
+        } else {
+            o.append("\"snapshot\":").append(snapshot.id());
+            o.append(",\"commit_user\":").append(q(snapshot.commitUser()));
+            o.append(",\"properties\":{");
+            List<String> props = new ArrayList<>();
+            if (snapshot.properties() != null) {
+                for (Map.Entry<String, String> e : snapshot.properties().entrySet()) {
+                    props.add(q(e.getKey()) + ":" + q(e.getValue()));
+                }
+            }
+            o.append(String.join(",", props)).append("}");
+        }
+        o.append(",\"rows\":[");
+        ReadBuilder rb = table.newReadBuilder();
+        List<String> rows = new ArrayList<>();
+        try (RecordReader<InternalRow> reader = rb.newRead().createReader(rb.newScan().plan())) {
+            reader.forEachRemaining(row -> {
+                List<String> cells = new ArrayList<>();
+                for (int i = 0; i < getters.size(); i++) {
+                    cells.add(q(args[i + 3]) + ":" + json(getters.get(i).getFieldOrNull(row)));
+                }
+                rows.add("{" + String.join(",", cells) + "}");
+            });
+        }
+        o.append(String.join(",", rows)).append("]}");
+        System.out.println(o);
+        catalog.close();
+    }
+}
