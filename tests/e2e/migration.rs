@@ -5,8 +5,8 @@
 //! round; then the host again. After every round the lake equals Fluss's data exactly
 //! (pypaimon; pyiceberg and DuckDB; pylance), every (bucket, offset) of the log table is in
 //! the lake exactly once (ids are unique, and Paimon and Iceberg also keep the offsets), and
-//! the snapshot Fluss registered is the lake's newest, made by the tiering commit user. At the
-//! end Java Paimon / Java Iceberg read the tables both services wrote.
+//! the snapshot Fluss registered is the lake's newest, made by the tiering commit user. After
+//! every hand-over Java Paimon / Java Iceberg read the tables both services wrote.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -288,6 +288,7 @@ async fn hand_over_and_back(format: &str) {
             upsert_round(&conn, &pk_path, &mut rng, round, &mut model).await;
         }
 
+        let handed_over = running.as_ref().is_some_and(|(s, _)| *s != who);
         if running.as_ref().map(|(s, _)| *s) != Some(who) {
             if let Some((_, r)) = running.take() {
                 r.stop();
@@ -341,16 +342,38 @@ async fn hand_over_and_back(format: &str) {
             (snap, COMMIT_USER.to_string()),
             "{at}: Fluss registered the primary-key table's newest lake snapshot"
         );
+        if handed_over {
+            java_reads(
+                &lake,
+                log_path.table(),
+                pk_path.table(),
+                log_rows,
+                &model,
+                &at,
+            );
+        }
     }
     if let Some((_, r)) = running.take() {
         r.stop();
     }
+}
 
-    // Java reads what both services wrote.
+/// Java Paimon / Java Iceberg read what both services wrote: the log table's rows (Paimon)
+/// or its planned rows (Iceberg), and the primary-key table's merged rows (Paimon) or every
+/// snapshot's plan (Iceberg). Lance has no Java reader here but FlussLakeTiering's own.
+fn java_reads(
+    lake: &Lake<'_>,
+    log_table: &str,
+    pk_table: &str,
+    log_rows: usize,
+    model: &BTreeMap<i32, (String, i64)>,
+    at: &str,
+) {
+    let format = lake.format;
     match format {
         "paimon" => {
-            let wh = &c.paimon_warehouse;
-            let log = paimon::java_read(wh, "fluss", log_path.table(), &["id", "seq"]);
+            let wh = &lake.c.paimon_warehouse;
+            let log = paimon::java_read(wh, "fluss", log_table, &["id", "seq"]);
             let mut ids: Vec<i64> = log["rows"]
                 .as_array()
                 .unwrap()
@@ -361,20 +384,21 @@ async fn hand_over_and_back(format: &str) {
             assert_eq!(
                 ids,
                 (0..log_rows as i64).collect::<Vec<_>>(),
-                "Java Paimon: log table"
+                "{at}: Java Paimon: log table"
             );
             assert_eq!(log["commit_user"], COMMIT_USER);
-            let pk = paimon::java_read(wh, "fluss", pk_path.table(), &["id", "name", "val"]);
+            let pk = paimon::java_read(wh, "fluss", pk_table, &["id", "name", "val"]);
             let mut rows = pk["rows"].as_array().unwrap().clone();
             rows.sort_by_key(|r| r["id"].as_i64().unwrap());
-            assert_eq!(rows, pk_expected(&model), "Java Paimon: primary-key table");
+            assert_eq!(
+                rows,
+                pk_expected(model),
+                "{at}: Java Paimon: primary-key table"
+            );
         }
         "lance" => {}
         _ => {
-            let (log_dir, pk_dir) = (
-                lake.iceberg_dir(log_path.table()),
-                lake.iceberg_dir(pk_path.table()),
-            );
+            let (log_dir, pk_dir) = (lake.iceberg_dir(log_table), lake.iceberg_dir(pk_table));
             let java = iceberg::java_check(&[&log_dir, &pk_dir]);
             let current = |t: &Value| -> i64 {
                 let snaps = t["snapshots"].as_array().unwrap();
@@ -388,15 +412,15 @@ async fn hand_over_and_back(format: &str) {
             assert_eq!(
                 current(&java[0]),
                 log_rows as i64,
-                "Java Iceberg: log table rows planned"
+                "{at}: Java Iceberg: log table rows planned"
             );
             assert_eq!(
                 java[1]["snapshots"].as_array().unwrap().len(),
                 iceberg::snapshots(&pk_dir).len(),
-                "Java Iceberg reads every snapshot of the primary-key table"
+                "{at}: Java Iceberg reads every snapshot of the primary-key table"
             );
-            let duck = business(&lake.rows(log_path.table(), Some("duckdb")));
-            assert_eq!(duck.len(), log_rows, "DuckDB: log table rows");
+            let duck = business(&lake.rows(log_table, Some("duckdb")));
+            assert_eq!(duck.len(), log_rows, "{at}: DuckDB: log table rows");
         }
     }
 }
