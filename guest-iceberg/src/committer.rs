@@ -10,7 +10,8 @@
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
+    CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
+    ReadableSnapshot, TieringStats,
 };
 use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, clock};
 
@@ -36,6 +37,8 @@ pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
 
 pub struct IcebergCommitter<S: Storage> {
     storage: S,
+    /// The plugin configuration (overrides table properties, e.g. retention).
+    config: Vec<(String, String)>,
 }
 
 /// A path inside the table for an absolute file URI of it.
@@ -144,8 +147,15 @@ fn summary(
 }
 
 impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
-    fn open(_context: CommitterContext, storage: S) -> Result<Self> {
-        Ok(IcebergCommitter { storage })
+    fn open(context: CommitterContext, storage: S) -> Result<Self> {
+        Ok(IcebergCommitter {
+            storage,
+            config: context.config,
+        })
+    }
+
+    fn maintain(&mut self, request: &MaintenanceRequest) -> Result<MaintenanceReport> {
+        crate::maintenance::maintain(&self.storage, &self.config, request)
     }
 
     fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {

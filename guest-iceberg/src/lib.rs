@@ -11,8 +11,10 @@
 
 pub mod catalog;
 pub mod committer;
+pub mod expire;
 pub mod file_writer;
 pub mod hadoop_tables;
+pub mod maintenance;
 pub mod manifest;
 pub mod metadata;
 pub mod partition;

@@ -453,6 +453,39 @@ pub fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFile>> {
         .collect()
 }
 
+/// An entry of a manifest: a file and what a snapshot did to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestEntryInfo {
+    /// 0 existing, 1 added, 2 deleted.
+    pub status: i32,
+    /// The snapshot that added or deleted the file (inherited from the manifest when null).
+    pub snapshot_id: Option<i64>,
+    pub content: i32,
+    pub file_path: String,
+    pub file_size_in_bytes: i64,
+}
+
+/// Entry status of a file a snapshot deleted.
+pub const STATUS_DELETED: i32 = 2;
+
+/// The entries of a manifest: status, snapshot and file (for snapshot expiry).
+pub fn read_manifest_entries(bytes: &[u8]) -> Result<Vec<ManifestEntryInfo>> {
+    let (_, records) = avro::read_container(bytes)?;
+    records
+        .iter()
+        .map(|r| {
+            let f = access::field(r, "data_file")?;
+            Ok(ManifestEntryInfo {
+                status: access::i64_field(r, "status")? as i32,
+                snapshot_id: access::opt_i64_field(r, "snapshot_id")?,
+                content: access::i64_field(f, "content")? as i32,
+                file_path: access::str_field(f, "file_path")?.to_string(),
+                file_size_in_bytes: access::i64_field(f, "file_size_in_bytes")?,
+            })
+        })
+        .collect()
+}
+
 /// The paths of the files a manifest lists (used by tests and diagnostics).
 pub fn read_manifest_paths(bytes: &[u8]) -> Result<Vec<(i32, String)>> {
     let (_, records) = avro::read_container(bytes)?;

@@ -280,12 +280,112 @@ impl TableMetadata {
         Ok(self.snapshots()?.into_iter().find(|s| s.snapshot_id == id))
     }
 
+    /// Records `previous_file` (the metadata file a commit replaces) in `metadata-log`, keeping
+    /// the newest `write.metadata.previous-versions-max` entries.
+    fn push_metadata_log(&self, json: &mut Map<String, Value>, previous_file: &str) {
+        let entry = json!({"timestamp-ms": self.last_updated_ms(), "metadata-file": previous_file});
+        match json.get_mut("metadata-log").and_then(Value::as_array_mut) {
+            Some(log) => log.push(entry),
+            None => {
+                json.insert("metadata-log".into(), Value::Array(vec![entry]));
+            }
+        }
+        let keep = self
+            .property(PREVIOUS_VERSIONS_MAX)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(100)
+            .max(1);
+        if let Some(log) = json.get_mut("metadata-log").and_then(Value::as_array_mut)
+            && log.len() > keep
+        {
+            let excess = log.len() - keep;
+            log.drain(..excess);
+        }
+    }
+
+    /// The metadata files `metadata-log` names.
+    pub fn metadata_log_files(&self) -> Vec<String> {
+        self.json
+            .get("metadata-log")
+            .and_then(Value::as_array)
+            .map(|log| {
+                log.iter()
+                    .filter_map(|e| e.get("metadata-file")?.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Names of the table's refs (branches and tags).
+    pub fn ref_names(&self) -> Vec<String> {
+        self.json
+            .get("refs")
+            .and_then(Value::as_object)
+            .map(|r| r.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Statistics files (`statistics`, `partition-statistics`) of the given snapshots.
+    pub fn statistics_files(&self, of: &std::collections::HashSet<i64>) -> Vec<String> {
+        let mut out = Vec::new();
+        for key in ["statistics", "partition-statistics"] {
+            for e in self
+                .json
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if e.get("snapshot-id")
+                    .and_then(Value::as_i64)
+                    .is_some_and(|id| of.contains(&id))
+                    && let Some(path) = e.get("statistics-path").and_then(Value::as_str)
+                {
+                    out.push(path.to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// The metadata after removing snapshots `expired` (Iceberg `RemoveSnapshots`): they leave
+    /// `snapshots` with their statistics entries, and `snapshot-log` keeps only the entries
+    /// after the last removed one; `previous_file` is the metadata file this one replaces.
+    pub fn without_snapshots(
+        &self,
+        expired: &std::collections::HashSet<i64>,
+        previous_file: &str,
+        now_ms: i64,
+    ) -> TableMetadata {
+        let mut json = self.json.clone();
+        let gone = |v: &Value| {
+            v.get("snapshot-id")
+                .and_then(Value::as_i64)
+                .is_some_and(|id| expired.contains(&id))
+        };
+        for key in ["snapshots", "statistics", "partition-statistics"] {
+            if let Some(a) = json.get_mut(key).and_then(Value::as_array_mut) {
+                a.retain(|v| !gone(v));
+            }
+        }
+        if let Some(log) = json.get_mut("snapshot-log").and_then(Value::as_array_mut)
+            && let Some(last) = log.iter().rposition(gone)
+        {
+            log.drain(..=last);
+        }
+        self.push_metadata_log(&mut json, previous_file);
+        json.insert(
+            "last-updated-ms".into(),
+            json!(now_ms.max(self.last_updated_ms())),
+        );
+        TableMetadata { json }
+    }
+
     /// The metadata after committing `snapshot` on the main branch; `previous_file` is the
     /// metadata file this one replaces (recorded in `metadata-log`).
     pub fn with_snapshot(&self, snapshot: &Snapshot, previous_file: &str) -> TableMetadata {
         let mut json = self.json.clone();
         let ts = snapshot.timestamp_ms;
-        let previous_updated = self.last_updated_ms();
         let push = |json: &mut Map<String, Value>, key: &str, v: Value| match json
             .get_mut(key)
             .and_then(Value::as_array_mut)
@@ -301,22 +401,7 @@ impl TableMetadata {
             "snapshot-log",
             json!({"timestamp-ms": ts, "snapshot-id": snapshot.snapshot_id}),
         );
-        push(
-            &mut json,
-            "metadata-log",
-            json!({"timestamp-ms": previous_updated, "metadata-file": previous_file}),
-        );
-        let keep = self
-            .property(PREVIOUS_VERSIONS_MAX)
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(100)
-            .max(1);
-        if let Some(log) = json.get_mut("metadata-log").and_then(Value::as_array_mut)
-            && log.len() > keep
-        {
-            let excess = log.len() - keep;
-            log.drain(..excess);
-        }
+        self.push_metadata_log(&mut json, previous_file);
         json.insert(
             "last-sequence-number".into(),
             json!(snapshot.sequence_number),
@@ -332,6 +417,26 @@ impl TableMetadata {
                 json!({"snapshot-id": snapshot.snapshot_id, "type": "branch"}),
             );
         }
+        TableMetadata { json }
+    }
+}
+
+#[cfg(test)]
+impl TableMetadata {
+    /// The snapshot ids `snapshot-log` lists, in order.
+    pub fn json_snapshot_log_ids(&self) -> Vec<i64> {
+        self.json["snapshot-log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["snapshot-id"].as_i64().unwrap())
+            .collect()
+    }
+
+    /// The metadata with a tag `name` on `snapshot_id`.
+    pub fn with_tag(&self, name: &str, snapshot_id: i64) -> TableMetadata {
+        let mut json = self.json.clone();
+        json["refs"][name] = json!({"snapshot-id": snapshot_id, "type": "tag"});
         TableMetadata { json }
     }
 }

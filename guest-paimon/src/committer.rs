@@ -13,7 +13,8 @@ use fluss_lake_guest_sdk::avro::AvroCodec;
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
+    CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
+    ReadableSnapshot, TieringStats,
 };
 use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, ResultExt, clock, config};
 
@@ -479,6 +480,9 @@ impl<S: Storage> FormatCommitter<S> for PaimonCommitter<S> {
     }
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>> {
         PaimonCommitter::get_missing_lake_snapshot(self, latest)
+    }
+    fn maintain(&mut self, request: &MaintenanceRequest) -> Result<MaintenanceReport> {
+        crate::maintenance::maintain(&self.storage, &self.config, request)
     }
 }
 

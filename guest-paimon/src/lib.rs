@@ -14,6 +14,8 @@ pub mod bucket;
 pub mod catalog;
 pub mod commit_message;
 pub mod committer;
+pub mod expire;
+pub mod maintenance;
 pub mod manifest;
 pub mod merge_tree;
 pub mod rows;

@@ -181,6 +181,14 @@ pub fn update_hints(storage: &dyn Storage, id: i64) {
     }
 }
 
+/// Points the `EARLIEST` hint at `id` after the snapshots before it were expired. Failures
+/// are logged: readers probe past a stale hint.
+pub fn set_earliest_hint(storage: &dyn Storage, id: i64) {
+    if let Err(e) = storage.put(EARLIEST, id.to_string().as_bytes()) {
+        fluss_lake_guest_sdk::warn!("could not update {EARLIEST}: {e}");
+    }
+}
+
 /// Publishes a snapshot atomically; `Conflict` when another committer took the id.
 pub fn publish(storage: &dyn Storage, snapshot: &Snapshot) -> Result<()> {
     let path = snapshot_path(snapshot.id);

@@ -1,4 +1,6 @@
-//! Generated bindings of the `fluss:lake/lake-plugin` world (`wit/fluss-lake.wit`).
+//! Generated bindings of the `fluss:lake/lake-plugin-maintained` world (`wit/fluss-lake.wit`):
+//! the plugin world plus the optional `maintenance` export, which every SDK plugin exports (a
+//! format that does not maintain its tables answers `unsupported`).
 //!
 //! They live in the SDK so that every format plugin shares one copy and one version of the
 //! contract: a format crate implements the generated `Guest*` traits and calls
@@ -9,7 +11,7 @@
 
 wit_bindgen::generate!({
     path: "../wit",
-    world: "lake-plugin",
+    world: "lake-plugin-maintained",
     pub_export_macro: true,
     export_macro_name: "export",
     default_bindings_module: "fluss_lake_guest_sdk::bindings",

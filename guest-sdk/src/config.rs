@@ -73,6 +73,26 @@ pub fn parse_size(text: &str) -> Result<u64> {
     n.checked_mul(mult).ok_or_else(bad)
 }
 
+/// Parses a duration the way Flink/Paimon `TimeUtils.parseDuration` does, in milliseconds: a
+/// number followed by an optional unit (`ms`, `s`, `min`, `h`, `d` and their long forms,
+/// case-insensitive, optional whitespace; no unit = milliseconds): `1 h`, `30min`, `500`.
+pub fn parse_duration_ms(text: &str) -> Result<i64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || Error::invalid_input(format!("{text:?} is not a duration"));
+    let n: i64 = num.parse().map_err(|_| bad())?;
+    let mult: i64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1_000,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
+        "h" | "hour" | "hours" => 3_600_000,
+        "d" | "day" | "days" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult).ok_or_else(bad)
+}
+
 /// Parses a map option the way Flink/Paimon `Options` do: `k1:v1,k2:v2` (whitespace around
 /// keys and values trimmed, empty text = empty map).
 pub fn parse_map(text: &str) -> Result<Vec<(String, String)>> {
@@ -100,6 +120,18 @@ mod tests {
         assert_eq!(parse_size("8 kb").unwrap(), 8192);
         assert!(parse_size("mb").is_err());
         assert!(parse_size("12 parsecs").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("1 h").unwrap(), 3_600_000);
+        assert_eq!(parse_duration_ms("30min").unwrap(), 1_800_000);
+        assert_eq!(parse_duration_ms("10 s").unwrap(), 10_000);
+        assert_eq!(parse_duration_ms("500").unwrap(), 500);
+        assert_eq!(parse_duration_ms("2 D").unwrap(), 172_800_000);
+        assert!(parse_duration_ms("h").is_err());
+        assert!(parse_duration_ms("3 fortnights").is_err());
+        assert!(parse_duration_ms("9999999999999999 d").is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! Everything a format plugin needs besides its own format logic lives here, once:
 //!
-//! * [`bindings`] — the wit-bindgen bindings of the `lake-plugin` world; a format crate
+//! * [`bindings`] — the wit-bindgen bindings of the `lake-plugin-maintained` world; a format crate
 //!   implements the generated `Guest*` traits and calls [`export!`].
 //! * [`storage`] — the [`Storage`](storage::Storage) trait format code is written against,
 //!   with the host implementation and in-memory / local-directory ones for native runs.
@@ -11,6 +11,7 @@
 //! * [`ipc`] — decoding of `row-batch`es into Arrow `RecordBatch`es.
 //! * [`parquet`], [`stats`], [`avro`] — data and metadata file writing.
 //! * [`ord`] — ordering rows the way Java orders keys, for formats that sort their files.
+//! * [`maintenance`] — what every format's table maintenance shares.
 //! * [`config`], [`datatype`], [`log`], [`clock`] — small helpers.
 
 pub mod arrow_util;
@@ -24,6 +25,7 @@ pub mod error;
 pub mod ipc;
 pub mod layout;
 pub mod log;
+pub mod maintenance;
 pub mod ord;
 pub mod parquet;
 pub mod plugin;
@@ -50,6 +52,9 @@ pub mod deps {
 
 /// The WIT record and enum types (plain Rust data, usable natively too).
 pub mod wit {
+    pub use crate::bindings::exports::fluss::lake::maintenance::{
+        MaintenanceReport, MaintenanceRequest,
+    };
     pub use crate::bindings::exports::fluss::lake::plugin::{PluginInfo, TableLayout};
     pub use crate::bindings::fluss::lake::types::{
         ChangeType as WitChangeType, Column, CommitResult, CommittedSnapshot, CommitterContext,
@@ -59,7 +64,7 @@ pub mod wit {
 }
 
 /// The version of the WIT contract these bindings were generated from.
-pub const CONTRACT_VERSION: &str = "0.3.0";
+pub const CONTRACT_VERSION: &str = "0.3.1";
 
 /// The commit user Fluss's tiering service commits lake snapshots with.
 pub const FLUSS_COMMIT_USER: &str = "__fluss_lake_tiering";

@@ -10,13 +10,13 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
-use crate::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
+use crate::bindings::exports::fluss::lake::{catalog, committer, maintenance, plugin, writer};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::storage::{HostStorage, Storage};
 use crate::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, RowBatch, TableInfo,
-    WriteResult, WriterContext,
+    CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
+    MaintenanceRequest, PluginInfo, RowBatch, TableInfo, WriteResult, WriterContext,
 };
 
 /// A lake format: its identity and its table-level operations.
@@ -69,6 +69,16 @@ pub trait FormatCommitter<S: Storage>: Sized {
     ) -> Result<CommitResult>;
     fn abort(&self, committable: &[u8]) -> Result<()>;
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>>;
+
+    /// Expires snapshots and compacts the table as `request` asks (the WIT `maintenance`
+    /// export). Formats that do not maintain their tables keep this default: `unsupported`,
+    /// which the host logs once and otherwise ignores.
+    fn maintain(&mut self, request: &MaintenanceRequest) -> Result<MaintenanceReport> {
+        let _ = request;
+        Err(Error::unsupported(
+            "this plugin does not maintain tables (no snapshot expiry or compaction)",
+        ))
+    }
 
     /// Fails with a `conflict` that must not be retried when a snapshot committed by tiering
     /// is newer than `tiered_base`: another round tiered offsets this one holds too.
@@ -193,6 +203,15 @@ impl<C: FormatCommitter<HostStorage> + 'static> committer::GuestLakeCommitter
 
 impl<F: LakeFormat> committer::Guest for Component<F> {
     type LakeCommitter = CommitterResource<F::Committer>;
+}
+
+impl<F: LakeFormat> maintenance::Guest for Component<F> {
+    fn maintain(
+        context: CommitterContext,
+        request: MaintenanceRequest,
+    ) -> std::result::Result<MaintenanceReport, LakeError> {
+        wit(F::Committer::open(context, HostStorage).and_then(|mut c| c.maintain(&request)))
+    }
 }
 
 /// Exports format type `$format` (a [`LakeFormat`]) as the plugin's WIT exports. Only

@@ -119,5 +119,6 @@ pub async fn connect(
         locations: Default::default(),
         warehouses,
         cluster,
+        refused_maintenance: Default::default(),
     }))
 }

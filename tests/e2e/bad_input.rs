@@ -225,9 +225,10 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
         "format:           paimon".to_string(),
         format!("size:             {} bytes", bytes.len()),
         format!("sha256:           {digest}"),
-        "contract version: 0.3.0 (host implements 0.3.0: compatible)".to_string(),
+        "contract version: 0.3.1 (host implements 0.3.1: compatible)".to_string(),
         "plugin version:   0.1.0".to_string(),
         "table layout:     <database>.db/<table>".to_string(),
+        "maintenance:      exported (snapshot expiry, compaction when the table asks)".to_string(),
     ] {
         assert!(out.lines().any(|l| l == line), "no '{line}' in:\n{out}");
     }
@@ -249,10 +250,29 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
     assert!(out.contains("does not match the pinned"), "{out}");
 }
 
+/// Contract 0.3.1 only adds the optional `maintenance` export: a plugin built against 0.3.0
+/// (`tests/fixtures/plugins/test-null-0.3.0.wasm`, the `null` test plugin as commit def17ac
+/// built it) still loads, and the host knows it maintains no table. So does the `null`
+/// plugin of this tree, which exports the plugin world without `maintenance`.
+#[test]
+fn plugins_without_the_maintenance_export_still_load() {
+    let old = fluss_lake_e2e::repo_root().join("tests/fixtures/plugins/test-null-0.3.0.wasm");
+    for (plugin, contract) in [(old, "0.3.0"), (host::plugin("test-null"), "0.3.1")] {
+        let (ok, out) = inspect(&[&plugin.display().to_string()]);
+        assert!(ok, "{out}");
+        for line in [
+            format!("contract version: {contract} (host implements 0.3.1: compatible)"),
+            "maintenance:      not exported (its tables are tiered, not maintained)".to_string(),
+        ] {
+            assert!(out.lines().any(|l| l == line), "no '{line}' in:\n{out}");
+        }
+    }
+}
+
 #[test]
 fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     let evil = std::fs::read(host::plugin("evil")).unwrap();
-    let marker = b"EVIL-CONTRACT=0.3.0";
+    let marker = b"EVIL-CONTRACT=0.3.1";
     let at = evil
         .windows(marker.len())
         .position(|w| w == marker)
@@ -262,7 +282,7 @@ fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     let file = scratch("evil-contract-0.9.wasm", &other);
     assert_startup_error(
         &host::args("127.0.0.1:1", std::slice::from_ref(&file), &[]),
-        "built for contract 0.9.0 but this host implements 0.3.0",
+        "built for contract 0.9.0 but this host implements 0.3.1",
     );
     assert!(
         !inspect(&[&file.display().to_string()]).0,

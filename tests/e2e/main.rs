@@ -9,6 +9,7 @@ mod bad_input;
 mod bench;
 mod component;
 mod faults;
+mod maintenance;
 mod migration;
 mod s3;
 mod tiering;

@@ -22,7 +22,8 @@ must be within 10 snapshots of the latest, pypaimon's catch-up threshold): one J
 record in read order, with its row kind (`+I`, `-U`, `+U`, `-D`) under "_row_kind"; nothing
 when N has no changelog.
 `batch` runs many commands in one process (pypaimon is slow to import): for each input line
-it prints one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`.
+it prints one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`,
+with the command's wall time under "seconds".
 
 Only pypaimon's public API is used.
 """
@@ -223,12 +224,14 @@ def cmd_snapshot(args):
 def run_batch():
     import contextlib
     import io
+    import time
     import traceback
 
     for line in sys.stdin:
         if not line.strip():
             continue
         buf = io.StringIO()
+        started = time.monotonic()
         try:
             with contextlib.redirect_stdout(buf):
                 main(json.loads(line), allow_batch=False)
@@ -238,6 +241,7 @@ def run_batch():
             result = {"error": f"bad arguments {line.strip()}: exit {e.code}"}
         except Exception:  # noqa: BLE001 - reported to the caller
             result = {"error": traceback.format_exc()}
+        result["seconds"] = time.monotonic() - started
         sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
         sys.stdout.flush()
 

@@ -11,6 +11,17 @@ use crate::repo_root;
 /// Runs commands of a reader script in `tests/python` (its `batch` mode) in one Python
 /// process; each command's output lines (as JSON), or `Err(message)` when the command raised.
 pub fn batch(script: &str, commands: &[Vec<String>]) -> Vec<Result<Vec<Value>, String>> {
+    batch_timed(script, commands)
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// [`batch`], with each command's wall time in seconds (Python's import not included).
+pub fn batch_timed(
+    script: &str,
+    commands: &[Vec<String>],
+) -> Vec<(Result<Vec<Value>, String>, f64)> {
     let py = repo_root().join("target/venv/bin/python");
     assert!(
         py.exists(),
@@ -46,9 +57,13 @@ pub fn batch(script: &str, commands: &[Vec<String>]) -> Vec<Result<Vec<Value>, S
     assert_eq!(lines.len(), commands.len(), "one result per command");
     lines
         .into_iter()
-        .map(|v| match v.get("error") {
-            Some(e) => Err(e.as_str().unwrap_or_default().to_string()),
-            None => Ok(v["out"].as_array().cloned().unwrap_or_default()),
+        .map(|v| {
+            let seconds = v["seconds"].as_f64().unwrap_or_default();
+            let result = match v.get("error") {
+                Some(e) => Err(e.as_str().unwrap_or_default().to_string()),
+                None => Ok(v["out"].as_array().cloned().unwrap_or_default()),
+            };
+            (result, seconds)
         })
         .collect()
 }

@@ -9,6 +9,15 @@ pub const DATALAKE_FORMAT_PROPERTY: &str = "table.datalake.format";
 /// The property with the table's freshness, which also bounds a tiering round.
 pub const DATALAKE_FRESHNESS_PROPERTY: &str = "table.datalake.freshness";
 
+/// The table's `table.datalake.freshness` (Fluss's default: 3 minutes): how stale its lake
+/// may be, and so how long one round (and its maintenance) may take.
+pub fn freshness(info: &TableInfo) -> std::time::Duration {
+    info.get_properties()
+        .get(DATALAKE_FRESHNESS_PROPERTY)
+        .and_then(|v| crate::config::parse_duration(v).ok())
+        .unwrap_or(std::time::Duration::from_secs(180))
+}
+
 /// The table as the plugin of `format` sees it. Other formats' `table.datalake.<format>.*`
 /// properties are left out: they may hold another lake's credentials.
 pub fn to_wit(info: &TableInfo, format: &str) -> wit::TableInfo {

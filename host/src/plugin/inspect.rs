@@ -76,6 +76,15 @@ pub async fn inspect(cli: &InspectCli, out: &mut impl std::io::Write) -> Result<
         ),
     );
     w(out, "table layout", plugin.layout().describe());
+    w(
+        out,
+        "maintenance",
+        if plugin.maintains_tables() {
+            "exported (snapshot expiry, compaction when the table asks)".to_string()
+        } else {
+            "not exported (its tables are tiered, not maintained)".to_string()
+        },
+    );
     // The first instance was created while loading; time a few more, as rounds create them.
     let mut best = plugin.instantiate_time();
     for _ in 0..5 {

@@ -20,12 +20,13 @@ use wasmtime::component::ResourceAny;
 use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
 use super::host_api::InstanceState;
+use super::maintenance_bindings::LakeMaintenance;
 use super::registry::Plugin;
 use super::sandbox::{
     self, DeadlineExceeded, MAX_INFO_FIELD_BYTES, check_result_size, truncate_message,
 };
 use super::storage::ScopedStorage;
-use super::wit;
+use super::{MaintenanceReport, MaintenanceRequest, wit};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Calls into the guest with the call's deadline armed, raced against the host-side timer
@@ -74,9 +75,15 @@ pub const LOAD_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub type Config = Vec<(String, String)>;
 
+/// Snapshots one `maintenance.maintain` call may report committing: compaction commits once
+/// per partition at most, so more is a plugin misbehaving.
+pub const MAX_MAINTENANCE_SNAPSHOTS: usize = 10_000;
+
 pub struct PluginInstance {
     store: Store<InstanceState>,
     bindings: LakePlugin,
+    /// The optional `maintenance` export.
+    maintenance: Option<LakeMaintenance>,
     plugin_name: String,
     call_timeout: Duration,
     max_result_bytes: usize,
@@ -103,12 +110,17 @@ impl PluginInstance {
         let timeout = settings.call_timeout.min(LOAD_CALL_TIMEOUT);
         store.data_mut().deadline = Some(Instant::now() + timeout);
         let name = plugin.name();
-        let instantiated = tokio::time::timeout(
-            timeout + BLOCKED_CALL_GRACE,
-            plugin.pre().instantiate_async(&mut store),
-        )
+        let instantiated = tokio::time::timeout(timeout + BLOCKED_CALL_GRACE, async {
+            let instance = plugin.pre().instantiate_async(&mut store).await?;
+            let bindings = plugin.indices().load(&mut store, &instance)?;
+            let maintenance = match plugin.maintenance() {
+                Some(indices) => Some(indices.load(&mut store, &instance)?),
+                None => None,
+            };
+            Ok::<_, wasmtime::Error>((bindings, maintenance))
+        })
         .await;
-        let bindings = match instantiated {
+        let (bindings, maintenance) = match instantiated {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
                 return Err(Error::new(
@@ -127,6 +139,7 @@ impl PluginInstance {
         Ok(Self {
             store,
             bindings,
+            maintenance,
             plugin_name: plugin.name().to_string(),
             call_timeout: settings.call_timeout,
             max_result_bytes: settings.max_result_bytes,
@@ -422,6 +435,52 @@ impl PluginInstance {
             )?;
         }
         Ok(snapshot)
+    }
+
+    /// Whether the plugin exports `maintenance` (snapshot expiry, compaction).
+    pub fn maintains_tables(&self) -> bool {
+        self.maintenance.is_some()
+    }
+
+    /// Maintains the table the instance serves, under `timeout` (the request's own deadline is
+    /// what the plugin aims at; this one interrupts it). `None` when the plugin does not
+    /// export `maintenance`.
+    pub async fn maintain(
+        &mut self,
+        context: &wit::CommitterContext,
+        request: MaintenanceRequest,
+        timeout: Duration,
+    ) -> Result<Option<MaintenanceReport>> {
+        let Some(guest) = self
+            .maintenance
+            .as_ref()
+            .map(|m| m.fluss_lake_maintenance().clone())
+        else {
+            return Ok(None);
+        };
+        let r = guest_call!(self, "maintenance.maintain", timeout, |_b, s| guest
+            .call_maintain(s, context, request))?;
+        let report = r.map_err(|e| {
+            // A plugin that does not maintain tables says so; that is no failure.
+            let unsupported = e.kind == wit::ErrorKind::Unsupported;
+            let err = self.plugin_error("maintenance.maintain", e);
+            if unsupported {
+                Error::new(ErrorKind::Unsupported, err.message().to_string())
+            } else {
+                err
+            }
+        })?;
+        if report.committed_snapshots.len() > MAX_MAINTENANCE_SNAPSHOTS {
+            return Err(Error::new(
+                ErrorKind::PluginLimit,
+                format!(
+                    "plugin {} reported {} snapshots committed by one maintenance call (at most {MAX_MAINTENANCE_SNAPSHOTS})",
+                    self.plugin_name,
+                    report.committed_snapshots.len()
+                ),
+            ));
+        }
+        Ok(Some(report))
     }
 
     /// Drops the committer resource.

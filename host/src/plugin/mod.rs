@@ -35,10 +35,25 @@ pub mod bindings {
     });
 }
 
+/// Bindings of the optional `maintenance` export (`wit/` world `lake-maintenance`), looked up
+/// apart from the others so that a plugin without it still loads; its records are the main
+/// bindings' types.
+pub mod maintenance_bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "lake-maintenance",
+        exports: { default: async },
+        with: { "fluss:lake/types": super::bindings::fluss::lake::types },
+    });
+}
+
 pub use bindings::fluss::lake::types as wit;
 pub use instance::PluginInstance;
+pub use maintenance_bindings::exports::fluss::lake::maintenance::{
+    MaintenanceReport, MaintenanceRequest,
+};
 pub use registry::{Plugin, PluginRegistry};
 pub use reload::PluginSet;
 
 /// The contract version this host implements (the WIT package version).
-pub const CONTRACT_VERSION: &str = "0.3.0";
+pub const CONTRACT_VERSION: &str = "0.3.1";

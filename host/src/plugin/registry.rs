@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::Engine;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasSelf, InstancePre, Linker};
 
-use super::bindings::{LakePlugin, LakePluginPre};
+use super::bindings::{LakePlugin, LakePluginIndices};
 use super::engine::{EngineSettings, PluginEngine};
 use super::host_api::InstanceState;
 use super::layout::TableLayout;
+use super::maintenance_bindings::LakeMaintenanceIndices;
 use super::source::{PluginFile, read_pinned};
 use super::{CONTRACT_VERSION, PluginInstance};
 use crate::error::{Error, ErrorKind, Result};
@@ -19,7 +20,11 @@ use crate::error::{Error, ErrorKind, Result};
 /// A loaded, compiled and linked plugin; instances are created from it per use.
 pub struct Plugin {
     engine: Arc<PluginEngine>,
-    pre: LakePluginPre<InstanceState>,
+    pre: InstancePre<InstanceState>,
+    /// Where the `lake-plugin` world's exports are, looked up once at load.
+    indices: LakePluginIndices,
+    /// The optional `maintenance` export; `None` when the plugin does not export it.
+    maintenance: Option<LakeMaintenanceIndices>,
     path: PathBuf,
     digest: String,
     format: String,
@@ -82,14 +87,17 @@ impl Plugin {
                 )),
             }
         })?;
-        let pre = LakePluginPre::new(pre).map_err(|e| {
+        let indices = LakePluginIndices::new(&pre).map_err(|e| {
             load_err(format!(
                 "does not export the fluss:lake@{CONTRACT_VERSION} world: {e:#}"
             ))
         })?;
+        let maintenance = LakeMaintenanceIndices::new(&pre).ok();
         let mut plugin = Self {
             engine,
             pre,
+            indices,
+            maintenance,
             path: path.to_path_buf(),
             digest,
             format: String::new(),
@@ -138,8 +146,21 @@ impl Plugin {
         self.engine.settings()
     }
 
-    pub(super) fn pre(&self) -> &LakePluginPre<InstanceState> {
+    pub(super) fn pre(&self) -> &InstancePre<InstanceState> {
         &self.pre
+    }
+
+    pub(super) fn indices(&self) -> &LakePluginIndices {
+        &self.indices
+    }
+
+    pub(super) fn maintenance(&self) -> Option<&LakeMaintenanceIndices> {
+        self.maintenance.as_ref()
+    }
+
+    /// Whether the plugin exports `maintenance` (contract 0.3.1): snapshot expiry, compaction.
+    pub fn maintains_tables(&self) -> bool {
+        self.maintenance.is_some()
     }
 
     pub fn name(&self) -> &str {
@@ -195,6 +216,7 @@ pub(super) fn log_loaded(plugin: &Plugin) {
         format = plugin.format(),
         version = plugin.version(),
         contract = plugin.contract_version(),
+        maintains_tables = plugin.maintains_tables(),
         path = %plugin.path().display(),
         sha256 = plugin.digest(),
         instantiate_us = plugin.instantiate_time().as_micros() as u64,
@@ -214,7 +236,8 @@ fn other_contract_version(
         .chain(ty.exports(engine).map(|(name, _)| name))
         .find_map(|name| {
             let version = name.strip_prefix("fluss:lake/")?.split_once('@')?.1;
-            (version != CONTRACT_VERSION).then(|| super::sandbox::plugin_text(version, 32))
+            (!contract_compatible(version, CONTRACT_VERSION))
+                .then(|| super::sandbox::plugin_text(version, 32))
         })
 }
 

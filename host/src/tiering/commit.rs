@@ -195,6 +195,11 @@ pub async fn commit_round(
         stats: Some(lake.stats),
         rows,
         force_finished: false,
+        keep_since: Some(
+            lake.earliest_snapshot_to_keep
+                .filter(|keep| *keep >= 0)
+                .unwrap_or(lake.snapshot_id),
+        ),
     })
 }
 

@@ -15,6 +15,7 @@ use crate::fluss::reader::BucketRange;
 use crate::plugin::sandbox::{LocationClaim, LocationClaims};
 use crate::plugin::storage::ScopedStorage;
 use crate::plugin::{Plugin, PluginSet, wit};
+use crate::tiering::maintenance::RefusedMaintenance;
 use crate::tiering::routing::Route;
 use crate::warehouse::Warehouses;
 
@@ -32,6 +33,8 @@ pub struct TieringContext {
     pub cluster: ClusterConfig,
     /// The warehouses rounds write to, each opened and checked once.
     pub warehouses: Warehouses,
+    /// Tables already told that their plugin does not maintain tables.
+    pub refused_maintenance: RefusedMaintenance,
 }
 
 /// A table the coordinator assigned to this host.
@@ -64,6 +67,9 @@ pub struct RoundOutcome {
     pub rows: u64,
     /// The round hit the table's freshness and committed only part of its splits.
     pub force_finished: bool,
+    /// The oldest lake snapshot Fluss still needs after this round (the one it registered,
+    /// or an older one it keeps for readers): maintenance keeps it and everything newer.
+    pub keep_since: Option<i64>,
 }
 
 /// A round's resolved table: metadata, plugin and storage scope.

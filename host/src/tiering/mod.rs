@@ -10,6 +10,8 @@
 //! - [`row_batches`]: Fluss bucket batches into the contract's row batches.
 //! - [`commit`]: the two-phase commit of a round into the lake and into Fluss, in order.
 //! - [`fluss_commit`]: the coordinator calls of a commit and their messages.
+//! - [`maintenance`]: snapshot expiry and compaction after a committed round, by plugins
+//!   that export `maintenance`.
 //! - [`recovery`]: verifying a lake snapshot Fluss missed before registering it.
 //! - [`backoff`]: how long a table whose rounds keep failing waits.
 //! - [`journal`]: the rounds in flight, on disk, so a restarted host hands them back at once.
@@ -19,6 +21,7 @@ pub mod commit;
 pub mod context;
 pub mod fluss_commit;
 pub mod journal;
+pub mod maintenance;
 pub mod recovery;
 pub mod round;
 pub mod routing;

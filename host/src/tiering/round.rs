@@ -8,7 +8,7 @@
 //! the plugins' own buffers (capped by `--plugin-memory-limit`).
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use fluss::metadata::TablePath;
 use tokio::sync::{Semaphore, mpsc};
@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::commit::{self, RoundWrites};
 use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
-use super::{fluss_commit, row_batches, splits};
+use super::{fluss_commit, maintenance, row_batches, splits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
@@ -56,7 +56,7 @@ pub async fn run_round(
 
     // Flink bounds a round by the table's freshness: past it, the splits stop where they
     // are and what was written is committed, so a huge backlog still shows up in the lake.
-    let max_duration = max_round_duration(&resolved.info);
+    let max_duration = table::freshness(&resolved.info);
     let force_finish = CancellationToken::new();
     let timer = {
         let force_finish = force_finish.clone();
@@ -106,6 +106,16 @@ pub async fn run_round(
     let mut outcome =
         commit::commit_round(&ctx, &assignment, &resolved, &mut control, writes, &cancel).await?;
     outcome.force_finished = forced;
+    if outcome.snapshot_id.is_some() {
+        maintenance::maintain_table(
+            &ctx,
+            &assignment,
+            &resolved,
+            &mut control,
+            outcome.keep_since,
+        )
+        .await;
+    }
     Ok(outcome)
 }
 
@@ -145,14 +155,6 @@ async fn plan_splits(
         });
     }
     Ok((tiered.snapshot_id, splits::plan(&tiered, &inputs, buckets)))
-}
-
-/// The table's `table.datalake.freshness` (Fluss's default: 3 minutes).
-fn max_round_duration(info: &fluss::metadata::TableInfo) -> Duration {
-    info.get_properties()
-        .get(table::DATALAKE_FRESHNESS_PROPERTY)
-        .and_then(|v| crate::config::parse_duration(v).ok())
-        .unwrap_or(Duration::from_secs(180))
 }
 
 /// Looks the table up, checks it is still the table that was assigned, routes it to a

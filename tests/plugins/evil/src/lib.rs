@@ -35,6 +35,12 @@
 //! |                 | its own table under a path shaped like the coordinator's           |
 //! | `replay-offsets`| fails every lake commit, keeping the offsets path the host gave it, |
 //! |                 | then claims a snapshot Fluss missed with that genuine path         |
+//! | `maintain-loop` | an honest lake whose `maintain` spins forever                      |
+//! | `maintain-flood`| an honest lake whose `maintain` reports 50 000 snapshots committed |
+//! | `maintain-fail` | an honest lake whose `maintain` fails (`io`)                       |
+//!
+//! Otherwise `maintain` (the optional export of contract 0.3.1) records each request it gets
+//! in `maintained/<n>` (`keep-since` and the two flags) and reports nothing done.
 //!
 //! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`),
 //! any plugin version (see `VERSION_MARKER`), any table layout (see `LAYOUT_MARKER`), or to
@@ -48,11 +54,14 @@
 use std::cell::RefCell;
 
 use fluss_lake_guest_sdk::CONTRACT_VERSION;
-use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
+use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{
+    catalog, committer, maintenance, plugin, writer,
+};
 use fluss_lake_guest_sdk::bindings::fluss::lake::{logging, storage};
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, ReadableSnapshot,
-    RowBatch, TableInfo, TableLayout, TieringStats, WitErrorKind, WriteResult, WriterContext,
+    CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
+    MaintenanceRequest, PluginInfo, ReadableSnapshot, RowBatch, TableInfo, TableLayout,
+    TieringStats, WitErrorKind, WriteResult, WriterContext,
 };
 
 struct Evil;
@@ -122,12 +131,12 @@ fn nonce() -> u64 {
 
 /// The contract version `info` reports, behind a marker a test can find in the `.wasm` and
 /// patch (same length) to fake a plugin built for another contract version.
-static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.3.0";
+static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.3.1";
 
 /// The plugin version `info` reports (trailing dots are padding), behind a marker a test can
 /// patch (same length) to any version text, e.g. a long one of multi-byte characters.
 static VERSION_MARKER: &str = concat!(
-    "EVIL-VERSION=0.3.0",
+    "EVIL-VERSION=0.3.1",
     "................................................................................",
     "................................................................................",
     "................................................................................",
@@ -527,6 +536,35 @@ impl committer::GuestLakeCommitter for EvilCommitter {
 
 impl committer::Guest for Evil {
     type LakeCommitter = EvilCommitter;
+}
+
+impl maintenance::Guest for Evil {
+    fn maintain(
+        context: CommitterContext,
+        request: MaintenanceRequest,
+    ) -> Result<MaintenanceReport, LakeError> {
+        let mut report = fluss_lake_guest_sdk::maintenance::nothing_done();
+        match mode(&context.table, &context.config).as_str() {
+            "maintain-loop" => loop {
+                std::hint::black_box(compute(1_000_000));
+            },
+            "maintain-flood" => report.committed_snapshots = (1..=50_000).collect(),
+            "maintain-fail" => {
+                return Err(error(
+                    WitErrorKind::Io,
+                    "deliberately failed maintenance".into(),
+                ));
+            }
+            _ => {}
+        }
+        let n = listed("maintained/")?.len() + 1;
+        let record = format!(
+            "keep-since={:?} expire={} compact={}",
+            request.keep_since, request.expire_snapshots, request.compact
+        );
+        storage::put(&format!("maintained/{n:06}"), record.as_bytes())?;
+        Ok(report)
+    }
 }
 
 // Only on wasm32: the exported symbols' names contain `:`, which native linkers refuse (the

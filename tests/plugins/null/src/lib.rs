@@ -3,15 +3,25 @@
 //! The end-to-end tests load it alone to prove that a table whose lake format no plugin
 //! serves is reported failed at run time and that nothing is written to its lake. Every
 //! table operation refuses with `unsupported`, so even a misrouted table cannot be touched.
+//!
+//! It exports the `lake-plugin` world only, without the optional `maintenance` export of
+//! contract 0.3.1 (its own bindings, not the SDK's): the tests that load it prove that such a
+//! plugin still loads.
 
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-use fluss_lake_guest_sdk::CONTRACT_VERSION;
-use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
-use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, LakeError, PluginInfo, RowBatch, TableInfo,
-    TableLayout, WitErrorKind, WriteResult, WriterContext,
+/// Bindings of the `lake-plugin` world alone.
+mod bindings {
+    wit_bindgen::generate!({ path: "../../../wit", world: "lake-plugin" });
+}
+
+use bindings::exports::fluss::lake::plugin::{PluginInfo, TableLayout};
+use bindings::exports::fluss::lake::{catalog, committer, plugin, writer};
+use bindings::fluss::lake::types::{
+    CommitResult, CommittedSnapshot, CommitterContext, ErrorKind as WitErrorKind, LakeError,
+    RowBatch, TableInfo, WriteResult, WriterContext,
 };
+use fluss_lake_guest_sdk::CONTRACT_VERSION;
 
 struct Null;
 
@@ -101,4 +111,4 @@ impl committer::Guest for Null {
 // Only on wasm32: the exported symbols' names contain `:`, which native linkers refuse (the
 // native build is for lints only).
 #[cfg(target_arch = "wasm32")]
-fluss_lake_guest_sdk::export!(Null);
+bindings::export!(Null with_types_in bindings);

@@ -1,0 +1,40 @@
+//! What every format's table maintenance shares: the outcome of a snapshot expiry and the
+//! report the contract's `maintenance.maintain` returns.
+
+use crate::wit::MaintenanceReport;
+
+/// What one snapshot expiry did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Expired {
+    /// Snapshots removed from the table.
+    pub snapshots: u64,
+    /// Files deleted and their bytes (as far as the metadata records sizes).
+    pub files_deleted: u64,
+    pub bytes_deleted: u64,
+    /// The deadline or the per-call limit left expirable snapshots for a later call.
+    pub more_to_do: bool,
+}
+
+impl Expired {
+    /// Adds this expiry to `report`.
+    pub fn add_to(&self, report: &mut MaintenanceReport) {
+        report.snapshots_expired += self.snapshots;
+        report.files_deleted += self.files_deleted;
+        report.bytes_deleted += self.bytes_deleted;
+        report.more_to_do |= self.more_to_do;
+    }
+}
+
+/// A maintenance report of a call that did nothing, for plugins to fill in.
+pub fn nothing_done() -> MaintenanceReport {
+    MaintenanceReport {
+        snapshots_expired: 0,
+        files_deleted: 0,
+        bytes_deleted: 0,
+        files_compacted: 0,
+        files_written: 0,
+        bytes_written: 0,
+        committed_snapshots: Vec::new(),
+        more_to_do: false,
+    }
+}
