@@ -85,15 +85,18 @@ def print_rows(rows):
 
 def run_batch(main):
     """For each stdin line (a JSON array of arguments) prints one line `{"out": [<output
-    lines parsed as JSON>]}` or `{"error": "<message>"}`."""
+    lines parsed as JSON>]}` or `{"error": "<message>"}`, with the command's wall time under
+    "seconds"."""
     import contextlib
     import io
+    import time
     import traceback
 
     for line in sys.stdin:
         if not line.strip():
             continue
         buf = io.StringIO()
+        started = time.monotonic()
         try:
             with contextlib.redirect_stdout(buf):
                 main(json.loads(line), allow_batch=False)
@@ -103,5 +106,6 @@ def run_batch(main):
             result = {"error": f"bad arguments {line.strip()}: exit {e.code}"}
         except Exception:  # noqa: BLE001 - reported to the caller
             result = {"error": traceback.format_exc()}
+        result["seconds"] = time.monotonic() - started
         sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
         sys.stdout.flush()

@@ -37,6 +37,7 @@ import sys
 
 from pypaimon import CatalogFactory
 
+import arrow_canonical
 import s3_env
 
 EPOCH_DATE = datetime.date(1970, 1, 1)
@@ -221,34 +222,9 @@ def cmd_snapshot(args):
     }, sort_keys=True))
 
 
-def run_batch():
-    import contextlib
-    import io
-    import time
-    import traceback
-
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        buf = io.StringIO()
-        started = time.monotonic()
-        try:
-            with contextlib.redirect_stdout(buf):
-                main(json.loads(line), allow_batch=False)
-            out = [json.loads(x) for x in buf.getvalue().splitlines() if x.strip()]
-            result = {"out": out}
-        except SystemExit as e:  # argparse errors
-            result = {"error": f"bad arguments {line.strip()}: exit {e.code}"}
-        except Exception:  # noqa: BLE001 - reported to the caller
-            result = {"error": traceback.format_exc()}
-        result["seconds"] = time.monotonic() - started
-        sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
-        sys.stdout.flush()
-
-
 def main(argv, allow_batch=True):
     if allow_batch and argv[:1] == ["batch"]:
-        run_batch()
+        arrow_canonical.run_batch(main)
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -82,6 +82,22 @@ pub fn iceberg_bucket(value: i64, n: i32) -> i32 {
 /// table with its schema, spec, snapshots and every snapshot's scan plan. Fails (never
 /// skips) without a JDK or the jars.
 pub fn java_check(table_dirs: &[&Path]) -> Vec<Value> {
+    crate::java::run_check("IcebergCheck", &java_classpath(), table_dirs)
+}
+
+/// Java Iceberg's merged rows of a table's current snapshot, deletes applied
+/// (`tests/java/IcebergRows.java`): `{"snapshot", "rows": [{column: value}]}` with `columns`.
+/// The reference for primary-key tables over many rounds, where DuckDB 1.4.4's iceberg
+/// extension drops rows of old data files once a table has a few dozen equality delete
+/// files (duckdb/duckdb-iceberg#624).
+pub fn java_rows(table_dir: &Path, columns: &[&str]) -> Value {
+    let mut args: Vec<std::path::PathBuf> = vec![table_dir.to_path_buf()];
+    args.extend(columns.iter().map(std::path::PathBuf::from));
+    let refs: Vec<&Path> = args.iter().map(std::path::PathBuf::as_path).collect();
+    crate::java::run_check("IcebergRows", &java_classpath(), &refs).remove(0)
+}
+
+fn java_classpath() -> Vec<std::path::PathBuf> {
     let dist = repo_root().join("target/fluss-dist");
     let cp = crate::java::jars(
         &[dist.join("plugins/iceberg"), dist.join("lib")],
@@ -93,5 +109,5 @@ pub fn java_check(table_dirs: &[&Path]) -> Vec<Value> {
             .any(|p| p.to_string_lossy().contains("fluss-lake-iceberg")),
         "the Iceberg plugin jar is missing: run WITH_ICEBERG=1 cluster/setup.sh"
     );
-    crate::java::run_check("IcebergCheck", &cp, table_dirs)
+    cp
 }
