@@ -24,7 +24,19 @@ from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, Linker, Record, ResourceHost, ResourceType, Variant
 
 PKG = "fluss:lake"
-VER = "0.3.0"
+
+
+def contract_version():
+    """The contract version the WIT declares (`package fluss:lake@X;`)."""
+    wit = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "wit", "fluss-lake.wit")
+    with open(wit) as f:
+        for line in f:
+            if line.startswith(f"package {PKG}@"):
+                return line.strip().rstrip(";").split("@", 1)[1]
+    raise RuntimeError(f"no package line in {wit}")
+
+
+VER = contract_version()
 # The host resource type id of `storage.upload` handles.
 UPLOAD_TYPE = 1
 
