@@ -49,14 +49,7 @@ impl Retention {
     pub fn of(plugin_config: &[(String, String)], loaded: &Loaded) -> Result<Retention> {
         let get =
             |key: &str| config::get(plugin_config, key).or_else(|| loaded.metadata.property(key));
-        let int = |key: &str, default: i64| -> Result<i64> {
-            match get(key) {
-                None => Ok(default),
-                Some(v) => v.trim().parse().map_err(|_| {
-                    Error::invalid_input(format!("option {key}: {v:?} is not an integer"))
-                }),
-            }
-        };
+        let int = |key: &str, default: i64| config::parse_i64(key, get(key), default);
         let r = Retention {
             max_snapshot_age_ms: int(
                 "history.expire.max-snapshot-age-ms",

@@ -54,14 +54,7 @@ pub struct Retention {
 impl Retention {
     pub fn of(plugin_config: &[(String, String)], schema: &TableSchema) -> Result<Retention> {
         let get = |key: &str| config::get(plugin_config, key).or_else(|| schema.option(key));
-        let int = |key: &str, default: i64| -> Result<i64> {
-            match get(key) {
-                None => Ok(default),
-                Some(v) => v.trim().parse().map_err(|_| {
-                    Error::invalid_input(format!("option {key}: {v:?} is not an integer"))
-                }),
-            }
-        };
+        let int = |key: &str, default: i64| config::parse_i64(key, get(key), default);
         let retention = Retention {
             min: int("snapshot.num-retained.min", DEFAULT_RETAINED_MIN)?,
             max: int("snapshot.num-retained.max", DEFAULT_RETAINED_MAX)?,

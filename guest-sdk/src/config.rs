@@ -36,7 +36,13 @@ pub fn get_bool(pairs: &Pairs, key: &str, default: bool) -> Result<bool> {
 
 /// Parses an integer option.
 pub fn get_i64(pairs: &Pairs, key: &str, default: i64) -> Result<i64> {
-    match get(pairs, key) {
+    parse_i64(key, get(pairs, key), default)
+}
+
+/// Parses option `key`'s `value`, wherever it was looked up (plugin configuration, table
+/// options), as an integer; `default` when absent.
+pub fn parse_i64(key: &str, value: Option<&str>, default: i64) -> Result<i64> {
+    match value {
         None => Ok(default),
         Some(v) => v
             .trim()

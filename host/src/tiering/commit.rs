@@ -41,19 +41,6 @@ pub struct RoundWrites {
     pub planned_snapshot: Option<i64>,
 }
 
-fn committer_context(ctx: &TieringContext, resolved: &ResolvedTable) -> wit::CommitterContext {
-    wit::CommitterContext {
-        table: resolved.wit_info.clone(),
-        config: resolved.plugin_config.clone(),
-        tiering_config: ctx
-            .config
-            .tiering_options
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-    }
-}
-
 /// Deletes the files of write results that will never be committed (best effort).
 pub async fn abort_written(
     instance: &mut PluginInstance,
@@ -125,7 +112,7 @@ pub async fn commit_round(
         .collect();
     let completed: Vec<&SplitResult> = results.iter().filter(|r| r.end_offset.is_some()).collect();
     let committer = instance
-        .open_committer(&committer_context(ctx, resolved))
+        .open_committer(&resolved.committer_context(ctx))
         .await?;
     let committable = instance.to_committable(&committer, &payloads).await?;
 

@@ -84,6 +84,23 @@ pub struct ResolvedTable {
     pub(super) _location: LocationClaim,
 }
 
+impl ResolvedTable {
+    /// What the plugin's committer (and its maintenance) is opened with: the table, its
+    /// plugin configuration and the host's `lake.tiering.*` options.
+    pub fn committer_context(&self, ctx: &TieringContext) -> wit::CommitterContext {
+        wit::CommitterContext {
+            table: self.wit_info.clone(),
+            config: self.plugin_config.clone(),
+            tiering_config: ctx
+                .config
+                .tiering_options
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
+    }
+}
+
 /// What one split produced.
 pub struct SplitResult {
     pub range: BucketRange,

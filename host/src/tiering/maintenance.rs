@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::context::{Assignment, ResolvedTable, TieringContext};
 use crate::error::ErrorKind;
 use crate::fluss::table;
-use crate::plugin::{MaintenanceReport, MaintenanceRequest, PluginInstance, wit};
+use crate::plugin::{MaintenanceReport, MaintenanceRequest, PluginInstance};
 
 /// The host option that turns snapshot expiry on for every table (Fluss's name).
 pub const AUTO_EXPIRE_OPTION: &str = "lake.tiering.auto-expire-snapshot";
@@ -106,16 +106,7 @@ pub async fn maintain_table(
         }
         return;
     }
-    let context = wit::CommitterContext {
-        table: resolved.wit_info.clone(),
-        config: resolved.plugin_config.clone(),
-        tiering_config: ctx
-            .config
-            .tiering_options
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-    };
+    let context = resolved.committer_context(ctx);
     let started = std::time::Instant::now();
     match instance.maintain(&context, request, budget).await {
         Ok(Some(report)) => log_report(assignment, &request, &report, started.elapsed()),
