@@ -9,7 +9,8 @@
 //! * [`error`] — the one error type, convertible to and from the WIT `lake-error`.
 //! * [`layout`] — the table layout a plugin declares, and the locations composed from it.
 //! * [`ipc`] — decoding of `row-batch`es into Arrow `RecordBatch`es.
-//! * [`parquet`], [`stats`], [`avro`] — data and metadata file writing.
+//! * [`parquet`], [`stats`], [`avro`] — data and metadata file writing; [`parquet_read`] —
+//!   reading data files back a row group at a time (compaction).
 //! * [`ord`] — ordering rows the way Java orders keys, for formats that sort their files.
 //! * [`maintenance`] — what every format's table maintenance shares.
 //! * [`config`], [`datatype`], [`log`], [`clock`] — small helpers.
@@ -28,6 +29,7 @@ pub mod log;
 pub mod maintenance;
 pub mod ord;
 pub mod parquet;
+pub mod parquet_read;
 pub mod plugin;
 pub mod stats;
 pub mod storage;

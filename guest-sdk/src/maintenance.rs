@@ -1,5 +1,5 @@
-//! What every format's table maintenance shares: the outcome of a snapshot expiry and the
-//! report the contract's `maintenance.maintain` returns.
+//! What every format's table maintenance shares: the outcome of a snapshot expiry, of a
+//! compaction, and the report the contract's `maintenance.maintain` returns.
 
 use crate::wit::MaintenanceReport;
 
@@ -21,6 +21,32 @@ impl Expired {
         report.snapshots_expired += self.snapshots;
         report.files_deleted += self.files_deleted;
         report.bytes_deleted += self.bytes_deleted;
+        report.more_to_do |= self.more_to_do;
+    }
+}
+
+/// What one compaction (data files rewritten, manifests merged) did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Compacted {
+    /// Data files replaced, and the files that replaced them with their bytes.
+    pub files_compacted: u64,
+    pub files_written: u64,
+    pub bytes_written: u64,
+    /// Snapshots (versions) the compaction committed, oldest first.
+    pub committed_snapshots: Vec<i64>,
+    /// The deadline or the per-call input bound left compactable files for a later call.
+    pub more_to_do: bool,
+}
+
+impl Compacted {
+    /// Adds this compaction to `report`.
+    pub fn add_to(&self, report: &mut MaintenanceReport) {
+        report.files_compacted += self.files_compacted;
+        report.files_written += self.files_written;
+        report.bytes_written += self.bytes_written;
+        report
+            .committed_snapshots
+            .extend_from_slice(&self.committed_snapshots);
         report.more_to_do |= self.more_to_do;
     }
 }
