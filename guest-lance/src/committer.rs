@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
+    CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
+    ReadableSnapshot, TieringStats,
 };
 use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, clock};
 
@@ -48,8 +49,35 @@ pub fn now() -> prost_types::Timestamp {
     }
 }
 
+/// A fragment of one data file (`path` relative to `data/`) holding the fields `field_ids`
+/// in column order.
+pub fn new_fragment(
+    id: u64,
+    path: String,
+    rows: u64,
+    size: u64,
+    field_ids: &[i32],
+) -> pb::DataFragment {
+    pb::DataFragment {
+        id,
+        files: vec![pb::DataFile {
+            path,
+            fields: field_ids.to_vec(),
+            column_indices: (0..field_ids.len() as i32).collect(),
+            file_major_version: FILE_MAJOR_VERSION,
+            file_minor_version: FILE_MINOR_VERSION,
+            file_size_bytes: size,
+            base_id: None,
+        }],
+        physical_rows: rows,
+        ..Default::default()
+    }
+}
+
 pub struct LanceCommitter<S: Storage> {
     storage: S,
+    /// The plugin configuration (maintenance options override the dataset's config).
+    config: Vec<(String, String)>,
 }
 
 impl<S: Storage> LanceCommitter<S> {
@@ -77,20 +105,7 @@ impl<S: Storage> LanceCommitter<S> {
             .map(|f| {
                 let id = next_id;
                 next_id += 1;
-                pb::DataFragment {
-                    id,
-                    files: vec![pb::DataFile {
-                        path: f.path.clone(),
-                        fields: field_ids.clone(),
-                        column_indices: (0..field_ids.len() as i32).collect(),
-                        file_major_version: FILE_MAJOR_VERSION,
-                        file_minor_version: FILE_MINOR_VERSION,
-                        file_size_bytes: f.size,
-                        base_id: None,
-                    }],
-                    physical_rows: f.rows,
-                    ..Default::default()
-                }
+                new_fragment(id, f.path.clone(), f.rows, f.size, &field_ids)
             })
             .collect();
         let mut tx_properties: HashMap<String, String> = properties.iter().cloned().collect();
@@ -152,8 +167,11 @@ impl<S: Storage> LanceCommitter<S> {
 }
 
 impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
-    fn open(_context: CommitterContext, storage: S) -> Result<Self> {
-        Ok(LanceCommitter { storage })
+    fn open(context: CommitterContext, storage: S) -> Result<Self> {
+        Ok(LanceCommitter {
+            storage,
+            config: context.config,
+        })
     }
 
     fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
@@ -194,14 +212,21 @@ impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
     }
 
     /// The newest version whose transaction Fluss committed, if newer than the one Fluss
-    /// knows (Java's `getMissingLakeSnapshot`: versions are scanned newest first).
+    /// knows (Java's `getMissingLakeSnapshot`: versions are scanned newest first). Versions
+    /// committed by maintenance (compaction, [`MAINTENANCE_COMMIT_USER`]) are passed over; a
+    /// manifest a concurrent cleanup removed after the listing is skipped.
+    ///
+    /// [`MAINTENANCE_COMMIT_USER`]: crate::compact::MAINTENANCE_COMMIT_USER
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>> {
         let all = versions::all(&self.storage)?;
         for (version, naming) in all.into_iter().rev() {
             if latest.is_some_and(|l| version as i64 <= l) {
                 return Ok(None);
             }
-            let manifest = versions::read(&self.storage, version, naming)?;
+            let manifest = match versions::read(&self.storage, version, naming) {
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                other => other?,
+            };
             let Some(tx) = versions::read_transaction(&self.storage, &manifest)? else {
                 continue;
             };
@@ -218,6 +243,11 @@ impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
             }
         }
         Ok(None)
+    }
+
+    /// Version cleanup and fragment compaction ([`crate::maintenance`]).
+    fn maintain(&mut self, request: &MaintenanceRequest) -> Result<MaintenanceReport> {
+        crate::maintenance::maintain(&self.storage, &self.config, request)
     }
 }
 

@@ -9,10 +9,25 @@
 //! encoded here. Plain Rust over the SDK's
 //! [`Storage`](fluss_lake_guest_sdk::storage::Storage); [`Lance`] hands it to the SDK's WIT
 //! adapter.
+//!
+//! Maintenance ([`maintenance`], the contract's `maintain`): version cleanup as Lance's
+//! `cleanup_old_versions` ([`cleanup`]) and fragment compaction as Lance's `compact_files`
+//! ([`compact`]), which reads fragments back with [`file_reader`] (the encodings
+//! [`file_writer`] produces, nothing else) and applies their [`deletion`] files.
+//!
+//! Modules: [`catalog`] (dataset location, creation), [`schema`] (Lance fields and Arrow
+//! types), [`writer`] / [`file_writer`] (a split's data files), [`committer`] (a round's
+//! `Append` version, recovery), [`versions`] (manifests, transactions, naming), [`file_reader`],
+//! [`deletion`], [`cleanup`], [`compact`], [`maintenance`], [`proto`] (generated).
 
 pub mod catalog;
+pub mod cleanup;
 pub mod committer;
+pub mod compact;
+pub mod deletion;
+pub mod file_reader;
 pub mod file_writer;
+pub mod maintenance;
 pub mod proto;
 pub mod schema;
 pub mod versions;

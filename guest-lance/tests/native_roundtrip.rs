@@ -2,16 +2,9 @@
 //! rounds of every supported type with nulls, and let pylance read it back. The `.wasm`
 //! component is tested end to end in `tests/e2e/component/lance.rs`.
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Arc;
+mod common;
 
-use arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array,
-    Int8Array, Int16Array, Int32Array, Int64Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray, TimestampMillisecondArray,
-};
-use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use common::{COLUMNS, batch, lance_read};
 use fluss_lake_guest_sdk::ipc::make_row_batch;
 use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter};
 use fluss_lake_guest_sdk::storage::LocalStorage;
@@ -19,114 +12,6 @@ use fluss_lake_guest_sdk::testing::{committer_context, log_table, writer_context
 use fluss_lake_lance::catalog::{LAYOUT, create_table_if_missing};
 use fluss_lake_lance::committer::LanceCommitter;
 use fluss_lake_lance::writer::LanceWriter;
-
-const COLUMNS: &[(&str, &str, bool)] = &[
-    ("id", "INT", false),
-    ("big", "BIGINT", true),
-    ("name", "STRING", true),
-    ("score", "DOUBLE", true),
-    ("f", "FLOAT", true),
-    ("flag", "BOOLEAN", true),
-    ("day", "DATE", true),
-    ("ts", "TIMESTAMP(6)", true),
-    ("ltz", "TIMESTAMP_LTZ(3)", true),
-    ("amount", "DECIMAL(10, 2)", true),
-    ("bin", "BYTES", true),
-    ("tiny", "TINYINT", true),
-    ("small", "SMALLINT", true),
-];
-
-fn batch(ids: &[i32]) -> RecordBatch {
-    let v = |i: i32| i % 5 != 3;
-    let fields = vec![
-        Field::new("id", DataType::Int32, false),
-        Field::new("big", DataType::Int64, true),
-        Field::new("name", DataType::Utf8, true),
-        Field::new("score", DataType::Float64, true),
-        Field::new("f", DataType::Float32, true),
-        Field::new("flag", DataType::Boolean, true),
-        Field::new("day", DataType::Date32, true),
-        Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), true),
-        Field::new(
-            "ltz",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            true,
-        ),
-        Field::new("amount", DataType::Decimal128(10, 2), true),
-        Field::new("bin", DataType::Binary, true),
-        Field::new("tiny", DataType::Int8, true),
-        Field::new("small", DataType::Int16, true),
-    ];
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(Int32Array::from(ids.to_vec())),
-        Arc::new(Int64Array::from_iter(
-            ids.iter()
-                .map(|&i| v(i).then_some(i as i64 * 1_000_000_007)),
-        )),
-        Arc::new(StringArray::from_iter(
-            ids.iter().map(|&i| v(i).then(|| format!("name {i} é"))),
-        )),
-        Arc::new(Float64Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some(i as f64 / 4.0)),
-        )),
-        Arc::new(Float32Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some(i as f32 / 2.0)),
-        )),
-        Arc::new(BooleanArray::from_iter(
-            ids.iter().map(|&i| v(i).then_some(i % 2 == 0)),
-        )),
-        Arc::new(Date32Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some(19_000 + i)),
-        )),
-        Arc::new(TimestampMicrosecondArray::from_iter(
-            ids.iter()
-                .map(|&i| v(i).then_some(1_600_000_000_000_000 + i as i64)),
-        )),
-        Arc::new(
-            TimestampMillisecondArray::from_iter(
-                ids.iter()
-                    .map(|&i| v(i).then_some(1_650_000_000_000 + i as i64)),
-            )
-            .with_timezone("UTC"),
-        ),
-        Arc::new(
-            Decimal128Array::from_iter(ids.iter().map(|&i| v(i).then_some(i as i128 * 101 - 7)))
-                .with_precision_and_scale(10, 2)
-                .unwrap(),
-        ),
-        Arc::new(BinaryArray::from_iter(
-            ids.iter().map(|&i| v(i).then(|| vec![i as u8, 0, 255])),
-        )),
-        Arc::new(Int8Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some((i % 100) as i8)),
-        )),
-        Arc::new(Int16Array::from_iter(
-            ids.iter().map(|&i| v(i).then_some(-(i as i16))),
-        )),
-    ];
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn lance_read(args: &[&str]) -> String {
-    let out = Command::new(root().join("target/venv/bin/python"))
-        .arg(root().join("tests/python/lance_read.py"))
-        .args(args)
-        .output()
-        .expect("python");
-    assert!(
-        out.status.success(),
-        "lance_read.py {args:?}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[test]
 fn pylance_reads_what_the_plugin_wrote() {
