@@ -12,6 +12,7 @@ use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult};
 use fluss_lake_guest_sdk::{Error, Result, ResultExt};
 
 use crate::manifest::DataFileMeta;
+use crate::schema::TableLayout;
 use crate::stats::{StatsMode, dense_store, stats_modes, value_stats};
 use crate::table::file_name;
 use crate::types::PaimonType;
@@ -85,32 +86,19 @@ impl<S: Storage> AppendWriter<S> {
     }
 
     fn add_file(&mut self, info: DataFileInfo) -> Result<()> {
-        let (min_seq, max_seq) = self
+        let sequence = self
             .open_seq
             .take()
             .unwrap_or((0, info.row_count as i64 - 1));
-        let fields: Vec<(&str, PaimonType)> = self
-            .target
-            .rows
-            .layout()
-            .fields
-            .iter()
-            .map(|(n, t, _)| (n.as_str(), *t))
-            .collect();
-        let (cols, stats) =
-            value_stats(&fields, &info.column_stats, &self.modes, self.dense_stats)?;
-        self.files.push(DataFileMeta {
-            value_stats: stats,
-            value_stats_cols: cols,
-            min_sequence_number: min_seq,
-            max_sequence_number: max_seq,
-            ..DataFileMeta::new_file(
-                file_name(&info.path).to_string(),
-                info.size as i64,
-                info.row_count as i64,
-                self.target.schema.id,
-            )
-        });
+        let file = describe_file(
+            self.target.rows.layout(),
+            &self.modes,
+            self.dense_stats,
+            self.target.schema.id,
+            &info,
+            sequence,
+        )?;
+        self.files.push(file);
         Ok(())
     }
 
@@ -126,4 +114,35 @@ impl<S: Storage> AppendWriter<S> {
         self.target
             .write_result(self.files, Vec::new(), self.records)
     }
+}
+
+/// Describes a data file of an append table (written by this writer or by compaction) the
+/// way Paimon's `RowDataFileWriter` does: value statistics of every column (per the table's
+/// statistics modes), the given sequence range, level 0, `FileSource.APPEND`.
+pub fn describe_file(
+    layout: &TableLayout,
+    modes: &[StatsMode],
+    dense_stats: bool,
+    schema_id: i64,
+    info: &DataFileInfo,
+    (min_seq, max_seq): (i64, i64),
+) -> Result<DataFileMeta> {
+    let fields: Vec<(&str, PaimonType)> = layout
+        .fields
+        .iter()
+        .map(|(n, t, _)| (n.as_str(), *t))
+        .collect();
+    let (cols, stats) = value_stats(&fields, &info.column_stats, modes, dense_stats)?;
+    Ok(DataFileMeta {
+        value_stats: stats,
+        value_stats_cols: cols,
+        min_sequence_number: min_seq,
+        max_sequence_number: max_seq,
+        ..DataFileMeta::new_file(
+            file_name(&info.path).to_string(),
+            info.size as i64,
+            info.row_count as i64,
+            schema_id,
+        )
+    })
 }

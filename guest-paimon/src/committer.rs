@@ -97,6 +97,20 @@ fn manifest_codec(config: &[(String, String)], schema: &TableSchema) -> Result<A
     }
 }
 
+/// Who publishes a snapshot and what kind of snapshot it is.
+#[derive(Debug, Clone, Copy)]
+struct Origin<'a> {
+    commit_user: &'a str,
+    /// `APPEND` or `COMPACT`.
+    commit_kind: &'a str,
+}
+
+/// A tiering round's snapshot.
+const TIERING: Origin<'static> = Origin {
+    commit_user: FLUSS_COMMIT_USER,
+    commit_kind: "APPEND",
+};
+
 /// Commits rounds of one table.
 pub struct PaimonCommitter<S: Storage> {
     storage: S,
@@ -190,6 +204,7 @@ impl<S: Storage> PaimonCommitter<S> {
         base: Option<i64>,
         p: &Prepared,
         properties: &BTreeMap<String, String>,
+        origin: Origin<'_>,
     ) -> Result<(Snapshot, Vec<ManifestFileMeta>)> {
         let latest = match base {
             None => None,
@@ -271,9 +286,9 @@ impl<S: Storage> PaimonCommitter<S> {
             changelog_manifest_list: p.changelog.as_ref().map(|(_, l)| l.0.clone()),
             changelog_manifest_list_size: p.changelog.as_ref().map(|(_, l)| l.1),
             index_manifest: latest.as_ref().and_then(|s| s.index_manifest.clone()),
-            commit_user: FLUSS_COMMIT_USER.to_string(),
+            commit_user: origin.commit_user.to_string(),
             commit_identifier: BATCH_COMMIT_IDENTIFIER,
-            commit_kind: "APPEND".to_string(),
+            commit_kind: origin.commit_kind.to_string(),
             time_millis: clock::now_millis(),
             log_offsets: Some(
                 latest
@@ -335,7 +350,7 @@ impl<S: Storage> PaimonCommitter<S> {
                     return Err(e);
                 }
             };
-            match self.try_commit(base, &prepared, &properties) {
+            match self.try_commit(base, &prepared, &properties, TIERING) {
                 Ok((snapshot, manifests)) => {
                     update_hints(&self.storage, snapshot.id);
                     fluss_lake_guest_sdk::info!(
@@ -367,6 +382,80 @@ impl<S: Storage> PaimonCommitter<S> {
                 Err(e) if e.kind() == ErrorKind::Conflict => {
                     fluss_lake_guest_sdk::warn!(
                         "commit attempt {} lost a race: {e}; retrying",
+                        attempt + 1
+                    );
+                    last_conflict = Some(e);
+                }
+                Err(e) => {
+                    self.discard(&prepared);
+                    return Err(e);
+                }
+            }
+        }
+        self.discard(&prepared);
+        Err(last_conflict
+            .unwrap_or_else(|| Error::conflict("commit failed"))
+            .context(format!("giving up after {MAX_COMMIT_ATTEMPTS} attempts")))
+    }
+
+    /// Publishes a compaction as a `COMPACT` snapshot of `commit_user` without properties
+    /// (Paimon `FileStoreCommitImpl` for a `CompactIncrement`): `message.data_files` holds a
+    /// DELETE entry for every file replaced and an ADD entry for every file replacing them.
+    /// Before each attempt `still_applies` checks the compaction against the snapshot it
+    /// would follow (another writer may have compacted the same files); its error ends the
+    /// commit. A lost race for the snapshot id is retried against the newer snapshot. On
+    /// failure the manifests written for the commit are deleted; the data files are the
+    /// caller's.
+    pub fn commit_compaction(
+        &mut self,
+        message: &CommitMessage,
+        commit_user: &str,
+        still_applies: &mut dyn FnMut(&dyn Storage, &Snapshot) -> Result<()>,
+    ) -> Result<Snapshot> {
+        if commit_user == FLUSS_COMMIT_USER {
+            return Err(Error::internal(format!(
+                "compaction must not commit as {FLUSS_COMMIT_USER}"
+            )));
+        }
+        let prepared = self.prepare(&message.encode()?)?;
+        let origin = Origin {
+            commit_user,
+            commit_kind: "COMPACT",
+        };
+        let mut last_conflict = None;
+        for attempt in 0..MAX_COMMIT_ATTEMPTS {
+            let checked = latest_snapshot_id(&self.storage).and_then(|base| {
+                let head = match base {
+                    Some(id) => read_snapshot(&self.storage, id)?.ok_or_else(|| {
+                        Error::conflict(format!("snapshot {id} disappeared while committing"))
+                    })?,
+                    None => return Err(Error::conflict("the table lost its snapshots")),
+                };
+                still_applies(&self.storage, &head)?;
+                Ok(base)
+            });
+            let base = match checked {
+                Ok(base) => base,
+                Err(e) => {
+                    self.discard(&prepared);
+                    return Err(e);
+                }
+            };
+            match self.try_commit(base, &prepared, &BTreeMap::new(), origin) {
+                Ok((snapshot, _)) => {
+                    update_hints(&self.storage, snapshot.id);
+                    fluss_lake_guest_sdk::info!(
+                        "committed Paimon compaction snapshot {} ({} file entries) after {} \
+                         attempt(s)",
+                        snapshot.id,
+                        message.data_files.len(),
+                        attempt + 1
+                    );
+                    return Ok(snapshot);
+                }
+                Err(e) if e.kind() == ErrorKind::Conflict => {
+                    fluss_lake_guest_sdk::warn!(
+                        "compaction commit attempt {} lost a race: {e}; retrying",
                         attempt + 1
                     );
                     last_conflict = Some(e);

@@ -14,6 +14,7 @@ pub mod bucket;
 pub mod catalog;
 pub mod commit_message;
 pub mod committer;
+pub mod compact;
 pub mod expire;
 pub mod maintenance;
 pub mod manifest;

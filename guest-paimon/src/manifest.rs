@@ -34,6 +34,15 @@ pub enum FileKind {
     Delete,
 }
 
+/// Why a data file was written (Paimon `FileSource`, `_FILE_SOURCE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileSource {
+    /// Written by a writer from new records.
+    Append = 0,
+    /// Written by a compaction from older files.
+    Compact = 1,
+}
+
 /// Paimon `DataFileMeta` (1.3 layout).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataFileMeta {
@@ -101,7 +110,7 @@ impl DataFileMeta {
             creation_time: Some(clock::now_millis()),
             delete_row_count: Some(0),
             embedded_index: None,
-            file_source: Some(0),
+            file_source: Some(FileSource::Append as i32),
             value_stats_cols: None,
             external_path: None,
             first_row_id: None,
@@ -127,7 +136,7 @@ pub struct ManifestEntry {
 
 impl ManifestEntry {
     /// Identity used to cancel an ADD with a later DELETE (Paimon `FileEntry.Identifier`).
-    fn identifier(&self) -> FileIdentifier {
+    pub fn identifier(&self) -> FileIdentifier {
         FileIdentifier {
             partition: self.partition.clone(),
             bucket: self.bucket,
@@ -142,7 +151,7 @@ impl ManifestEntry {
 
 /// What identifies a data file across ADD/DELETE entries (Paimon `FileEntry.Identifier`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct FileIdentifier {
+pub struct FileIdentifier {
     partition: Vec<u8>,
     bucket: i32,
     level: i32,
@@ -563,7 +572,9 @@ pub fn manifest_path(name: &str) -> String {
     format!("{MANIFEST_DIR}/{name}")
 }
 
-fn cmp_values(a: &Value, b: &Value) -> Option<Ordering> {
+/// Compares two values of one type as Java compares Paimon's internal values; `None` for
+/// values of different types.
+pub fn cmp_values(a: &Value, b: &Value) -> Option<Ordering> {
     use Value::*;
     Some(match (a, b) {
         (Boolean(x), Boolean(y)) => x.cmp(y),

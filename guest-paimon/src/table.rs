@@ -240,7 +240,7 @@ impl DataFileNames {
     }
 
     /// A generator of table-relative paths of new files whose names start with `prefix`.
-    pub fn paths(&self, prefix: &str) -> impl FnMut() -> String + 'static {
+    pub fn paths(&self, prefix: &str) -> impl FnMut() -> String + use<> {
         let (dir, uuid, counter) = (self.dir.clone(), self.uuid.clone(), self.counter.clone());
         let prefix = prefix.to_string();
         move || {

@@ -30,28 +30,47 @@ pub fn target_file_size(
     config: &[(String, String)],
     options: &BTreeMap<String, String>,
 ) -> Result<u64> {
+    target_file_size_or(config, options, DEFAULT_TARGET_FILE_SIZE)
+}
+
+/// The target data file size: plugin config, else table option, else `default`.
+pub fn target_file_size_or(
+    config: &[(String, String)],
+    options: &BTreeMap<String, String>,
+    default: u64,
+) -> Result<u64> {
     if let Some(v) = config::get(config, "target-file-size") {
         return config::parse_size(v);
     }
     match options.get("target-file-size") {
         Some(v) => config::parse_size(v),
-        None => Ok(DEFAULT_TARGET_FILE_SIZE),
+        None => Ok(default),
     }
 }
 
-/// The Parquet codec of new data files, as Java Paimon chooses it for level-0 files: the
-/// level-0 entry of `file.compression.per.level` (`0:lz4,1:zstd`), else `file.compression`
-/// (default zstd), at `file.compression.zstd-level` (default 1). Plugin config first, then
-/// the table option.
+/// The Parquet codec of new level-0 data files ([`file_compression_at`] level 0).
 pub fn file_compression(
     config: &[(String, String)],
     options: &BTreeMap<String, String>,
 ) -> Result<Compression> {
+    file_compression_at(config, options, 0)
+}
+
+/// The Parquet codec of data files written at `level`, as Java Paimon chooses it: the
+/// level's entry of `file.compression.per.level` (`0:lz4,1:zstd`), else `file.compression`
+/// (default zstd), at `file.compression.zstd-level` (default 1). Plugin config first, then
+/// the table option.
+pub fn file_compression_at(
+    config: &[(String, String)],
+    options: &BTreeMap<String, String>,
+    level: i32,
+) -> Result<Compression> {
     let get = |key: &str| config::get(config, key).or_else(|| options.get(key).map(String::as_str));
+    let level = level.to_string();
     let per_level = get("file.compression.per.level").and_then(|v| {
         v.split(',').find_map(|entry| {
-            let (level, codec) = entry.split_once(':')?;
-            (level.trim() == "0").then_some(codec.trim())
+            let (l, codec) = entry.split_once(':')?;
+            (l.trim() == level).then_some(codec.trim())
         })
     });
     let (name, option) = match per_level {

@@ -4,6 +4,8 @@
 //! mode"), `_VALUE_STATS` the table columns (dense store), the sequence range comes from the
 //! `_SEQUENCE_NUMBER` column and `_DELETE_ROW_COUNT` counts retractions. Data files and
 //! changelog files are written the same way; only their names and statistics modes differ.
+//! Compaction writes its output through the same writer, at its output level and with
+//! `FileSource.COMPACT`.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +18,7 @@ use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
 
 use super::kv::{KvLayout, RowKind};
-use crate::manifest::DataFileMeta;
+use crate::manifest::{DataFileMeta, FileSource};
 use crate::stats::{StatsMode, dense_store, stats_modes_with, value_stats};
 use crate::table::file_name;
 use crate::types::PaimonType;
@@ -32,6 +34,10 @@ pub struct KvFileSettings {
     pub dense_stats: bool,
     /// Parquet settings (target file size).
     pub parquet: ParquetOptions,
+    /// LSM level of the files (0 for what writers flush).
+    pub level: i32,
+    /// Why the files are written (`FileSource.APPEND` for writers, `COMPACT` for compaction).
+    pub file_source: FileSource,
 }
 
 impl KvFileSettings {
@@ -49,7 +55,18 @@ impl KvFileSettings {
             modes: stats_modes_with(&layout.names(), options, stats_mode)?,
             dense_stats: dense_store(options),
             parquet,
+            level: 0,
+            file_source: FileSource::Append,
         })
+    }
+
+    /// These settings for files a compaction writes at `level`.
+    pub fn for_compaction(self, level: i32) -> KvFileSettings {
+        KvFileSettings {
+            level,
+            file_source: FileSource::Compact,
+            ..self
+        }
     }
 }
 
@@ -61,7 +78,7 @@ struct OpenFile {
 }
 
 /// Writes one sorted run into files.
-pub struct KvFileWriter<'a, S: Storage> {
+pub struct KvFileWriter<'a, S: Storage + ?Sized> {
     layout: &'a KvLayout,
     settings: &'a KvFileSettings,
     writer: RollingParquetWriter<&'a S>,
@@ -69,7 +86,7 @@ pub struct KvFileWriter<'a, S: Storage> {
     files: Vec<DataFileMeta>,
 }
 
-impl<'a, S: Storage> KvFileWriter<'a, S> {
+impl<'a, S: Storage + ?Sized> KvFileWriter<'a, S> {
     /// A writer of files named by `next_path`.
     pub fn new(
         storage: &'a S,
@@ -163,6 +180,8 @@ impl<'a, S: Storage> KvFileWriter<'a, S> {
             min_sequence_number: min_seq,
             max_sequence_number: max_seq,
             delete_row_count: Some(open.delete_rows),
+            level: self.settings.level,
+            file_source: Some(self.settings.file_source as i32),
             ..DataFileMeta::new_file(
                 file_name(&info.path).to_string(),
                 info.size as i64,

@@ -65,16 +65,39 @@ fn flag(schema: &TableSchema, key: &str) -> Result<bool> {
     }
 }
 
-/// The value of a per-level map option (`0:avro,1:parquet`) for level 0.
-fn level0(schema: &TableSchema, key: &str) -> Result<Option<String>> {
+/// The value of a per-level map option (`0:avro,1:parquet`) for `level`.
+pub fn per_level(schema: &TableSchema, key: &str, level: i32) -> Result<Option<String>> {
     let Some(text) = schema.option(key) else {
         return Ok(None);
     };
+    let level = level.to_string();
     Ok(config::parse_map(text)
         .map_err(|e| e.context(format!("Paimon option {key}")))?
         .into_iter()
-        .find(|(level, _)| level == "0")
+        .find(|(l, _)| *l == level)
         .map(|(_, v)| v))
+}
+
+/// The statistics mode of data files written at `level` (`metadata.stats-mode.per.level`,
+/// else `metadata.stats-mode`, else Paimon's default).
+pub fn data_stats_mode(schema: &TableSchema, level: i32) -> Result<String> {
+    Ok(
+        match per_level(schema, "metadata.stats-mode.per.level", level)? {
+            Some(mode) => mode,
+            None => schema
+                .option("metadata.stats-mode")
+                .unwrap_or(DEFAULT_STATS_MODE)
+                .to_string(),
+        },
+    )
+}
+
+/// Refuses data files at `level` in another format than Parquet (`file.format.per.level`).
+pub fn check_parquet_at(schema: &TableSchema, level: i32) -> Result<()> {
+    check_parquet(
+        &format!("file.format.per.level (level {level})"),
+        per_level(schema, "file.format.per.level", level)?,
+    )
 }
 
 fn check_parquet(what: &str, format: Option<String>) -> Result<()> {
@@ -130,10 +153,7 @@ impl MergeTreeOptions {
         if flag(schema, "data-file.thin-mode")? {
             return unsupported("data-file.thin-mode=true");
         }
-        check_parquet(
-            "file.format.per.level (level 0)",
-            level0(schema, "file.format.per.level")?,
-        )?;
+        check_parquet_at(schema, 0)?;
         if input_changelog {
             check_parquet(
                 "changelog-file.format",
@@ -148,13 +168,7 @@ impl MergeTreeOptions {
             Some(v) => config::parse_size(v).map_err(|e| e.context("write-buffer-size"))?,
             None => DEFAULT_WRITE_BUFFER_SIZE,
         };
-        let data_stats_mode = match level0(schema, "metadata.stats-mode.per.level")? {
-            Some(mode) => mode,
-            None => schema
-                .option("metadata.stats-mode")
-                .unwrap_or(DEFAULT_STATS_MODE)
-                .to_string(),
-        };
+        let data_stats_mode = data_stats_mode(schema, 0)?;
         Ok(MergeTreeOptions {
             write_buffer_size,
             input_changelog,

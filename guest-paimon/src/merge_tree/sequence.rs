@@ -7,7 +7,7 @@
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
 
-use crate::manifest::{FileKind, merge_entries, read_manifest, read_manifest_list};
+use crate::compact::live_files::live_entries;
 use crate::snapshot::{latest_snapshot_id, read_snapshot};
 
 /// The highest sequence number of the live files of `bucket` of `partition` (serialized
@@ -27,25 +27,9 @@ pub fn restore_max_sequence_number(
             "snapshot {id} disappeared while restoring a writer"
         ))
     })?;
-    let mut manifests = read_manifest_list(storage, &snapshot.base_manifest_list)?;
-    manifests.extend(read_manifest_list(storage, &snapshot.delta_manifest_list)?);
-    let mut entries = Vec::new();
-    for m in manifests {
-        let covers = m.min_bucket.is_none_or(|lo| lo <= bucket)
-            && m.max_bucket.is_none_or(|hi| bucket <= hi);
-        if covers {
-            entries.extend(
-                read_manifest(storage, &m.file_name)?
-                    .into_iter()
-                    .filter(|e| e.bucket == bucket && e.partition == partition),
-            );
-        }
-    }
+    let entries = live_entries(storage, &snapshot, Some(bucket))?;
     let mut max = -1;
-    for e in merge_entries(entries) {
-        if e.kind != FileKind::Add {
-            continue;
-        }
+    for e in entries.iter().filter(|e| e.partition == partition) {
         if e.total_buckets != total_buckets {
             return Err(Error::invalid_input(format!(
                 "bucket {bucket} was written with {} buckets but the table now has {total_buckets}; \

@@ -1,0 +1,668 @@
+//! Compaction of data files, as Paimon's own writers compact when a table is not
+//! `write-only`, committed as a `COMPACT` snapshot of its own commit user.
+//!
+//! * Primary-key tables ([`universal`], [`unit`], [`merge`]): per bucket, universal compaction
+//!   picks sorted runs (size amplification, size ratio, run count over
+//!   `num-sorted-run.compaction-trigger`) and an output level; overlapping files are merged
+//!   a batch at a time with the deduplicate merge function (highest sequence number wins,
+//!   retractions dropped once nothing older is left below the output level), large lone files
+//!   are moved up a level without being rewritten. Output files are written by the same
+//!   [`KvFileWriter`] tiering uses, at the output level, with `FileSource.COMPACT`.
+//! * Append tables with fixed buckets ([`append`]): runs of `compaction.min.file-num` small
+//!   files are rewritten into files of `target-file-size`, rows in order. Bucket-unaware
+//!   tables (`bucket = -1`) are not compacted: Paimon's own writers never compact them either.
+//!
+//! Refused (`unsupported`, nothing written): merge engines other than deduplicate, changelog
+//! producers that need compaction to produce changelog (`lookup`, `full-compaction`),
+//! deletion vectors and the other features tiering refuses ([`check_supported`]).
+//!
+//! Bounds: buckets are compacted one after the other until the deadline, and the data files
+//! read per call add up to at most `maintenance.compaction.max-input-bytes` (default 256 MiB;
+//! a compaction needing more than that in one go is skipped with a warning naming the
+//! option). Memory: one batch per sorted run merged plus the live file list. All buckets
+//! done in a call are committed together in one `COMPACT` snapshot with
+//! [`MAINTENANCE_COMMIT_USER`]. When another writer committed in between, every file the
+//! compaction replaces must still be live (and levels above 0 key-disjoint) or the call gives
+//! up: its new files are deleted and `more_to_do` is reported.
+
+pub mod append;
+pub mod file_rows;
+pub mod levels;
+pub mod live_files;
+pub mod merge;
+pub mod options;
+pub mod unit;
+pub mod universal;
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use fluss_lake_guest_sdk::maintenance::Compacted;
+use fluss_lake_guest_sdk::parquet::ParquetOptions;
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
+
+use crate::commit_message::CommitMessage;
+use crate::committer::PaimonCommitter;
+use crate::manifest::{DataFileMeta, FileKind, ManifestEntry};
+use crate::merge_tree::file_writer::{KvFileSettings, KvFileWriter};
+use crate::merge_tree::kv::KvLayout;
+use crate::merge_tree::options::{MergeTreeOptions, check_parquet_at, data_stats_mode};
+use crate::rows::table_file_schema;
+use crate::schema::{TableLayout, TableSchema};
+use crate::snapshot::{Snapshot, latest_snapshot_id, read_snapshot};
+use crate::table::{BucketMode, DataFileNames, Partition, bucket_dir, check_supported};
+use crate::types::PaimonType;
+use crate::writer::{file_compression, file_compression_at};
+use append::AppendQueue;
+use levels::{KeyedFile, Levels, SortedRun};
+use live_files::{BucketKey, live_files_by_bucket, live_identifiers};
+use merge::{MergePolicy, merge_sections};
+use options::{CompactionOptions, MAX_INPUT_BYTES};
+use unit::Step;
+use universal::LevelRun;
+
+/// The commit user of compaction snapshots: fixed, so that maintenance commits are told
+/// apart from tiering's (`__fluss_lake_tiering`, whose latest snapshot Fluss recovers from)
+/// and from any Paimon job's, in every call and every plugin instance alike.
+pub const MAINTENANCE_COMMIT_USER: &str = "fluss-lake-maintenance";
+
+/// Compactions of one bucket per call at most (each one re-picks on the updated levels).
+const MAX_COMPACTIONS_PER_BUCKET: usize = 16;
+
+/// Why a table is not compacted at all, `None` when it is.
+fn skip_reason(schema: &TableSchema) -> Result<Option<&'static str>> {
+    if schema
+        .option("write-only")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    {
+        return Ok(Some(
+            "the table is write-only (compacted by a dedicated Paimon job)",
+        ));
+    }
+    if schema.primary_keys.is_empty() && BucketMode::of(schema)? == BucketMode::Unaware {
+        return Ok(Some(
+            "bucket-unaware append tables (bucket = -1) are not compacted by Paimon's writers",
+        ));
+    }
+    Ok(None)
+}
+
+/// Checks that this plugin compacts the table exactly as Paimon would: `unsupported`
+/// otherwise (nothing is touched).
+pub fn check_compactable(plugin_config: &[(String, String)], schema: &TableSchema) -> Result<()> {
+    check_supported(schema, None)
+        .and_then(|()| CompactionOptions::of(plugin_config, schema).map(|_| ()))
+        .map_err(|e| e.context("compaction refused"))
+}
+
+/// Compacts the table in `storage` as far as the deadline and the input budget allow.
+pub fn compact(
+    storage: &dyn Storage,
+    plugin_config: &[(String, String)],
+    schema: &TableSchema,
+    now: &dyn Fn() -> i64,
+    deadline_millis: i64,
+) -> Result<Compacted> {
+    check_compactable(plugin_config, schema)?;
+    if let Some(reason) = skip_reason(schema)? {
+        fluss_lake_guest_sdk::debug!("not compacting: {reason}");
+        return Ok(Compacted::default());
+    }
+    let options = CompactionOptions::of(plugin_config, schema)?;
+    let Some(head_id) = latest_snapshot_id(storage)? else {
+        return Ok(Compacted::default());
+    };
+    let head = read_snapshot(storage, head_id)?
+        .ok_or_else(|| Error::conflict(format!("snapshot {head_id} disappeared")))?;
+    let kind = TableKind::of(schema)?;
+    let mut job = Job {
+        storage,
+        schema,
+        plugin_config,
+        options,
+        now,
+        deadline_millis,
+        budget_left: 0,
+        written: Rc::new(RefCell::new(Vec::new())),
+        more_to_do: false,
+    };
+    job.budget_left = job.options.max_input_bytes;
+    let mut changes = Vec::new();
+    let planned = (|| -> Result<()> {
+        for ((partition, bucket), entries) in live_files_by_bucket(storage, &head)? {
+            if now() >= deadline_millis {
+                job.more_to_do = true;
+                break;
+            }
+            let mut bucket_changes = BucketChanges {
+                partition,
+                bucket,
+                total_buckets: entries.first().map_or(bucket + 1, |e| e.total_buckets),
+                before: Vec::new(),
+                after: Vec::new(),
+            };
+            let files: Vec<DataFileMeta> = entries.into_iter().map(|e| e.file).collect();
+            let dir = bucket_dir(
+                &Partition::from_row(schema, &bucket_changes.partition)?,
+                bucket,
+            );
+            if let Some(reason) = unreadable(schema, &files) {
+                fluss_lake_guest_sdk::debug!("not compacting {dir}: {reason}");
+                continue;
+            }
+            match &kind {
+                TableKind::PrimaryKey(kv) => {
+                    job.primary_key_bucket(kv, &dir, files, &mut bucket_changes)?
+                }
+                TableKind::Append => job.append_bucket(&dir, files, &mut bucket_changes)?,
+            }
+            if !bucket_changes.before.is_empty() {
+                changes.push(bucket_changes);
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = planned {
+        job.discard_written();
+        return Err(e);
+    }
+    if changes.is_empty() {
+        return Ok(Compacted {
+            more_to_do: job.more_to_do,
+            ..Compacted::default()
+        });
+    }
+    job.commit(&kind, head_id, changes)
+}
+
+/// Why the files of a bucket cannot be read back for compaction, `None` when they can.
+fn unreadable(schema: &TableSchema, files: &[DataFileMeta]) -> Option<String> {
+    if let Some(f) = files.iter().find(|f| f.schema_id != schema.id) {
+        return Some(format!(
+            "{} was written with schema {}, not the latest ({})",
+            f.file_name, f.schema_id, schema.id
+        ));
+    }
+    if let Some(f) = files.iter().find(|f| f.external_path.is_some()) {
+        return Some(format!("{} lives outside the table", f.file_name));
+    }
+    if let Some(f) = files.iter().find(|f| !f.file_name.ends_with(".parquet")) {
+        return Some(format!("{} is not a Parquet file", f.file_name));
+    }
+    None
+}
+
+/// What kind of table is compacted, with what primary-key tables need.
+enum TableKind {
+    PrimaryKey(Box<KvTable>),
+    Append,
+}
+
+/// A primary-key table's file layout and merge settings.
+struct KvTable {
+    layout: KvLayout,
+    key_types: Vec<PaimonType>,
+    merge: MergeTreeOptions,
+}
+
+impl TableKind {
+    fn of(schema: &TableSchema) -> Result<TableKind> {
+        if schema.primary_keys.is_empty() {
+            return Ok(TableKind::Append);
+        }
+        let table_layout = TableLayout::of(schema)?;
+        let layout = KvLayout::new(schema, &table_layout, &table_file_schema(&table_layout))?;
+        Ok(TableKind::PrimaryKey(Box::new(KvTable {
+            key_types: layout.key_types().to_vec(),
+            layout,
+            merge: MergeTreeOptions::of(schema)?,
+        })))
+    }
+}
+
+/// What compaction changed in one bucket: files replaced (as committed) and files replacing
+/// them.
+#[derive(Debug, Clone)]
+struct BucketChanges {
+    partition: Vec<u8>,
+    bucket: i32,
+    total_buckets: i32,
+    before: Vec<DataFileMeta>,
+    after: Vec<DataFileMeta>,
+}
+
+impl BucketChanges {
+    /// Adds one compaction's result. A file an earlier compaction of this call wrote and this
+    /// one replaces never reaches a snapshot: it leaves `after` (and storage, unless it only
+    /// moved a level), as Paimon's writer drops intermediate compaction files.
+    fn record(
+        &mut self,
+        storage: &dyn Storage,
+        dir: &str,
+        before: Vec<DataFileMeta>,
+        after: Vec<DataFileMeta>,
+    ) {
+        for b in before {
+            let ours = self
+                .after
+                .iter()
+                .position(|a| a.file_name == b.file_name && a.level == b.level);
+            match ours {
+                Some(i) => {
+                    self.after.remove(i);
+                    if !after.iter().any(|a| a.file_name == b.file_name) {
+                        let path = format!("{dir}/{}", b.file_name);
+                        if let Err(e) = storage.delete(&path) {
+                            fluss_lake_guest_sdk::warn!("cannot delete {path}: {e}");
+                        }
+                    }
+                }
+                None => self.before.push(b),
+            }
+        }
+        self.after.extend(after);
+    }
+
+    fn entry(&self, kind: FileKind, file: &DataFileMeta) -> ManifestEntry {
+        ManifestEntry {
+            kind,
+            partition: self.partition.clone(),
+            bucket: self.bucket,
+            total_buckets: self.total_buckets,
+            file: file.clone(),
+        }
+    }
+}
+
+/// One call's compaction.
+struct Job<'a> {
+    storage: &'a dyn Storage,
+    schema: &'a TableSchema,
+    plugin_config: &'a [(String, String)],
+    options: CompactionOptions,
+    now: &'a dyn Fn() -> i64,
+    deadline_millis: i64,
+    /// Input bytes this call may still read.
+    budget_left: u64,
+    /// Paths of every data file this call wrote, to delete when it gives up.
+    written: Rc<RefCell<Vec<String>>>,
+    more_to_do: bool,
+}
+
+impl Job<'_> {
+    fn past_deadline(&mut self) -> bool {
+        let past = (self.now)() >= self.deadline_millis;
+        self.more_to_do |= past;
+        past
+    }
+
+    /// Takes `cost` input bytes from the call's budget; false (and the reason logged or
+    /// `more_to_do` set) when they do not fit.
+    fn take_budget(&mut self, cost: u64, dir: &str) -> bool {
+        if cost <= self.budget_left {
+            self.budget_left -= cost;
+            return true;
+        }
+        if cost > self.options.max_input_bytes {
+            fluss_lake_guest_sdk::warn!(
+                "not compacting {dir}: the compaction Paimon picks reads {cost} bytes, more than \
+                 {MAX_INPUT_BYTES} = {} allows per call; raise it to compact this bucket",
+                self.options.max_input_bytes
+            );
+        } else {
+            self.more_to_do = true;
+        }
+        false
+    }
+
+    /// A path generator for new files of `dir` that records every path it hands out.
+    fn new_paths(&self, dir: &str) -> impl FnMut() -> String + 'static {
+        let prefix = self
+            .schema
+            .option("data-file.prefix")
+            .unwrap_or("data-")
+            .to_string();
+        let mut paths = DataFileNames::new(dir.to_string()).paths(&prefix);
+        let written = self.written.clone();
+        move || {
+            let path = paths();
+            written.borrow_mut().push(path.clone());
+            path
+        }
+    }
+
+    fn discard_written(&self) {
+        for path in self.written.borrow().iter() {
+            if let Err(e) = self.storage.delete(path) {
+                fluss_lake_guest_sdk::warn!("cannot delete {path}: {e}");
+            }
+        }
+    }
+
+    fn primary_key_bucket(
+        &mut self,
+        kv: &KvTable,
+        dir: &str,
+        files: Vec<DataFileMeta>,
+        changes: &mut BucketChanges,
+    ) -> Result<()> {
+        let files = files
+            .into_iter()
+            .map(|f| KeyedFile::new(f, &kv.key_types))
+            .collect::<Result<Vec<_>>>()?;
+        let mut levels = match Levels::new(files, self.options.num_levels) {
+            Ok(levels) => levels,
+            Err(e) => {
+                fluss_lake_guest_sdk::warn!("not compacting {dir}: {e}");
+                return Ok(());
+            }
+        };
+        for _ in 0..MAX_COMPACTIONS_PER_BUCKET {
+            if self.past_deadline() {
+                break;
+            }
+            let runs = levels.sorted_runs();
+            let summary: Vec<LevelRun> = runs.iter().map(SortedRun::summary).collect();
+            let Some(pick) = universal::pick(&self.options, levels.num_levels(), &summary) else {
+                break;
+            };
+            let files: Vec<KeyedFile> = runs
+                .into_iter()
+                .take(pick.runs)
+                .flat_map(|r| r.files)
+                .collect();
+            let output_level = pick.output_level;
+            if files.is_empty()
+                || (files.len() == 1 && files[0].meta.level as usize == output_level)
+            {
+                break;
+            }
+            // Retractions can go once nothing older lies outside the compaction.
+            let drop_delete = output_level != 0
+                && levels
+                    .non_empty_highest_level()
+                    .is_none_or(|highest| output_level >= highest);
+            let steps = unit::plan(
+                files,
+                output_level,
+                levels.num_levels() - 1,
+                self.options.compaction_file_size,
+                self.options.force_rewrite_all_files,
+            );
+            let cost: u64 = steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Rewrite(sections) => Some(
+                        sections
+                            .iter()
+                            .flatten()
+                            .flatten()
+                            .map(|f| f.meta.file_size.max(0) as u64)
+                            .sum::<u64>(),
+                    ),
+                    Step::Upgrade(_) => None,
+                })
+                .sum();
+            if !self.take_budget(cost, dir) {
+                break;
+            }
+            let policy = MergePolicy {
+                drop_delete,
+                ignore_delete: kv.merge.ignore_delete,
+            };
+            let (before, after) = self.run_steps(kv, dir, steps, output_level, policy)?;
+            fluss_lake_guest_sdk::debug!(
+                "compacted {} files of {dir} into {} at level {output_level}",
+                before.len(),
+                after.len()
+            );
+            levels.update(&before, after.clone())?;
+            changes.record(
+                self.storage,
+                dir,
+                before.into_iter().map(|f| f.meta).collect(),
+                after.into_iter().map(|f| f.meta).collect(),
+            );
+        }
+        Ok(())
+    }
+
+    fn run_steps(
+        &self,
+        kv: &KvTable,
+        dir: &str,
+        steps: Vec<Step>,
+        output_level: usize,
+        policy: MergePolicy,
+    ) -> Result<(Vec<KeyedFile>, Vec<KeyedFile>)> {
+        let level = output_level as i32;
+        check_parquet_at(self.schema, level)?;
+        let settings = KvFileSettings::new(
+            &kv.layout,
+            self.schema.id,
+            &self.schema.options,
+            &data_stats_mode(self.schema, level)?,
+            ParquetOptions {
+                target_file_size: self.options.target_file_size,
+                compression: file_compression_at(self.plugin_config, &self.schema.options, level)?,
+                ..ParquetOptions::default()
+            },
+        )?
+        .for_compaction(level);
+        let (mut before, mut after) = (Vec::new(), Vec::new());
+        for step in steps {
+            match step {
+                Step::Upgrade(file) => {
+                    after.push(file.upgraded(output_level));
+                    before.push(*file);
+                }
+                Step::Rewrite(sections) => {
+                    before.extend(sections.iter().flatten().flatten().cloned());
+                    let mut writer =
+                        KvFileWriter::new(self.storage, &kv.layout, &settings, self.new_paths(dir));
+                    let counts = merge_sections(
+                        self.storage,
+                        dir,
+                        &kv.layout,
+                        sections,
+                        policy,
+                        &mut |batch| writer.write(batch),
+                    )?;
+                    fluss_lake_guest_sdk::debug!(
+                        "merged {} rows of {dir} into {}",
+                        counts.rows_read,
+                        counts.rows_written
+                    );
+                    for meta in writer.finish()? {
+                        after.push(KeyedFile::new(meta, &kv.key_types)?);
+                    }
+                }
+            }
+        }
+        Ok((before, after))
+    }
+
+    fn append_bucket(
+        &mut self,
+        dir: &str,
+        files: Vec<DataFileMeta>,
+        changes: &mut BucketChanges,
+    ) -> Result<()> {
+        let mut queue = AppendQueue::new(files);
+        for _ in 0..MAX_COMPACTIONS_PER_BUCKET {
+            if self.past_deadline() {
+                break;
+            }
+            let Some(window) = queue.pick(self.options.min_file_num, self.options.target_file_size)
+            else {
+                break;
+            };
+            let cost = window.iter().map(|f| f.file_size.max(0) as u64).sum();
+            if !self.take_budget(cost, dir) {
+                break;
+            }
+            let parquet = ParquetOptions {
+                target_file_size: self.options.target_file_size,
+                compression: file_compression(self.plugin_config, &self.schema.options)?,
+                ..ParquetOptions::default()
+            };
+            let after = append::rewrite(
+                self.storage,
+                self.schema,
+                dir,
+                &window,
+                parquet,
+                self.new_paths(dir),
+            )?;
+            fluss_lake_guest_sdk::debug!(
+                "compacted {} files of {dir} into {}",
+                window.len(),
+                after.len()
+            );
+            if let Some(last) = after.last()
+                && (last.file_size.max(0) as u64) < self.options.target_file_size
+            {
+                queue.push(last.clone());
+            }
+            changes.record(self.storage, dir, window, after);
+        }
+        Ok(())
+    }
+
+    /// Commits every bucket's changes as one `COMPACT` snapshot; on a conflict the new files
+    /// are deleted and `more_to_do` reported.
+    fn commit(
+        &mut self,
+        kind: &TableKind,
+        planned_from: i64,
+        changes: Vec<BucketChanges>,
+    ) -> Result<Compacted> {
+        let mut message = CommitMessage::default();
+        for c in &changes {
+            message
+                .data_files
+                .extend(c.before.iter().map(|f| c.entry(FileKind::Delete, f)));
+            message
+                .data_files
+                .extend(c.after.iter().map(|f| c.entry(FileKind::Add, f)));
+        }
+        let key_types = match kind {
+            TableKind::PrimaryKey(kv) => Some(kv.key_types.clone()),
+            TableKind::Append => None,
+        };
+        let mut still_applies = |storage: &dyn Storage, head: &Snapshot| -> Result<()> {
+            if head.id == planned_from {
+                return Ok(());
+            }
+            check_still_applies(storage, head, &message, key_types.as_deref())
+        };
+        let mut committer = PaimonCommitter::new(self.storage, self.plugin_config.to_vec());
+        match committer.commit_compaction(&message, MAINTENANCE_COMMIT_USER, &mut still_applies) {
+            Ok(snapshot) => {
+                let mut done = Compacted {
+                    committed_snapshots: vec![snapshot.id],
+                    more_to_do: self.more_to_do,
+                    ..Compacted::default()
+                };
+                for c in &changes {
+                    let before: HashSet<&str> =
+                        c.before.iter().map(|f| f.file_name.as_str()).collect();
+                    let after: HashSet<&str> =
+                        c.after.iter().map(|f| f.file_name.as_str()).collect();
+                    done.files_compacted += before.difference(&after).count() as u64;
+                    for f in c
+                        .after
+                        .iter()
+                        .filter(|f| !before.contains(f.file_name.as_str()))
+                    {
+                        done.files_written += 1;
+                        done.bytes_written += f.file_size.max(0) as u64;
+                    }
+                }
+                Ok(done)
+            }
+            Err(e) if e.kind() == ErrorKind::Conflict => {
+                fluss_lake_guest_sdk::warn!(
+                    "compaction not committed: {e}; its files are deleted and the next call \
+                     plans again"
+                );
+                self.discard_written();
+                Ok(Compacted {
+                    more_to_do: true,
+                    ..Compacted::default()
+                })
+            }
+            Err(e) => {
+                self.discard_written();
+                Err(e.context("committing the compaction"))
+            }
+        }
+    }
+}
+
+/// Paimon's commit conflict check for a compaction committed after `head` (`noConflictsOrFail`):
+/// every file it deletes is still live in `head`, and, for primary-key tables (`key_types`),
+/// the files of each level above 0 stay key-disjoint once it is applied.
+fn check_still_applies(
+    storage: &dyn Storage,
+    head: &Snapshot,
+    message: &CommitMessage,
+    key_types: Option<&[PaimonType]>,
+) -> Result<()> {
+    let touched: HashSet<BucketKey> = message
+        .data_files
+        .iter()
+        .map(|e| (e.partition.clone(), e.bucket))
+        .collect();
+    let (live, entries) = live_identifiers(storage, head, &touched)?;
+    for e in message
+        .data_files
+        .iter()
+        .filter(|e| e.kind == FileKind::Delete)
+    {
+        if !live.contains(&e.identifier()) {
+            return Err(Error::conflict(format!(
+                "data file {} (bucket {}, level {}) was compacted or removed by another writer \
+                 since snapshot {}",
+                e.file.file_name, e.bucket, e.file.level, head.id
+            )));
+        }
+    }
+    let Some(key_types) = key_types else {
+        return Ok(());
+    };
+    let deleted: HashSet<_> = message
+        .data_files
+        .iter()
+        .filter(|e| e.kind == FileKind::Delete)
+        .map(ManifestEntry::identifier)
+        .collect();
+    let mut levels: HashMap<(Vec<u8>, i32, i32), Vec<KeyedFile>> = HashMap::new();
+    let remaining = entries
+        .iter()
+        .filter(|e| !deleted.contains(&e.identifier()));
+    let added = message
+        .data_files
+        .iter()
+        .filter(|e| e.kind == FileKind::Add);
+    for e in remaining.chain(added).filter(|e| e.file.level >= 1) {
+        levels
+            .entry((e.partition.clone(), e.bucket, e.file.level))
+            .or_default()
+            .push(KeyedFile::new(e.file.clone(), key_types)?);
+    }
+    for ((_, bucket, level), files) in levels {
+        if let Err(e) = Levels::new(files, 2) {
+            return Err(Error::conflict(format!(
+                "level {level} of bucket {bucket} would overlap after another writer's commit: \
+                 {e}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,685 @@
+//! Compaction end to end through the crate's own writer and committer: tables written in
+//! rounds with churn, compacted, read back by a merge of their data files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int8Type, Int32Type, Int64Type};
+use arrow_array::{Int32Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use fluss_lake_guest_sdk::ipc::{ChangeType, make_changelog_batch, make_row_batch};
+use fluss_lake_guest_sdk::parquet_read::read_all;
+use fluss_lake_guest_sdk::storage::{MemoryStorage, Storage};
+use fluss_lake_guest_sdk::testing::{RacingStorage, log_table, pk_table, writer_context};
+use fluss_lake_guest_sdk::wit::{MaintenanceRequest, TableInfo};
+use fluss_lake_guest_sdk::{ErrorKind, FLUSS_COMMIT_USER};
+
+use super::*;
+use crate::binary_row::Value;
+use crate::bucket::bucket_of;
+use crate::catalog::create_table_if_missing;
+use crate::committer::to_committable;
+use crate::manifest::FileSource;
+use crate::manifest::read_manifest_list;
+use crate::merge_tree::kv::RowKind;
+use crate::schema::{load_latest_schema, schema_path};
+use crate::snapshot::snapshot_path;
+use crate::writer::PaimonWriter;
+
+const NO_DEADLINE: i64 = i64::MAX;
+const BUCKETS: i32 = 2;
+
+fn now() -> i64 {
+    fluss_lake_guest_sdk::clock::now_millis()
+}
+
+fn pk() -> TableInfo {
+    pk_table(
+        "db",
+        "pk",
+        &[("id", "INT", false), ("v", "STRING", true)],
+        &["id"],
+        BUCKETS,
+        &[],
+    )
+}
+
+fn bucket(id: i32) -> i32 {
+    let int = PaimonType::parse("INT NOT NULL").unwrap();
+    bucket_of(&[(&int, Some(&Value::Int(id)))], BUCKETS).unwrap()
+}
+
+fn batch(ids: &[i32], values: &[String]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int32, false),
+        Field::new("v", DataType::Utf8, true),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int32Array::from(ids.to_vec())),
+            Arc::new(StringArray::from(values.to_vec())),
+        ],
+    )
+    .unwrap()
+}
+
+/// A primary-key table tiered round after round, with a model of its rows.
+struct PkTable {
+    storage: Rc<MemoryStorage>,
+    table: TableInfo,
+    /// id → value.
+    model: BTreeMap<i32, String>,
+    /// The model after each snapshot (index = id - 1).
+    history: Vec<BTreeMap<i32, String>>,
+    offsets: BTreeMap<i32, i64>,
+}
+
+impl PkTable {
+    fn new() -> PkTable {
+        let storage = Rc::new(MemoryStorage::new());
+        let table = pk();
+        create_table_if_missing(&*storage, &table, &[]).unwrap();
+        PkTable {
+            storage,
+            table,
+            model: BTreeMap::new(),
+            history: Vec::new(),
+            offsets: BTreeMap::new(),
+        }
+    }
+
+    /// Round `r`'s changes: keys `r*3..r*3+12` upserted, every fifth live key deleted, some
+    /// updated as `-U`/`+U` pairs.
+    fn changes(&self, r: i32) -> Vec<(i32, ChangeType, String)> {
+        let mut changes = Vec::new();
+        for id in r * 3..r * 3 + 12 {
+            let id = id % 40;
+            let value = format!("v{id}-r{r}");
+            match self.model.get(&id) {
+                Some(old) if id % 3 == 0 => {
+                    changes.push((id, ChangeType::UpdateBefore, old.clone()));
+                    changes.push((id, ChangeType::UpdateAfter, value));
+                }
+                Some(_) => changes.push((id, ChangeType::UpdateAfter, value)),
+                None => changes.push((id, ChangeType::Insert, value)),
+            }
+        }
+        for (id, old) in &self.model {
+            if (id + r) % 5 == 0 && !changes.iter().any(|c| c.0 == *id) {
+                changes.push((*id, ChangeType::Delete, old.clone()));
+            }
+        }
+        changes
+    }
+
+    /// Writes and commits one round through `storage` (this table's, or a racing view of it).
+    fn round_on(&mut self, storage: &dyn Storage, r: i32) -> i64 {
+        let changes = self.changes(r);
+        let mut results = Vec::new();
+        for b in 0..BUCKETS {
+            let mine: Vec<&(i32, ChangeType, String)> =
+                changes.iter().filter(|c| bucket(c.0) == b).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let ids: Vec<i32> = mine.iter().map(|c| c.0).collect();
+            let values: Vec<String> = mine.iter().map(|c| c.2.clone()).collect();
+            let kinds: Vec<ChangeType> = mine.iter().map(|c| c.1).collect();
+            let offset = self.offsets.entry(b).or_insert(0);
+            let mut w =
+                PaimonWriter::open(&writer_context(&self.table, b, None, &[]), storage).unwrap();
+            w.write(make_changelog_batch(&batch(&ids, &values), &kinds, *offset, 1).unwrap())
+                .unwrap();
+            *offset += ids.len() as i64;
+            results.push(w.complete().unwrap().payload);
+        }
+        for (id, kind, value) in &changes {
+            match kind {
+                ChangeType::Delete => {
+                    self.model.remove(id);
+                }
+                ChangeType::UpdateBefore => {}
+                _ => {
+                    self.model.insert(*id, value.clone());
+                }
+            }
+        }
+        let mut c = PaimonCommitter::new(storage, vec![]);
+        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
+        let id = c
+            .commit(
+                &to_committable(&results).unwrap(),
+                &[("fluss-offsets".to_string(), format!("/o/{r}"))],
+                base,
+            )
+            .unwrap()
+            .snapshot_id;
+        self.snapshot_committed(id);
+        id
+    }
+
+    fn round(&mut self, r: i32) -> i64 {
+        let storage = self.storage.clone();
+        self.round_on(&*storage, r)
+    }
+
+    /// Records the model for every snapshot up to `id` (compactions keep the content).
+    fn snapshot_committed(&mut self, id: i64) {
+        while self.history.len() < id as usize {
+            self.history.push(self.model.clone());
+        }
+    }
+
+    fn compact(&mut self, config: &[(&str, &str)]) -> Compacted {
+        let schema = load_latest_schema(&*self.storage).unwrap().unwrap();
+        let config = fluss_lake_guest_sdk::testing::pairs(config);
+        let done = compact(&*self.storage, &config, &schema, &now, NO_DEADLINE).unwrap();
+        if let Some(id) = done.committed_snapshots.last() {
+            self.snapshot_committed(*id);
+        }
+        done
+    }
+}
+
+fn snapshot(storage: &dyn Storage, id: i64) -> Snapshot {
+    read_snapshot(storage, id).unwrap().unwrap()
+}
+
+fn latest(storage: &dyn Storage) -> Snapshot {
+    snapshot(storage, latest_snapshot_id(storage).unwrap().unwrap())
+}
+
+/// The rows of a primary-key table at snapshot `id`, as a reader merges them: per key the
+/// record with the highest sequence number, unless it is a retraction.
+fn pk_rows(storage: &dyn Storage, id: i64) -> BTreeMap<i32, String> {
+    let schema = load_latest_schema(storage).unwrap().unwrap();
+    let mut latest: BTreeMap<i32, (i64, bool, String)> = BTreeMap::new();
+    for e in live_files::live_entries(storage, &snapshot(storage, id), None).unwrap() {
+        let dir = bucket_dir(
+            &Partition::from_row(&schema, &e.partition).unwrap(),
+            e.bucket,
+        );
+        for b in read_all(storage, &format!("{dir}/{}", e.file.file_name)).unwrap() {
+            let ids = b.column_by_name("id").unwrap().as_primitive::<Int32Type>();
+            let seqs = b
+                .column_by_name("_SEQUENCE_NUMBER")
+                .unwrap()
+                .as_primitive::<Int64Type>();
+            let kinds = b
+                .column_by_name("_VALUE_KIND")
+                .unwrap()
+                .as_primitive::<Int8Type>();
+            let values = b.column_by_name("v").unwrap().as_string::<i32>();
+            for i in 0..b.num_rows() {
+                let (seq, retract) = (seqs.value(i), RowKind::is_retract(kinds.value(i)));
+                let row = (seq, retract, values.value(i).to_string());
+                match latest.get(&ids.value(i)) {
+                    Some((s, _, _)) if *s >= seq => {}
+                    _ => {
+                        latest.insert(ids.value(i), row);
+                    }
+                }
+            }
+        }
+    }
+    latest
+        .into_iter()
+        .filter(|(_, (_, retract, _))| !retract)
+        .map(|(id, (_, _, v))| (id, v))
+        .collect()
+}
+
+/// The live files of each bucket at the latest snapshot, by level.
+fn files_by_level(storage: &dyn Storage) -> BTreeMap<i32, BTreeMap<i32, Vec<DataFileMeta>>> {
+    let mut out: BTreeMap<i32, BTreeMap<i32, Vec<DataFileMeta>>> = BTreeMap::new();
+    for e in live_files::live_entries(storage, &latest(storage), None).unwrap() {
+        out.entry(e.bucket)
+            .or_default()
+            .entry(e.file.level)
+            .or_default()
+            .push(e.file);
+    }
+    out
+}
+
+/// Sorted runs per bucket: each level-0 file plus each non-empty level.
+fn sorted_runs(storage: &dyn Storage) -> Vec<usize> {
+    files_by_level(storage)
+        .values()
+        .map(|levels| {
+            levels
+                .iter()
+                .map(|(level, files)| if *level == 0 { files.len() } else { 1 })
+                .sum()
+        })
+        .collect()
+}
+
+/// Data files in storage that no snapshot references.
+fn orphans(storage: &dyn Storage) -> Vec<String> {
+    let mut referenced = BTreeSet::new();
+    let (Some(first), Some(last)) = (
+        crate::snapshot::earliest_snapshot_id(storage).unwrap(),
+        latest_snapshot_id(storage).unwrap(),
+    ) else {
+        return Vec::new();
+    };
+    for id in first..=last {
+        let s = snapshot(storage, id);
+        for e in live_files::live_entries(storage, &s, None).unwrap() {
+            referenced.insert(e.file.file_name);
+        }
+        if let Some(list) = &s.changelog_manifest_list {
+            for m in read_manifest_list(storage, list).unwrap() {
+                for e in crate::manifest::read_manifest(storage, &m.file_name).unwrap() {
+                    referenced.insert(e.file.file_name);
+                }
+            }
+        }
+    }
+    storage
+        .list("bucket-0")
+        .unwrap()
+        .into_iter()
+        .chain(storage.list("bucket-1").unwrap())
+        .map(|o| file_name_of(&o.path).to_string())
+        .filter(|name| !referenced.contains(name))
+        .collect()
+}
+
+fn file_name_of(path: &str) -> &str {
+    path.rsplit('/').next().unwrap()
+}
+
+#[test]
+fn primary_key_churn_is_compacted_as_universal_compaction_does() {
+    let mut t = PkTable::new();
+    for r in 0..8 {
+        t.round(r);
+    }
+    assert_eq!(
+        sorted_runs(&*t.storage),
+        [8, 8],
+        "one level-0 file per round and bucket"
+    );
+    let before = latest(&*t.storage);
+    let l0: Vec<DataFileMeta> = files_by_level(&*t.storage)
+        .values()
+        .flat_map(|l| l[&0].clone())
+        .collect();
+    assert!(
+        l0.iter().any(|f| f.delete_row_count > Some(0)),
+        "the rounds hold deletes"
+    );
+
+    let done = t.compact(&[]);
+    // Eight runs of similar size: size amplification makes it a full compaction per bucket.
+    assert_eq!(done.committed_snapshots, [9]);
+    assert_eq!(done.files_compacted, 16);
+    assert_eq!(done.files_written, 2);
+    assert!(!done.more_to_do);
+    assert_eq!(sorted_runs(&*t.storage), [1, 1]);
+    for levels in files_by_level(&*t.storage).values() {
+        let top = &levels[&5];
+        assert_eq!(levels.len(), 1);
+        assert_eq!(
+            top[0].delete_row_count,
+            Some(0),
+            "retractions dropped at the top level"
+        );
+        assert_eq!(top[0].file_source, Some(FileSource::Compact as i32));
+        assert!(top[0].file_name.starts_with("data-") && top[0].file_name.ends_with(".parquet"));
+    }
+    let s = latest(&*t.storage);
+    assert_eq!(s.commit_kind, "COMPACT");
+    assert_eq!(s.commit_user, MAINTENANCE_COMMIT_USER);
+    assert_eq!(
+        s.properties, None,
+        "no fluss-offsets in a compaction snapshot"
+    );
+    assert_eq!(s.log_offsets, before.log_offsets);
+    assert_eq!(s.watermark, before.watermark);
+    let live_rows: i64 = live_files::live_entries(&*t.storage, &s, None)
+        .unwrap()
+        .iter()
+        .map(|e| e.file.row_count)
+        .sum();
+    assert_eq!(s.total_record_count, Some(live_rows));
+    assert_eq!(
+        s.delta_record_count,
+        Some(live_rows - before.total_record_count.unwrap())
+    );
+    assert_eq!(live_rows, t.model.len() as i64, "one row per live key");
+
+    // The content is the same at the new snapshot, and every old snapshot still time-travels.
+    for id in 1..=9 {
+        assert_eq!(
+            pk_rows(&*t.storage, id),
+            t.history[id as usize - 1],
+            "snapshot {id}"
+        );
+    }
+    // Fluss still finds its own last snapshot, not the compaction.
+    let c = PaimonCommitter::new(&*t.storage, vec![]);
+    assert_eq!(
+        c.get_missing_lake_snapshot(None)
+            .unwrap()
+            .unwrap()
+            .snapshot_id,
+        8
+    );
+    // Nothing more to do; tiering goes on after the compaction, sequence numbers continue.
+    assert_eq!(t.compact(&[]), Compacted::default());
+    let id = t.round(8);
+    assert_eq!(id, 10);
+    assert_eq!(pk_rows(&*t.storage, 10), t.model);
+    for levels in files_by_level(&*t.storage).values() {
+        let top = levels[&5][0].max_sequence_number;
+        assert!(levels[&0][0].min_sequence_number > top);
+    }
+    assert!(orphans(&*t.storage).is_empty());
+}
+
+#[test]
+fn compaction_converges_and_respects_the_input_budget_and_deadline() {
+    let mut t = PkTable::new();
+    for r in 0..4 {
+        t.round(r);
+    }
+    // Four runs: under the trigger, nothing to do.
+    assert_eq!(t.compact(&[]), Compacted::default());
+    t.round(4);
+    // A budget smaller than the picked compaction: skipped for good (warned), not retried.
+    let done = t.compact(&[(options::MAX_INPUT_BYTES, "1kb")]);
+    assert_eq!(done, Compacted::default());
+    // A deadline already past: nothing started, more to do.
+    let schema = load_latest_schema(&*t.storage).unwrap().unwrap();
+    let done = compact(&*t.storage, &[], &schema, &now, 0).unwrap();
+    assert_eq!(
+        done,
+        Compacted {
+            more_to_do: true,
+            ..Compacted::default()
+        }
+    );
+    assert_eq!(sorted_runs(&*t.storage), [5, 5]);
+    // A lower trigger: universal compaction runs until nothing is picked any more.
+    let done = t.compact(&[("num-sorted-run.compaction-trigger", "2")]);
+    assert_eq!(done.committed_snapshots.len(), 1);
+    let options = CompactionOptions::of(
+        &fluss_lake_guest_sdk::testing::pairs(&[("num-sorted-run.compaction-trigger", "2")]),
+        &schema,
+    )
+    .unwrap();
+    for levels in files_by_level(&*t.storage).values() {
+        let runs: Vec<LevelRun> = levels
+            .iter()
+            .flat_map(|(level, files)| {
+                let size = |f: &DataFileMeta| f.file_size as u64;
+                if *level == 0 {
+                    files
+                        .iter()
+                        .map(|f| LevelRun {
+                            level: 0,
+                            size: size(f),
+                        })
+                        .collect::<Vec<_>>()
+                } else {
+                    vec![LevelRun {
+                        level: *level as usize,
+                        size: files.iter().map(size).sum(),
+                    }]
+                }
+            })
+            .collect();
+        assert_eq!(universal::pick(&options, 3, &runs), None, "{runs:?}");
+    }
+    let id = latest_snapshot_id(&*t.storage).unwrap().unwrap();
+    assert_eq!(pk_rows(&*t.storage, id), t.model);
+    assert!(orphans(&*t.storage).is_empty());
+}
+
+#[test]
+fn a_lost_race_is_retried_and_a_concurrently_compacted_input_aborts_cleanly() {
+    // Another tiering round takes the snapshot id first: the compaction commits after it.
+    let mut t = PkTable::new();
+    for r in 0..5 {
+        t.round(r);
+    }
+    let inner = t.storage.clone();
+    let rival = std::cell::RefCell::new(PkTable {
+        storage: inner.clone(),
+        table: t.table.clone(),
+        model: t.model.clone(),
+        history: Vec::new(),
+        offsets: t.offsets.clone(),
+    });
+    let racing = RacingStorage::new(
+        &inner,
+        |p| p == snapshot_path(6),
+        || {
+            let mut r = rival.borrow_mut();
+            let storage = r.storage.clone();
+            r.round_on(&*storage, 5);
+        },
+    );
+    let schema = load_latest_schema(&*inner).unwrap().unwrap();
+    let done = compact(&racing, &[], &schema, &now, NO_DEADLINE).unwrap();
+    assert_eq!(done.committed_snapshots, [7]);
+    assert_eq!(snapshot(&*inner, 6).commit_user, FLUSS_COMMIT_USER);
+    assert_eq!(pk_rows(&*inner, 7), rival.borrow().model);
+    assert!(orphans(&*inner).is_empty());
+
+    // Another writer compacts (here: removes) one of the inputs first: the compaction gives
+    // up, deletes what it wrote and leaves the table as the other writer left it.
+    let mut t = PkTable::new();
+    for r in 0..5 {
+        t.round(r);
+    }
+    let inner = t.storage.clone();
+    let victim = live_files::live_entries(&*inner, &latest(&*inner), Some(0))
+        .unwrap()
+        .remove(0);
+    let racing = RacingStorage::new(
+        &inner,
+        |p| p == snapshot_path(6),
+        || {
+            let mut gone = victim.clone();
+            gone.kind = FileKind::Delete;
+            let message = CommitMessage {
+                data_files: vec![gone],
+                changelog_files: Vec::new(),
+            };
+            PaimonCommitter::new(&*inner, vec![])
+                .commit_compaction(&message, "another-compactor", &mut |_, _| Ok(()))
+                .unwrap();
+        },
+    );
+    let data_files = || -> BTreeSet<String> {
+        ["bucket-0", "bucket-1"]
+            .iter()
+            .flat_map(|d| inner.list(d).unwrap())
+            .map(|o| o.path)
+            .collect()
+    };
+    let files_before = data_files();
+    let done = compact(&racing, &[], &schema, &now, NO_DEADLINE).unwrap();
+    assert_eq!(
+        done,
+        Compacted {
+            more_to_do: true,
+            ..Compacted::default()
+        }
+    );
+    assert_eq!(latest_snapshot_id(&*inner).unwrap(), Some(6));
+    assert_eq!(latest(&*inner).commit_user, "another-compactor");
+    assert_eq!(
+        data_files(),
+        files_before,
+        "the compaction's files are gone again"
+    );
+    assert!(orphans(&*inner).is_empty(), "{:?}", orphans(&*inner));
+}
+
+#[test]
+fn append_tables_compact_small_files_in_row_order() {
+    let storage = MemoryStorage::new();
+    let table = log_table(
+        "db",
+        "log",
+        &[("id", "INT", false), ("name", "STRING", true)],
+        &["id"],
+        1,
+        &[],
+    );
+    create_table_if_missing(&storage, &table, &[]).unwrap();
+    let mut written = Vec::new();
+    for r in 0..7 {
+        let ids: Vec<i32> = (r * 10..r * 10 + 10).rev().collect();
+        let names: Vec<String> = ids.iter().map(|i| format!("n{i}")).collect();
+        let mut w = PaimonWriter::open(&writer_context(&table, 0, None, &[]), &storage).unwrap();
+        w.write(make_row_batch(&batch(&ids, &names), (r * 10) as i64, 1).unwrap())
+            .unwrap();
+        let mut c = PaimonCommitter::new(&storage, vec![]);
+        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
+        c.commit(
+            &to_committable(&[w.complete().unwrap().payload]).unwrap(),
+            &[("fluss-offsets".to_string(), format!("/o/{r}"))],
+            base,
+        )
+        .unwrap();
+        written.extend(ids);
+    }
+    let schema = load_latest_schema(&storage).unwrap().unwrap();
+    let done = compact(&storage, &[], &schema, &now, NO_DEADLINE).unwrap();
+    assert_eq!(done.committed_snapshots, [8]);
+    assert_eq!(done.files_compacted, 5);
+    assert_eq!(done.files_written, 1);
+    let mut files: Vec<DataFileMeta> = live_files::live_entries(&storage, &latest(&storage), None)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.file)
+        .collect();
+    files.sort_by_key(|f| f.min_sequence_number);
+    assert_eq!(files.len(), 3, "the five oldest files became one");
+    assert_eq!(files[0].file_source, Some(FileSource::Compact as i32));
+    assert_eq!(
+        (files[0].min_sequence_number, files[0].max_sequence_number),
+        (0, 49)
+    );
+    assert_eq!(files[1].min_sequence_number, 50);
+    let mut read: Vec<i32> = Vec::new();
+    for f in &files {
+        for b in read_all(&storage, &format!("bucket-0/{}", f.file_name)).unwrap() {
+            read.extend(
+                b.column_by_name("id")
+                    .unwrap()
+                    .as_primitive::<Int32Type>()
+                    .values(),
+            );
+        }
+    }
+    assert_eq!(read, written, "rows keep their order");
+    let s = latest(&storage);
+    assert_eq!(
+        (s.commit_kind.as_str(), s.total_record_count),
+        ("COMPACT", Some(70))
+    );
+    assert_eq!(s.delta_record_count, Some(0));
+
+    // Bucket-unaware tables are left to Paimon's own (non-)compaction.
+    let storage = MemoryStorage::new();
+    let table = log_table("db", "unaware", &[("id", "INT", false)], &[], 1, &[]);
+    create_table_if_missing(&storage, &table, &[]).unwrap();
+    let schema = load_latest_schema(&storage).unwrap().unwrap();
+    let done = compact(&storage, &[], &schema, &now, NO_DEADLINE).unwrap();
+    assert_eq!(done, Compacted::default());
+}
+
+/// Rewrites the table's schema with an extra option, as `ALTER TABLE ... SET` would.
+fn set_option(storage: &dyn Storage, key: &str, value: &str) {
+    let mut schema = load_latest_schema(storage).unwrap().unwrap();
+    schema.options.insert(key.to_string(), value.to_string());
+    storage
+        .put(&schema_path(schema.id), &schema.to_json().unwrap())
+        .unwrap();
+}
+
+fn request(compact: bool, expire: bool, keep_since: Option<i64>) -> MaintenanceRequest {
+    MaintenanceRequest {
+        expire_snapshots: expire,
+        compact,
+        keep_since,
+        deadline_millis: NO_DEADLINE,
+    }
+}
+
+#[test]
+fn merge_engines_it_cannot_reproduce_are_refused_touching_nothing() {
+    for (key, value) in [
+        ("merge-engine", "partial-update"),
+        ("merge-engine", "aggregation"),
+        ("merge-engine", "first-row"),
+        ("changelog-producer", "lookup"),
+        ("deletion-vectors.enabled", "true"),
+    ] {
+        let mut t = PkTable::new();
+        for r in 0..6 {
+            t.round(r);
+        }
+        set_option(&*t.storage, key, value);
+        let files = t.storage.list("").unwrap();
+        let schema = load_latest_schema(&*t.storage).unwrap().unwrap();
+        let e = compact(&*t.storage, &[], &schema, &now, NO_DEADLINE).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{key}={value}: {e}");
+        assert_eq!(t.storage.list("").unwrap(), files, "{key}={value}");
+        let e = crate::maintenance::maintain(&*t.storage, &[], &request(true, false, None))
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+    }
+}
+
+#[test]
+fn expiry_in_the_same_call_deletes_what_compaction_replaced_once_its_snapshots_go() {
+    let mut t = PkTable::new();
+    for r in 0..6 {
+        t.round(r);
+    }
+    let replaced: Vec<String> = files_by_level(&*t.storage)
+        .values()
+        .flat_map(|l| l[&0].iter().map(|f| f.file_name.clone()))
+        .collect();
+    let config = [
+        ("snapshot.num-retained.min", "1"),
+        ("snapshot.time-retained", "1 ms"),
+    ];
+    let config = fluss_lake_guest_sdk::testing::pairs(&config);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    // Fluss still needs snapshot 6: the compaction's inputs stay, as snapshot 6 uses them.
+    let report =
+        crate::maintenance::maintain(&*t.storage, &config, &request(true, true, Some(6))).unwrap();
+    assert_eq!(report.committed_snapshots, [7]);
+    assert_eq!(report.snapshots_expired, 5);
+    let exists = |name: &String| {
+        let s = &*t.storage;
+        s.head(&format!("bucket-0/{name}")).unwrap().is_some()
+            || s.head(&format!("bucket-1/{name}")).unwrap().is_some()
+    };
+    assert!(replaced.iter().all(exists));
+    assert_eq!(pk_rows(&*t.storage, 6), t.model);
+    // Once snapshot 6 may go too, the replaced files are deleted with it.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let report =
+        crate::maintenance::maintain(&*t.storage, &config, &request(true, true, None)).unwrap();
+    assert_eq!(report.committed_snapshots, Vec::<i64>::new());
+    assert_eq!(report.snapshots_expired, 1);
+    assert!(!replaced.iter().any(exists));
+    assert_eq!(pk_rows(&*t.storage, 7), t.model);
+    assert!(orphans(&*t.storage).is_empty());
+    // A refused compaction does not stop expiry asked for in the same call.
+    set_option(&*t.storage, "merge-engine", "first-row");
+    crate::maintenance::maintain(&*t.storage, &config, &request(true, true, None)).unwrap();
+}
