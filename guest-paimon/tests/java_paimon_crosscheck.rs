@@ -29,6 +29,8 @@ use fluss_lake_paimon::binary_row::Value;
 use fluss_lake_paimon::bucket::bucket_of;
 use fluss_lake_paimon::catalog::{LAYOUT, create_table_if_missing, validate_table};
 use fluss_lake_paimon::committer::{PaimonCommitter, to_committable};
+use fluss_lake_paimon::compact::{MAINTENANCE_COMMIT_USER, compact};
+use fluss_lake_paimon::schema::load_latest_schema;
 use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
 
@@ -196,6 +198,53 @@ fn write_with_plugin(warehouse: &Path) {
     }
 }
 
+/// Compacts the plugin's table as a maintenance call does, with a trigger low enough for
+/// three rounds (three level-0 runs per bucket) to be compacted.
+fn compact_with_plugin(warehouse: &Path) {
+    let table = table_info("rust_pk");
+    let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&table).unwrap()));
+    let schema = load_latest_schema(&storage).unwrap().unwrap();
+    let config = vec![(
+        "num-sorted-run.compaction-trigger".to_string(),
+        "2".to_string(),
+    )];
+    let now = fluss_lake_guest_sdk::clock::now_millis;
+    let done = compact(&storage, &config, &schema, &now, i64::MAX).unwrap();
+    assert_eq!(done.committed_snapshots, [ROUNDS as i64 + 1], "{done:?}");
+    assert!(done.files_compacted > 0, "{done:?}");
+}
+
+/// The first line where `ours` and `expected` differ, with the block it belongs to.
+fn first_difference(ours: &str, expected: &str) -> Option<String> {
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), expected.lines().collect());
+    let at = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))?;
+    let block = |lines: &[&str]| {
+        lines[..at.min(lines.len())]
+            .iter()
+            .rev()
+            .find(|l| !l.starts_with("  "))
+            .map(|l| l.to_string())
+    };
+    Some(format!(
+        "line {at} (in {:?} / {:?}): {:?} instead of {:?}",
+        block(&a),
+        block(&b),
+        a.get(at),
+        b.get(at)
+    ))
+}
+
+/// The record count of the compaction snapshot.
+fn compacted_total(warehouse: &Path) -> i64 {
+    let table = table_info("rust_pk");
+    let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&table).unwrap()));
+    fluss_lake_paimon::snapshot::read_snapshot(&storage, ROUNDS as i64 + 1)
+        .unwrap()
+        .unwrap()
+        .total_record_count
+        .unwrap()
+}
+
 fn jars() -> String {
     let dist = root().join("target/fluss-dist");
     let mut jars = Vec::new();
@@ -286,5 +335,47 @@ fn java_paimon_writes_and_reads_the_same_tables() {
     let theirs = java(&["read", wh, "fluss", "java_pk"]);
     assert!(ours.contains("changelog of snapshot 3"), "{ours}");
     assert_eq!(ours, theirs, "Java Paimon reads differ");
+
+    // The plugin compacts its table; Java Paimon reads the compaction snapshot exactly as
+    // the last round's (Java's own table, never compacted, is the model) and every earlier
+    // snapshot as before.
+    compact_with_plugin(&warehouse);
+    let dump = java(&["dump", wh, "fluss", "rust_pk"]);
+    assert!(
+        dump.contains(&format!(
+            "snapshot 4 kind=COMPACT total={} ",
+            compacted_total(&warehouse)
+        )) && dump.contains(&format!("user={MAINTENANCE_COMMIT_USER}")),
+        "{dump}"
+    );
+    assert!(dump.contains("source=COMPACT"), "{dump}");
+    let compacted = java(&["read", wh, "fluss", "rust_pk"]);
+    let (history, compaction) = compacted
+        .split_once("batch read at snapshot 4 ")
+        .expect("a batch read of the compaction snapshot");
+    if let Some(diff) = first_difference(history, &theirs) {
+        panic!("Java Paimon reads the snapshots before the compaction differently: {diff}");
+    }
+    // A bucket whose files are all on the highest level without retractions is read raw,
+    // without the merge that reports each row's kind: Java reports those rows as +I.
+    let rows = |block: &str| -> Vec<String> {
+        let mut rows: Vec<String> = block
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| l.replacen("  +U ", "  +I ", 1))
+            .collect();
+        rows.sort();
+        rows
+    };
+    let last_round = theirs
+        .split_once("batch read at snapshot 3 ")
+        .expect("a batch read of the last round")
+        .1;
+    assert_eq!(
+        rows(&format!("\n{}", compaction.split_once('\n').unwrap().1)),
+        rows(&format!("\n{}", last_round.split_once('\n').unwrap().1)),
+        "Java Paimon reads the compaction snapshot differently from the last round's"
+    );
     std::fs::remove_dir_all(&scratch).unwrap();
 }
