@@ -7,6 +7,12 @@
 //! [`Storage`](fluss_lake_guest_sdk::storage::Storage) trait ([`writer`], [`committer`],
 //! [`catalog`]) so it runs natively in tests and benchmarks; [`Paimon`] hands it to the SDK's
 //! WIT adapter.
+//!
+//! Table maintenance ([`maintenance`], when the host asks after a round) does what Paimon's
+//! own commit does for a table that is not `write-only`: [`compact`]ion of data files
+//! (universal compaction of primary-key buckets, small-file compaction of bucketed append
+//! tables, committed as `COMPACT` snapshots of its own commit user), then snapshot
+//! [`expire`]y.
 
 pub mod append_writer;
 pub mod binary_row;

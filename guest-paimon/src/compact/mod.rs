@@ -14,7 +14,10 @@
 //!
 //! Refused (`unsupported`, nothing written): merge engines other than deduplicate, changelog
 //! producers that need compaction to produce changelog (`lookup`, `full-compaction`),
-//! deletion vectors and the other features tiering refuses ([`check_supported`]).
+//! deletion vectors and the other features tiering refuses ([`check_supported`]),
+//! `record-level.expire-time`, and options whose behaviour needs state kept across writes
+//! ([`options`]). Skipped with a debug line: `write-only` tables, buckets holding files of
+//! an older schema or outside the table.
 //!
 //! Bounds: buckets are compacted one after the other until the deadline, and the data files
 //! read per call add up to at most `maintenance.compaction.max-input-bytes` (default 256 MiB;
@@ -63,10 +66,13 @@ use options::{CompactionOptions, MAX_INPUT_BYTES};
 use unit::Step;
 use universal::LevelRun;
 
-/// The commit user of compaction snapshots: fixed, so that maintenance commits are told
-/// apart from tiering's (`__fluss_lake_tiering`, whose latest snapshot Fluss recovers from)
-/// and from any Paimon job's, in every call and every plugin instance alike.
-pub const MAINTENANCE_COMMIT_USER: &str = "fluss-lake-maintenance";
+/// The commit user of compaction snapshots: fixed (the one the Iceberg and Lance plugins
+/// commit maintenance with), so that maintenance commits are told apart from tiering's
+/// (`__fluss_lake_tiering`, whose latest snapshot Fluss recovers from) and from any Paimon
+/// job's, in every call and plugin instance alike. A per-call user would say no more: the
+/// snapshot id already identifies the call, and Paimon ties no state to a commit user that
+/// a later compaction would need.
+pub const MAINTENANCE_COMMIT_USER: &str = "__fluss_lake_maintenance";
 
 /// Compactions of one bucket per call at most (each one re-picks on the updated levels).
 const MAX_COMPACTIONS_PER_BUCKET: usize = 16;
@@ -391,6 +397,9 @@ impl Job<'_> {
                 self.options.compaction_file_size,
                 self.options.force_rewrite_all_files,
             );
+            if steps.is_empty() {
+                break;
+            }
             let cost: u64 = steps
                 .iter()
                 .filter_map(|s| match s {

@@ -76,7 +76,8 @@ fn flag(key: &str, value: Option<&str>) -> Result<bool> {
 impl CompactionOptions {
     /// The options of the table in `schema`, `plugin_config` first. Fails with `unsupported`
     /// for Paimon compaction settings whose behaviour needs state a maintenance call does not
-    /// have (`compaction.optimization-interval`, `lookup-compact = gentle`).
+    /// have (`compaction.optimization-interval`, `lookup-compact = gentle`) or that make
+    /// compaction change rows (`record-level.expire-time`).
     pub fn of(
         plugin_config: &[(String, String)],
         schema: &TableSchema,
@@ -95,6 +96,12 @@ impl CompactionOptions {
                 "compaction.optimization-interval = {v}: a periodic full compaction needs the \
                  time of the last one, which this plugin does not keep; unset it or compact \
                  the table with Paimon"
+            )));
+        }
+        if let Some(v) = get("record-level.expire-time") {
+            return Err(Error::unsupported(format!(
+                "record-level.expire-time = {v}: Paimon drops expired records while compacting, \
+                 which this plugin does not; unset it or compact the table with Paimon"
             )));
         }
         let force_lookup = flag("force-lookup", get("force-lookup"))?;
@@ -216,6 +223,7 @@ mod tests {
 
         for bad in [
             ("compaction.optimization-interval", "1 h"),
+            ("record-level.expire-time", "1 d"),
             ("num-sorted-run.compaction-trigger", "0"),
             ("num-levels", "1"),
             ("compaction.force-up-level-0", "yes"),
