@@ -2,7 +2,11 @@
 //! (`overwrite`, or `delete` without data files) when delete files are present, as Fluss's
 //! Java `IcebergLakeCommitter` does; empty rounds still commit a snapshot so the offsets
 //! persist. The snapshot summary carries Iceberg's counters plus `commit-user` and the
-//! properties Fluss passes (`fluss-offsets`).
+//! properties Fluss passes (`fluss-offsets`). The parent's manifests are carried, those left
+//! without a live file dropped, and merged as Java's `MergeAppend` / `RowDelta` merge them
+//! ([`merge`](crate::merge)): done in the round's commit, as Fluss's Java committer does, so
+//! tables stay bounded without maintenance; it reads at most the small manifests of one bin
+//! once every `commit.manifest.min-count-to-merge` rounds.
 //!
 //! Optimistic concurrency: the metadata version is published with put-if-absent; on a
 //! conflict the round's manifests are rebuilt on the new current metadata and retried.
@@ -13,17 +17,16 @@ use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
     ReadableSnapshot, TieringStats,
 };
-use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, clock};
+use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result};
 
 use crate::hadoop_tables::{self, Loaded};
-use crate::manifest::{
-    DataFile, FileContent, ManifestFile, read_manifest_list, write_manifest, write_manifest_list,
-};
-use crate::metadata::Snapshot;
+use crate::manifest::{DataFile, FileContent, MANIFEST_DATA, MANIFEST_DELETES, ManifestFile};
+use crate::merge::MergePolicy;
+use crate::producer::SnapshotAttempt;
+use crate::summary::{Change, summary};
 use crate::writer::WritePayload;
 
-/// Snapshot summary key naming who committed (Java: `commit-user`).
-pub const COMMIT_USER: &str = "commit-user";
+pub use crate::summary::COMMIT_USER;
 const MAX_COMMIT_ATTEMPTS: usize = 10;
 
 /// Merges the splits' write results into one committable.
@@ -48,102 +51,6 @@ pub fn relative_path<'a>(location: &str, uri: &'a str) -> Result<&'a str> {
         .ok_or_else(|| {
             Error::invalid_input(format!("{uri} is not inside the table location {location}"))
         })
-}
-
-fn new_snapshot_id(taken: &[Snapshot]) -> i64 {
-    loop {
-        let (hi, lo) = uuid::Uuid::new_v4().as_u64_pair();
-        let id = ((hi ^ lo) & i64::MAX as u64) as i64;
-        if id != 0 && !taken.iter().any(|s| s.snapshot_id == id) {
-            return id;
-        }
-    }
-}
-
-fn total(parent: Option<&Snapshot>, key: &str) -> i64 {
-    parent
-        .and_then(|p| p.summary_value(key))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Iceberg's snapshot summary for adding `files` on top of `parent`.
-fn summary(
-    operation: &str,
-    files: &[DataFile],
-    parent: Option<&Snapshot>,
-    properties: &[(String, String)],
-) -> Vec<(String, String)> {
-    let count = |c: FileContent| files.iter().filter(|f| f.content == c).count() as i64;
-    let records = |c: FileContent| {
-        files
-            .iter()
-            .filter(|f| f.content == c)
-            .map(|f| f.record_count)
-            .sum::<i64>()
-    };
-    let data_files = count(FileContent::Data);
-    let eq_files = count(FileContent::EqualityDeletes);
-    let pos_files = count(FileContent::PositionDeletes);
-    let added_records = records(FileContent::Data);
-    let eq_deletes = records(FileContent::EqualityDeletes);
-    let pos_deletes = records(FileContent::PositionDeletes);
-    let size: i64 = files.iter().map(|f| f.file_size_in_bytes).sum();
-    let mut partitions: Vec<&Vec<_>> = files.iter().map(|f| &f.partition).collect();
-    partitions.sort();
-    partitions.dedup();
-
-    let mut s: Vec<(String, String)> = vec![("operation".into(), operation.into())];
-    let mut put = |k: &str, v: i64, always: bool| {
-        if always || v != 0 {
-            s.push((k.to_string(), v.to_string()));
-        }
-    };
-    put("added-data-files", data_files, false);
-    put("added-records", added_records, false);
-    put("added-files-size", size, false);
-    put("added-delete-files", eq_files + pos_files, false);
-    put("added-equality-delete-files", eq_files, false);
-    put("added-position-delete-files", pos_files, false);
-    put("added-equality-deletes", eq_deletes, false);
-    put("added-position-deletes", pos_deletes, false);
-    put("changed-partition-count", partitions.len() as i64, true);
-    put(
-        "total-records",
-        total(parent, "total-records") + added_records,
-        true,
-    );
-    put(
-        "total-files-size",
-        total(parent, "total-files-size") + size,
-        true,
-    );
-    put(
-        "total-data-files",
-        total(parent, "total-data-files") + data_files,
-        true,
-    );
-    put(
-        "total-delete-files",
-        total(parent, "total-delete-files") + eq_files + pos_files,
-        true,
-    );
-    put(
-        "total-position-deletes",
-        total(parent, "total-position-deletes") + pos_deletes,
-        true,
-    );
-    put(
-        "total-equality-deletes",
-        total(parent, "total-equality-deletes") + eq_deletes,
-        true,
-    );
-    s.push((COMMIT_USER.into(), FLUSS_COMMIT_USER.into()));
-    for (k, v) in properties {
-        s.retain(|(key, _)| key != k);
-        s.push((k.clone(), v.clone()));
-    }
-    s
 }
 
 impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
@@ -244,6 +151,9 @@ impl<S: Storage> IcebergCommitter<S> {
             .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
     }
 
+    /// One attempt: the round's files as new manifests (data, deletes) in front of the
+    /// parent's, merged as Java's `MergeAppend` / `RowDelta` merge them
+    /// ([`MergePolicy::on_commit`]); manifests left with no live file are dropped.
     fn try_commit(
         &self,
         base: &Loaded,
@@ -251,8 +161,6 @@ impl<S: Storage> IcebergCommitter<S> {
         properties: &[(String, String)],
     ) -> Result<CommitResult> {
         let m = &base.metadata;
-        let location = m.location()?.to_string();
-        let schema = m.current_schema()?;
         let spec = m.default_spec()?;
         if let Some(f) = files.iter().find(|f| f.spec_id != spec.spec_id) {
             return Err(Error::conflict(format!(
@@ -260,78 +168,43 @@ impl<S: Storage> IcebergCommitter<S> {
                 f.file_path, f.spec_id, spec.spec_id
             )));
         }
-        let snapshots = m.snapshots()?;
-        let parent = m.current_snapshot()?;
-        let snapshot_id = new_snapshot_id(&snapshots);
-        let sequence_number = m.last_sequence_number() + 1;
-        let commit_id = uuid::Uuid::new_v4();
+        let policy = MergePolicy::of(&self.config, m)?;
+        let mut attempt = SnapshotAttempt::new(&self.storage, base)?;
         let (data, deletes): (Vec<DataFile>, Vec<DataFile>) = files
             .iter()
             .cloned()
             .partition(|f| f.content == FileContent::Data);
-
-        let mut written: Vec<String> = Vec::new();
-        let mut new_manifests = Vec::new();
-        for (k, group) in [data.as_slice(), deletes.as_slice()].iter().enumerate() {
-            if group.is_empty() {
-                continue;
+        let planned = self.plan_manifests(&mut attempt, &policy, &data, &deletes);
+        let manifests = match planned {
+            Ok(manifests) => manifests,
+            Err(e) => {
+                attempt.discard();
+                return Err(e);
             }
-            let bytes = write_manifest(&schema, &spec, snapshot_id, group)?;
-            let rel = format!("metadata/{commit_id}-m{k}.avro");
-            self.storage.put(&rel, &bytes)?;
-            written.push(rel.clone());
-            new_manifests.push(ManifestFile::for_added(
-                format!("{location}/{rel}"),
-                bytes.len() as i64,
-                &spec,
-                sequence_number,
-                snapshot_id,
-                group,
-            ));
-        }
-        let mut manifests = new_manifests;
-        if let Some(p) = &parent {
-            let list = self
-                .storage
-                .get(relative_path(&location, &p.manifest_list)?)?;
-            manifests.extend(read_manifest_list(&list)?);
-        }
-        let list_rel = format!("metadata/snap-{snapshot_id}-1-{commit_id}.avro");
-        let list = write_manifest_list(
-            &manifests,
-            snapshot_id,
-            parent.as_ref().map(|p| p.snapshot_id),
-            sequence_number,
-        )?;
-        self.storage.put(&list_rel, &list)?;
-        written.push(list_rel.clone());
-
+        };
         let operation = match (data.is_empty(), deletes.is_empty()) {
             (_, true) => "append",
             (false, false) => "overwrite",
             (true, false) => "delete",
         };
-        let snapshot = Snapshot {
-            snapshot_id,
-            parent_snapshot_id: parent.as_ref().map(|p| p.snapshot_id),
-            sequence_number,
-            timestamp_ms: clock::now_millis().max(m.last_updated_ms()),
-            manifest_list: format!("{location}/{list_rel}"),
-            summary: summary(operation, files, parent.as_ref(), properties),
-            schema_id: Some(schema.schema_id),
-        };
-        let next = m.with_snapshot(&snapshot, &base.metadata_file()?);
-        if let Err(e) = hadoop_tables::publish(&self.storage, Some(base.version), &next) {
-            for rel in &written {
-                let _ = self.storage.delete(rel);
-            }
-            return Err(e);
-        }
+        let (snapshot_id, sequence_number) = (attempt.snapshot_id, attempt.sequence_number);
+        let summary = summary(
+            operation,
+            Change {
+                added: files,
+                removed: &[],
+            },
+            attempt.parent.as_ref(),
+            FLUSS_COMMIT_USER,
+            properties,
+        );
+        let snapshot = attempt.commit(&manifests, summary)?;
         fluss_lake_guest_sdk::info!(
             "committed Iceberg snapshot {snapshot_id} (sequence {sequence_number}, {operation}: \
-             {} data and {} delete files)",
+             {} data and {} delete files, {} manifests)",
             data.len(),
-            deletes.len()
+            deletes.len(),
+            manifests.len()
         );
         let stat = |k: &str| snapshot.summary_value(k).and_then(|v| v.parse().ok());
         Ok(CommitResult {
@@ -343,6 +216,39 @@ impl<S: Storage> IcebergCommitter<S> {
                 record_count: stat("total-records"),
             },
         })
+    }
+
+    /// The new snapshot's manifest list: merged data manifests, then merged delete manifests.
+    fn plan_manifests(
+        &self,
+        attempt: &mut SnapshotAttempt<'_>,
+        policy: &MergePolicy,
+        data: &[DataFile],
+        deletes: &[DataFile],
+    ) -> Result<Vec<ManifestFile>> {
+        let spec_id = attempt.base.metadata.default_spec()?.spec_id;
+        let schema = attempt.manifest_schema(spec_id)?;
+        let mut lists = [Vec::new(), Vec::new()];
+        for (content, group) in [(MANIFEST_DATA, data), (MANIFEST_DELETES, deletes)] {
+            if group.is_empty() {
+                continue;
+            }
+            let mut writer = attempt.manifest_writer(&schema, content)?;
+            for f in group {
+                writer.add(f, None)?;
+            }
+            let manifest = attempt.store_manifest(writer)?;
+            lists[content as usize].push(manifest);
+        }
+        for parent in attempt.parent_manifests()? {
+            if parent.has_live_files() {
+                lists[(parent.content != MANIFEST_DATA) as usize].push(parent);
+            }
+        }
+        let [data_manifests, delete_manifests] = lists;
+        let mut manifests = policy.on_commit(attempt, data_manifests)?;
+        manifests.extend(policy.on_commit(attempt, delete_manifests)?);
+        Ok(manifests)
     }
 }
 
@@ -359,6 +265,7 @@ mod tests {
 
     use super::*;
     use crate::catalog::create_table_if_missing;
+    use crate::manifest::read_manifest_list;
     use crate::writer::IcebergWriter;
 
     fn batch(ids: &[i32]) -> RecordBatch {

@@ -5,20 +5,35 @@
 //! metadata versions, Parquet data files with every column's field id and the `__bucket`,
 //! `__offset`, `__timestamp` system columns, Avro manifests with field ids and per-file
 //! metrics, and for primary-key tables equality and position deletes committed as one row
-//! delta per round. The format logic is plain Rust over the SDK's
+//! delta per round; every commit merges manifests as Java's `MergeAppend` does
+//! (`commit.manifest-merge.enabled`, [`merge`]). Table maintenance ([`maintenance`]) expires
+//! snapshots ([`expire`]), compacts small data files per Fluss bucket with their deletes
+//! applied ([`compaction`], committed as a `replace` by [`rewrite_commit`]) and merges
+//! manifests left too many ([`rewrite_manifests`]). The format logic is plain Rust over the SDK's
 //! [`Storage`](fluss_lake_guest_sdk::storage::Storage) trait so it runs natively in tests;
 //! [`Iceberg`] hands it to the SDK's WIT adapter.
 
+pub mod bins;
 pub mod catalog;
 pub mod committer;
+pub mod compaction;
+pub mod deletes;
 pub mod expire;
+pub mod file_rows;
 pub mod file_writer;
 pub mod hadoop_tables;
 pub mod maintenance;
+#[cfg(test)]
+mod maintenance_tests;
 pub mod manifest;
+pub mod merge;
 pub mod metadata;
 pub mod partition;
+pub mod producer;
+pub mod rewrite_commit;
+pub mod rewrite_manifests;
 pub mod schema;
+pub mod summary;
 pub mod types;
 pub mod writer;
 

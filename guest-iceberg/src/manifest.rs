@@ -127,11 +127,11 @@ fn partition_value(v: &Option<PartitionValue>) -> Avro {
     }
 }
 
-fn data_file_record(f: &DataFile, spec: &PartitionSpec) -> Avro {
+fn data_file_record(f: &DataFile, spec: &PartitionSpec, carried: &CarriedFields) -> Avro {
     Avro::Record(vec![
         ("content".into(), Avro::Int(f.content as i32)),
         ("file_path".into(), Avro::String(f.file_path.clone())),
-        ("file_format".into(), Avro::String("PARQUET".into())),
+        ("file_format".into(), Avro::String(carried.format().into())),
         (
             "partition".into(),
             Avro::Record(
@@ -147,13 +147,19 @@ fn data_file_record(f: &DataFile, spec: &PartitionSpec) -> Avro {
             "file_size_in_bytes".into(),
             Avro::Long(f.file_size_in_bytes),
         ),
-        ("column_sizes".into(), null()),
+        (
+            "column_sizes".into(),
+            kv_array(&carried.column_sizes, Avro::Long),
+        ),
         ("value_counts".into(), kv_array(&f.value_counts, Avro::Long)),
         (
             "null_value_counts".into(),
             kv_array(&f.null_value_counts, Avro::Long),
         ),
-        ("nan_value_counts".into(), null()),
+        (
+            "nan_value_counts".into(),
+            kv_array(&carried.nan_value_counts, Avro::Long),
+        ),
         (
             "lower_bounds".into(),
             kv_array(&f.lower_bounds, Avro::Bytes),
@@ -162,8 +168,16 @@ fn data_file_record(f: &DataFile, spec: &PartitionSpec) -> Avro {
             "upper_bounds".into(),
             kv_array(&f.upper_bounds, Avro::Bytes),
         ),
-        ("key_metadata".into(), null()),
-        ("split_offsets".into(), null()),
+        (
+            "key_metadata".into(),
+            opt(carried.key_metadata.clone(), Avro::Bytes),
+        ),
+        (
+            "split_offsets".into(),
+            opt(carried.split_offsets.clone(), |o| {
+                Avro::Array(o.into_iter().map(Avro::Long).collect())
+            }),
+        ),
         (
             "equality_ids".into(),
             opt(f.equality_ids.clone(), |ids| {
@@ -178,48 +192,351 @@ fn data_file_record(f: &DataFile, spec: &PartitionSpec) -> Avro {
     ])
 }
 
-/// Writes a manifest of files ADDED by `snapshot_id`; their sequence numbers are inherited
-/// from the manifest list (null here), as Java writes them, so a retried commit that lands
-/// at a later sequence number stays correct. All files must share one content class
-/// (data, or deletes).
+/// Entry status (`manifest_entry.status`): a file carried over from an earlier snapshot.
+pub const STATUS_EXISTING: i32 = 0;
+/// Entry status of a file the manifest's snapshot added.
+pub const STATUS_ADDED: i32 = 1;
+/// Entry status of a file a snapshot deleted.
+pub const STATUS_DELETED: i32 = 2;
+
+/// `manifest_file.content` of a manifest of data files.
+pub const MANIFEST_DATA: i32 = 0;
+/// `manifest_file.content` of a manifest of delete files.
+pub const MANIFEST_DELETES: i32 = 1;
+
+impl FileContent {
+    /// The content of `data_file.content`.
+    pub fn from_i32(v: i32) -> Result<FileContent> {
+        match v {
+            0 => Ok(FileContent::Data),
+            1 => Ok(FileContent::PositionDeletes),
+            2 => Ok(FileContent::EqualityDeletes),
+            other => Err(Error::corrupt(format!("data_file.content {other}"))),
+        }
+    }
+
+    /// The `manifest_file.content` of a manifest holding files of this content.
+    pub fn manifest_content(self) -> i32 {
+        match self {
+            FileContent::Data => MANIFEST_DATA,
+            _ => MANIFEST_DELETES,
+        }
+    }
+}
+
+/// Fields of `data_file` this plugin does not interpret but must carry unchanged when it
+/// rewrites an entry another writer made (a merge or a filter rewrites every entry of a
+/// manifest).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CarriedFields {
+    /// `file_format`; `None` is `PARQUET`, what this plugin writes.
+    pub file_format: Option<String>,
+    pub column_sizes: Vec<(i32, i64)>,
+    pub nan_value_counts: Vec<(i32, i64)>,
+    pub key_metadata: Option<Vec<u8>>,
+    pub split_offsets: Option<Vec<i64>>,
+}
+
+impl CarriedFields {
+    /// The file's format as manifests spell it (`PARQUET`, `ORC`, `AVRO`).
+    pub fn format(&self) -> &str {
+        self.file_format.as_deref().unwrap_or("PARQUET")
+    }
+}
+
+/// An entry of a manifest, whole: what rewriting it (merge, filter) needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestEntry {
+    /// [`STATUS_EXISTING`], [`STATUS_ADDED`] or [`STATUS_DELETED`].
+    pub status: i32,
+    /// The snapshot that added (or deleted) the file, inherited from the manifest when read.
+    pub snapshot_id: Option<i64>,
+    /// The data sequence number (inherited for added entries when read).
+    pub sequence_number: Option<i64>,
+    pub file_sequence_number: Option<i64>,
+    pub file: DataFile,
+    pub carried: CarriedFields,
+}
+
+impl ManifestEntry {
+    /// Not deleted: the file is part of the snapshot that lists the manifest.
+    pub fn is_live(&self) -> bool {
+        self.status != STATUS_DELETED
+    }
+
+    /// The data sequence number (0 when unknown: a v1 file, older than everything).
+    pub fn data_sequence_number(&self) -> i64 {
+        self.sequence_number.unwrap_or(0)
+    }
+}
+
+/// The Avro schema and header of the manifests of one partition spec.
+pub struct ManifestSchema {
+    avro: avro::Schema,
+    spec: PartitionSpec,
+    header: Vec<(&'static str, String)>,
+}
+
+impl ManifestSchema {
+    pub fn new(schema: &IcebergSchema, spec: &PartitionSpec) -> Result<ManifestSchema> {
+        let types = spec.result_types(schema)?;
+        let avro = avro::parse_schema(&manifest_entry_schema(spec, &types).to_string())?;
+        Ok(ManifestSchema {
+            avro,
+            spec: spec.clone(),
+            header: vec![
+                ("schema", schema.to_json().to_string()),
+                ("schema-id", schema.schema_id.to_string()),
+                ("partition-spec", spec.fields_json().to_string()),
+                ("partition-spec-id", spec.spec_id.to_string()),
+                ("format-version", "2".to_string()),
+            ],
+        })
+    }
+
+    pub fn spec(&self) -> &PartitionSpec {
+        &self.spec
+    }
+
+    /// A writer of a manifest of `content` (data or deletes, [`MANIFEST_DATA`] /
+    /// [`MANIFEST_DELETES`]) committed by snapshot `snapshot_id` at `sequence_number`.
+    pub fn writer(
+        &self,
+        content: i32,
+        snapshot_id: i64,
+        sequence_number: i64,
+    ) -> Result<ManifestWriter<'_>> {
+        let mut writer = apache_avro::Writer::with_codec(
+            &self.avro,
+            Vec::new(),
+            apache_avro::Codec::Deflate(apache_avro::DeflateSettings::default()),
+        );
+        let kind = if content == MANIFEST_DATA {
+            "data"
+        } else {
+            "deletes"
+        };
+        for (k, v) in self
+            .header
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .chain([("content", kind)])
+        {
+            writer
+                .add_user_metadata(k.to_string(), v.as_bytes())
+                .map_err(|e| Error::internal(format!("avro metadata {k}: {e}")))?;
+        }
+        Ok(ManifestWriter {
+            spec: &self.spec,
+            writer,
+            content,
+            snapshot_id,
+            sequence_number,
+            counts: [(0, 0); 3],
+            partitions: vec![PartitionRange::default(); self.spec.fields.len()],
+            min_sequence_number: None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct PartitionRange {
+    contains_null: bool,
+    lower: Option<PartitionValue>,
+    upper: Option<PartitionValue>,
+}
+
+/// Writes one manifest entry by entry (streamed: a merge of many manifests holds one input
+/// manifest and the output's encoded bytes), keeping the counts, partition summaries and
+/// minimum sequence number its manifest-list entry needs, as Java's `ManifestWriter` does.
+pub struct ManifestWriter<'a> {
+    spec: &'a PartitionSpec,
+    writer: apache_avro::Writer<'a, Vec<u8>>,
+    content: i32,
+    snapshot_id: i64,
+    sequence_number: i64,
+    /// (files, rows) of existing, added and deleted entries, by status.
+    counts: [(i32, i64); 3],
+    partitions: Vec<PartitionRange>,
+    min_sequence_number: Option<i64>,
+}
+
+impl ManifestWriter<'_> {
+    /// A file added by this snapshot; `data_sequence_number` `None` inherits the snapshot's
+    /// (what a commit appending new files writes, so a retry at another sequence number
+    /// stays right), `Some` is explicit (a rewrite keeping the starting sequence number).
+    pub fn add(&mut self, file: &DataFile, data_sequence_number: Option<i64>) -> Result<()> {
+        self.append(
+            STATUS_ADDED,
+            Some(self.snapshot_id),
+            data_sequence_number,
+            None,
+            file,
+            &CarriedFields::default(),
+        )
+    }
+
+    /// An entry of an earlier manifest carried as it is: `EXISTING` with its snapshot and
+    /// sequence numbers, or `ADDED` when this snapshot added it.
+    pub fn keep(&mut self, e: &ManifestEntry) -> Result<()> {
+        if e.status == STATUS_ADDED && e.snapshot_id == Some(self.snapshot_id) {
+            return self.append(
+                STATUS_ADDED,
+                e.snapshot_id,
+                e.sequence_number,
+                e.file_sequence_number,
+                &e.file,
+                &e.carried,
+            );
+        }
+        self.append(
+            STATUS_EXISTING,
+            e.snapshot_id,
+            e.sequence_number,
+            e.file_sequence_number,
+            &e.file,
+            &e.carried,
+        )
+    }
+
+    /// A file this snapshot deletes: `DELETED` by this snapshot, its sequence numbers kept.
+    pub fn delete(&mut self, e: &ManifestEntry) -> Result<()> {
+        self.append(
+            STATUS_DELETED,
+            Some(self.snapshot_id),
+            e.sequence_number,
+            e.file_sequence_number,
+            &e.file,
+            &e.carried,
+        )
+    }
+
+    /// A `DELETED` entry of this snapshot carried into a merged manifest.
+    pub fn keep_deleted(&mut self, e: &ManifestEntry) -> Result<()> {
+        self.delete(e)
+    }
+
+    /// Entries written so far.
+    pub fn entries(&self) -> i32 {
+        self.counts.iter().map(|(f, _)| f).sum()
+    }
+
+    fn append(
+        &mut self,
+        status: i32,
+        snapshot_id: Option<i64>,
+        sequence_number: Option<i64>,
+        file_sequence_number: Option<i64>,
+        file: &DataFile,
+        carried: &CarriedFields,
+    ) -> Result<()> {
+        if file.content.manifest_content() != self.content {
+            return Err(Error::internal("a manifest mixes data and delete files"));
+        }
+        if file.partition.len() != self.spec.fields.len() {
+            return Err(Error::internal(format!(
+                "{} has {} partition values, spec {} has {} fields",
+                file.file_path,
+                file.partition.len(),
+                self.spec.spec_id,
+                self.spec.fields.len()
+            )));
+        }
+        let record = Avro::Record(vec![
+            ("status".into(), Avro::Int(status)),
+            ("snapshot_id".into(), opt(snapshot_id, Avro::Long)),
+            ("sequence_number".into(), opt(sequence_number, Avro::Long)),
+            (
+                "file_sequence_number".into(),
+                opt(file_sequence_number, Avro::Long),
+            ),
+            (
+                "data_file".into(),
+                data_file_record(file, self.spec, carried),
+            ),
+        ]);
+        self.writer
+            .append(record)
+            .map_err(|e| Error::internal(format!("avro encode: {e}")))?;
+        let c = &mut self.counts[status as usize];
+        c.0 += 1;
+        c.1 += file.record_count;
+        for (range, v) in self.partitions.iter_mut().zip(&file.partition) {
+            match v {
+                None => range.contains_null = true,
+                Some(v) => {
+                    if range.lower.as_ref().is_none_or(|l| v < l) {
+                        range.lower = Some(v.clone());
+                    }
+                    if range.upper.as_ref().is_none_or(|u| v > u) {
+                        range.upper = Some(v.clone());
+                    }
+                }
+            }
+        }
+        if status != STATUS_DELETED {
+            let seq = sequence_number.unwrap_or(self.sequence_number);
+            self.min_sequence_number = Some(self.min_sequence_number.map_or(seq, |m| m.min(seq)));
+        }
+        Ok(())
+    }
+
+    /// The manifest's bytes and its manifest-list entry, for the manifest stored at
+    /// `manifest_path` (absolute) with those bytes.
+    pub fn finish(self, manifest_path: String) -> Result<(Vec<u8>, ManifestFile)> {
+        let bytes = self
+            .writer
+            .into_inner()
+            .map_err(|e| Error::internal(format!("avro encode: {e}")))?;
+        let [existing, added, deleted] = self.counts;
+        let manifest = ManifestFile {
+            manifest_path,
+            manifest_length: bytes.len() as i64,
+            partition_spec_id: self.spec.spec_id,
+            content: self.content,
+            sequence_number: self.sequence_number,
+            min_sequence_number: self.min_sequence_number.unwrap_or(self.sequence_number),
+            added_snapshot_id: self.snapshot_id,
+            added_files_count: added.0,
+            existing_files_count: existing.0,
+            deleted_files_count: deleted.0,
+            added_rows_count: added.1,
+            existing_rows_count: existing.1,
+            deleted_rows_count: deleted.1,
+            partitions: Some(
+                self.partitions
+                    .into_iter()
+                    .map(|r| FieldSummary {
+                        contains_null: r.contains_null,
+                        contains_nan: Some(false),
+                        lower_bound: r.lower.as_ref().map(PartitionValue::to_bytes),
+                        upper_bound: r.upper.as_ref().map(PartitionValue::to_bytes),
+                    })
+                    .collect(),
+            ),
+            key_metadata: None,
+        };
+        Ok((bytes, manifest))
+    }
+}
+
+/// Writes a manifest of `files`, all ADDED by `snapshot_id` with inherited sequence numbers
+/// (a commit's new files), all of one content class (data, or deletes).
 pub fn write_manifest(
     schema: &IcebergSchema,
     spec: &PartitionSpec,
     snapshot_id: i64,
     files: &[DataFile],
 ) -> Result<Vec<u8>> {
-    let deletes = files
+    let content = files
         .first()
-        .is_some_and(|f| f.content != FileContent::Data);
-    if files
-        .iter()
-        .any(|f| (f.content != FileContent::Data) != deletes)
-    {
-        return Err(Error::internal("a manifest mixes data and delete files"));
+        .map_or(MANIFEST_DATA, |f| f.content.manifest_content());
+    let manifest_schema = ManifestSchema::new(schema, spec)?;
+    let mut w = manifest_schema.writer(content, snapshot_id, 0)?;
+    for f in files {
+        w.add(f, None)?;
     }
-    let types = spec.result_types(schema)?;
-    let avro_schema = avro::parse_schema(&manifest_entry_schema(spec, &types).to_string())?;
-    let records = files.iter().map(|f| {
-        Avro::Record(vec![
-            ("status".into(), Avro::Int(1)),
-            ("snapshot_id".into(), some(Avro::Long(snapshot_id))),
-            ("sequence_number".into(), null()),
-            ("file_sequence_number".into(), null()),
-            ("data_file".into(), data_file_record(f, spec)),
-        ])
-    });
-    let metadata = [
-        ("schema", schema.to_json().to_string()),
-        ("schema-id", schema.schema_id.to_string()),
-        ("partition-spec", spec.fields_json().to_string()),
-        ("partition-spec-id", spec.spec_id.to_string()),
-        ("format-version", "2".to_string()),
-        (
-            "content",
-            if deletes { "deletes" } else { "data" }.to_string(),
-        ),
-    ];
-    avro::write_container_with_metadata(&avro_schema, records, AvroCodec::Deflate, &metadata)
+    Ok(w.finish(String::new())?.0)
 }
 
 /// Summary of one partition field over a manifest's files (`field_summary`).
@@ -253,48 +570,16 @@ pub struct ManifestFile {
 }
 
 impl ManifestFile {
-    /// The list entry of a manifest holding `files`, all added by this snapshot.
-    pub fn for_added(
-        manifest_path: String,
-        manifest_length: i64,
-        spec: &PartitionSpec,
-        sequence_number: i64,
-        snapshot_id: i64,
-        files: &[DataFile],
-    ) -> ManifestFile {
-        let partitions = (0..spec.fields.len())
-            .map(|i| {
-                let values: Vec<&Option<PartitionValue>> =
-                    files.iter().map(|f| &f.partition[i]).collect();
-                let present = values.iter().filter_map(|v| v.as_ref());
-                FieldSummary {
-                    contains_null: values.iter().any(|v| v.is_none()),
-                    contains_nan: Some(false),
-                    lower_bound: present.clone().min().map(PartitionValue::to_bytes),
-                    upper_bound: present.max().map(PartitionValue::to_bytes),
-                }
-            })
-            .collect();
-        let deletes = files
-            .first()
-            .is_some_and(|f| f.content != FileContent::Data);
-        ManifestFile {
-            manifest_path,
-            manifest_length,
-            partition_spec_id: spec.spec_id,
-            content: deletes as i32,
-            sequence_number,
-            min_sequence_number: sequence_number,
-            added_snapshot_id: snapshot_id,
-            added_files_count: files.len() as i32,
-            existing_files_count: 0,
-            deleted_files_count: 0,
-            added_rows_count: files.iter().map(|f| f.record_count).sum(),
-            existing_rows_count: 0,
-            deleted_rows_count: 0,
-            partitions: Some(partitions),
-            key_metadata: None,
-        }
+    /// Whether a snapshot other than the one that wrote it still needs this manifest: it
+    /// lists a live file (Java's `shouldKeep`: a manifest of only `DELETED` entries matters
+    /// to the snapshot that wrote it alone).
+    pub fn has_live_files(&self) -> bool {
+        self.added_files_count > 0 || self.existing_files_count > 0
+    }
+
+    /// Files the manifest lists alive.
+    pub fn live_files(&self) -> i64 {
+        self.added_files_count as i64 + self.existing_files_count as i64
     }
 }
 
@@ -465,9 +750,6 @@ pub struct ManifestEntryInfo {
     pub file_size_in_bytes: i64,
 }
 
-/// Entry status of a file a snapshot deleted.
-pub const STATUS_DELETED: i32 = 2;
-
 /// The entries of a manifest: status, snapshot and file (for snapshot expiry).
 pub fn read_manifest_entries(bytes: &[u8]) -> Result<Vec<ManifestEntryInfo>> {
     let (_, records) = avro::read_container(bytes)?;
@@ -484,6 +766,121 @@ pub fn read_manifest_entries(bytes: &[u8]) -> Result<Vec<ManifestEntryInfo>> {
             })
         })
         .collect()
+}
+
+/// `(key, value)` pairs of an Iceberg map stored as an array of records.
+fn read_kv<V>(
+    record: &Avro,
+    name: &str,
+    value: impl Fn(&Avro) -> Result<V>,
+) -> Result<Vec<(i32, V)>> {
+    let Some(items) = access::opt(access::field(record, name)?) else {
+        return Ok(Vec::new());
+    };
+    match access::unwrap_union(items) {
+        Avro::Array(items) => items
+            .iter()
+            .map(|kv| {
+                Ok((
+                    access::i64_field(kv, "key")? as i32,
+                    value(access::field(kv, "value")?)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| e.context(name)),
+        // Avro-native maps (string keys) are not what Iceberg writes for these fields.
+        other => Err(Error::corrupt(format!(
+            "{name}: expected an array, got {other:?}"
+        ))),
+    }
+}
+
+fn read_partition(record: &Avro, spec: &PartitionSpec) -> Result<Vec<Option<PartitionValue>>> {
+    let partition = access::field(record, "partition")?;
+    spec.fields
+        .iter()
+        .map(|f| match access::opt(access::field(partition, &f.name)?) {
+            None => Ok(None),
+            Some(Avro::Int(i)) => Ok(Some(PartitionValue::Int(*i))),
+            Some(Avro::String(s)) => Ok(Some(PartitionValue::String(s.clone()))),
+            Some(other) => Err(Error::unsupported(format!(
+                "partition field {} holds {other:?}: this plugin rewrites manifests whose \
+                 partition values are ints or strings only",
+                f.name
+            ))),
+        })
+        .collect()
+}
+
+/// Every entry of `manifest` (its `bytes`, written with `spec`), whole, with the snapshot id
+/// and sequence numbers it inherits from its manifest-list entry filled in (as Java's
+/// `InheritableMetadata` does), so the entry can be written elsewhere as `EXISTING`.
+pub fn read_entries(
+    bytes: &[u8],
+    manifest: &ManifestFile,
+    spec: &PartitionSpec,
+) -> Result<Vec<ManifestEntry>> {
+    let (_, records) = avro::read_container(bytes)?;
+    records
+        .iter()
+        .map(|r| {
+            let f = access::field(r, "data_file")?;
+            let status = access::i64_field(r, "status")? as i32;
+            let inherits = manifest.sequence_number == 0 || status == STATUS_ADDED;
+            let inherited = |v: Option<i64>| match v {
+                None if inherits => Some(manifest.sequence_number),
+                v => v,
+            };
+            let opt_bytes = |k: &str| -> Result<Option<Vec<u8>>> {
+                access::opt(access::field(f, k)?)
+                    .map(|b| access::as_bytes(b).map(<[u8]>::to_vec))
+                    .transpose()
+            };
+            let ints = |k: &str| -> Result<Option<Vec<i64>>> {
+                access::opt(access::field(f, k)?)
+                    .map(|a| access::as_array(a)?.iter().map(access::as_i64).collect())
+                    .transpose()
+            };
+            let long = |v: &Avro| access::as_i64(v);
+            let bytes_of = |v: &Avro| access::as_bytes(v).map(<[u8]>::to_vec);
+            let file = DataFile {
+                content: FileContent::from_i32(access::i64_field(f, "content")? as i32)?,
+                file_path: access::str_field(f, "file_path")?.to_string(),
+                record_count: access::i64_field(f, "record_count")?,
+                file_size_in_bytes: access::i64_field(f, "file_size_in_bytes")?,
+                spec_id: manifest.partition_spec_id,
+                partition: read_partition(f, spec)?,
+                value_counts: read_kv(f, "value_counts", long)?,
+                null_value_counts: read_kv(f, "null_value_counts", long)?,
+                lower_bounds: read_kv(f, "lower_bounds", bytes_of)?,
+                upper_bounds: read_kv(f, "upper_bounds", bytes_of)?,
+                equality_ids: ints("equality_ids")?
+                    .map(|ids| ids.into_iter().map(|i| i as i32).collect()),
+                sort_order_id: access::opt_i64_field(f, "sort_order_id")?.map(|i| i as i32),
+                referenced_data_file: access::opt(access::field(f, "referenced_data_file")?)
+                    .map(|v| access::as_str(v).map(str::to_string))
+                    .transpose()?,
+            };
+            let file_format = access::str_field(f, "file_format")?;
+            Ok(ManifestEntry {
+                status,
+                snapshot_id: access::opt_i64_field(r, "snapshot_id")?
+                    .or(Some(manifest.added_snapshot_id)),
+                sequence_number: inherited(access::opt_i64_field(r, "sequence_number")?),
+                file_sequence_number: inherited(access::opt_i64_field(r, "file_sequence_number")?),
+                carried: CarriedFields {
+                    file_format: (!file_format.eq_ignore_ascii_case("PARQUET"))
+                        .then(|| file_format.to_string()),
+                    column_sizes: read_kv(f, "column_sizes", long)?,
+                    nan_value_counts: read_kv(f, "nan_value_counts", long)?,
+                    key_metadata: opt_bytes("key_metadata")?,
+                    split_offsets: ints("split_offsets")?,
+                },
+                file,
+            })
+        })
+        .collect::<Result<Vec<_>>>()
+        .map_err(|e| e.context(format!("reading {}", manifest.manifest_path)))
 }
 
 /// The paths of the files a manifest lists (used by tests and diagnostics).
@@ -553,12 +950,60 @@ mod tests {
             .is_err()
         );
 
-        let m = ManifestFile::for_added("file:/t/metadata/m.avro".into(), 10, &spec, 5, 42, &files);
+        let ms = ManifestSchema::new(&schema, &spec).unwrap();
+        let mut w = ms.writer(MANIFEST_DATA, 42, 5).unwrap();
+        for f in &files {
+            w.add(f, None).unwrap();
+        }
+        let (bytes, m) = w.finish("file:/t/metadata/m.avro".into()).unwrap();
         assert_eq!(m.added_rows_count, 6);
+        assert_eq!((m.sequence_number, m.min_sequence_number), (5, 5));
         let p = &m.partitions.as_ref().unwrap()[0];
         assert_eq!(p.lower_bound.as_deref(), Some(&[0u8, 0, 0, 0][..]));
         assert_eq!(p.upper_bound.as_deref(), Some(&[1u8, 0, 0, 0][..]));
         let list = write_manifest_list(std::slice::from_ref(&m), 42, None, 5).unwrap();
-        assert_eq!(read_manifest_list(&list).unwrap(), vec![m]);
+        assert_eq!(read_manifest_list(&list).unwrap(), vec![m.clone()]);
+
+        // Entries read back inherit the manifest's snapshot and sequence number, and an
+        // entry rewritten as EXISTING / DELETED keeps them (and the fields this plugin does
+        // not interpret) explicitly.
+        let entries = read_entries(&bytes, &m, &spec).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].file, files[0]);
+        assert_eq!(
+            (
+                entries[0].status,
+                entries[0].snapshot_id,
+                entries[0].sequence_number
+            ),
+            (STATUS_ADDED, Some(42), Some(5))
+        );
+        let mut carried = entries[1].clone();
+        carried.carried.file_format = Some("ORC".into());
+        carried.carried.column_sizes = vec![(1, 77)];
+        carried.carried.split_offsets = Some(vec![4]);
+        let mut w = ms.writer(MANIFEST_DATA, 43, 6).unwrap();
+        w.keep(&entries[0]).unwrap();
+        w.delete(&carried).unwrap();
+        let (bytes2, m2) = w.finish("file:/t/metadata/m2.avro".into()).unwrap();
+        assert_eq!(
+            (
+                m2.existing_files_count,
+                m2.deleted_files_count,
+                m2.added_files_count
+            ),
+            (1, 1, 0)
+        );
+        assert_eq!(m2.min_sequence_number, 5, "the existing entry's own");
+        let back = read_entries(&bytes2, &m2, &spec).unwrap();
+        assert_eq!(
+            (back[0].status, back[0].snapshot_id, back[0].sequence_number),
+            (STATUS_EXISTING, Some(42), Some(5))
+        );
+        assert_eq!(
+            (back[1].status, back[1].snapshot_id, back[1].sequence_number),
+            (STATUS_DELETED, Some(43), Some(5))
+        );
+        assert_eq!(back[1].carried, carried.carried);
     }
 }

@@ -240,6 +240,20 @@ impl TableMetadata {
         PartitionSpec::from_json(spec)
     }
 
+    /// The partition spec `id` (manifests written under an older spec name theirs).
+    pub fn partition_spec(&self, id: i32) -> Result<PartitionSpec> {
+        let spec = self
+            .json
+            .get("partition-specs")
+            .and_then(Value::as_array)
+            .and_then(|a| {
+                a.iter()
+                    .find(|s| s.get("spec-id").and_then(Value::as_i64).unwrap_or(0) == id as i64)
+            })
+            .ok_or_else(|| Error::corrupt(format!("Iceberg partition spec {id} missing")))?;
+        PartitionSpec::from_json(spec)
+    }
+
     pub fn default_sort_order_id(&self) -> Option<i32> {
         self.json
             .get("default-sort-order-id")

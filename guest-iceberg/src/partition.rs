@@ -61,7 +61,7 @@ pub struct PartitionSpec {
 }
 
 /// One value of a partition tuple (Fluss partitions are strings, buckets ints).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum PartitionValue {
     Int(i32),
     String(String),

@@ -278,6 +278,18 @@ impl TableLayout {
     }
 }
 
+impl TableLayout {
+    /// The layout of files holding rows already in the table's shape: compaction rewrites
+    /// them with every column read back, none filled from Fluss.
+    pub fn of_table_rows(schema: &IcebergSchema) -> TableLayout {
+        TableLayout {
+            file_schema: file_schema(&schema.fields),
+            schema: schema.clone(),
+            sources: vec![ColumnSource::Absent; schema.fields.len()],
+        }
+    }
+}
+
 /// The Arrow schema of a Parquet file holding `fields`, each tagged with its field id.
 pub fn file_schema(fields: &[NestedField]) -> SchemaRef {
     Arc::new(ArrowSchema::new(

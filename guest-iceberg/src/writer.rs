@@ -56,6 +56,16 @@ pub const TARGET_FILE_SIZE: &str = "write.target-file-size-bytes";
 /// 512 MiB to keep several concurrent splits within the plugin memory limit.
 pub const DEFAULT_TARGET_FILE_SIZE: u64 = 128 << 20;
 
+/// The size new data files roll at: the plugin config wins; the table's own
+/// `write.target-file-size-bytes` (`table_value`) is capped by [`DEFAULT_TARGET_FILE_SIZE`].
+pub fn target_file_size(config: &[(String, String)], table_value: Option<&str>) -> Result<u64> {
+    Ok(match (config::get(config, TARGET_FILE_SIZE), table_value) {
+        (Some(v), _) => config::parse_size(v)?,
+        (None, Some(v)) => config::parse_size(v)?.min(DEFAULT_TARGET_FILE_SIZE),
+        (None, None) => DEFAULT_TARGET_FILE_SIZE,
+    })
+}
+
 /// What a split hands to the committer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WritePayload {
@@ -112,15 +122,7 @@ impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
             p if p.is_empty() => "data".to_string(),
             p => format!("data/{p}"),
         };
-        // The plugin config wins; the table's own setting is capped by the memory default.
-        let target_file_size = match (
-            config::get(&context.config, TARGET_FILE_SIZE),
-            m.property(TARGET_FILE_SIZE),
-        ) {
-            (Some(v), _) => config::parse_size(v)?,
-            (None, Some(v)) => config::parse_size(v)?.min(DEFAULT_TARGET_FILE_SIZE),
-            (None, None) => DEFAULT_TARGET_FILE_SIZE,
-        };
+        let target_file_size = target_file_size(&context.config, m.property(TARGET_FILE_SIZE))?;
         let target = SplitTarget {
             layout,
             spec,

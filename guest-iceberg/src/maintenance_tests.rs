@@ -1,0 +1,881 @@
+//! Tests of compaction and manifest merging: tables written round after round through the
+//! plugin's own writer and committer, maintained, then read back with a reader written here
+//! from the spec's rules (every snapshot, deletes applied), so content, time travel, file
+//! counts and leftovers are checked independently of the code under test.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{Int32Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use fluss_lake_guest_sdk::ipc::{ChangeType, make_changelog_batch};
+use fluss_lake_guest_sdk::parquet_read::read_all;
+use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter};
+use fluss_lake_guest_sdk::storage::{MemoryStorage, Storage};
+use fluss_lake_guest_sdk::testing::{
+    RacingStorage, committer_context, log_table, pairs, pk_table, tiered_base, writer_context,
+};
+use fluss_lake_guest_sdk::wit::{MaintenanceReport, MaintenanceRequest, TableInfo};
+use fluss_lake_guest_sdk::{ErrorKind, FLUSS_COMMIT_USER, FLUSS_OFFSETS_PROPERTY};
+
+use crate::catalog::create_table_if_missing;
+use crate::committer::{COMMIT_USER, IcebergCommitter, relative_path, to_committable};
+use crate::file_writer::{SplitTarget, write_position_deletes};
+use crate::hadoop_tables;
+use crate::maintenance::maintain_at;
+use crate::manifest::{
+    DataFile, FileContent, ManifestEntry, ManifestFile, read_entries, read_manifest_list,
+};
+use crate::metadata::Snapshot;
+use crate::schema::TableLayout;
+use crate::summary::MAINTENANCE_COMMIT_USER;
+use crate::writer::{IcebergWriter, WritePayload};
+
+const FAR_FUTURE: i64 = i64::MAX / 2;
+
+/// A row of the test tables: `(id, name, __bucket, __offset)`.
+type Row = (i32, String, i32, i64);
+
+/// A Fluss table tiered into an Iceberg table in memory, round by round.
+struct Lake {
+    storage: Rc<MemoryStorage>,
+    table: TableInfo,
+    config: Vec<(&'static str, &'static str)>,
+    offsets: HashMap<i32, i64>,
+}
+
+impl Lake {
+    fn new(table: TableInfo, config: &[(&'static str, &'static str)]) -> Lake {
+        let storage = MemoryStorage::new();
+        let mut all = vec![("warehouse", "/wh")];
+        all.extend_from_slice(config);
+        create_table_if_missing(&storage, &table, &pairs(&all)).unwrap();
+        Lake {
+            storage: Rc::new(storage),
+            table,
+            config: all,
+            offsets: HashMap::new(),
+        }
+    }
+
+    /// A log table `id INT, name STRING` with `buckets` buckets (identity on `__bucket`).
+    fn log(buckets: i32, config: &[(&'static str, &'static str)]) -> Lake {
+        let t = log_table(
+            "db",
+            "t",
+            &[("id", "INT", false), ("name", "STRING", true)],
+            &[],
+            buckets,
+            &[],
+        );
+        Lake::new(t, config)
+    }
+
+    /// A primary-key table on `id` with `buckets` buckets (`bucket[n](id)`; rows of key `k`
+    /// go to bucket `k % n` here, consistently, which is all deletes need).
+    fn pk(buckets: i32, config: &[(&'static str, &'static str)]) -> Lake {
+        let t = pk_table(
+            "db",
+            "t",
+            &[("id", "INT", false), ("name", "STRING", true)],
+            &["id"],
+            buckets,
+            &[],
+        );
+        Lake::new(t, config)
+    }
+
+    fn plugin_config(&self) -> Vec<(String, String)> {
+        pairs(&self.config)
+    }
+
+    fn committer<'s>(&self, storage: &'s MemoryStorage) -> IcebergCommitter<&'s MemoryStorage> {
+        IcebergCommitter::open(committer_context(&self.table, &self.config), storage).unwrap()
+    }
+
+    /// Tiers one round of changes `(kind, id, name)` into `storage` (the lake's own unless a
+    /// test races), each row to bucket `id % buckets`; the committed snapshot.
+    fn round_into(&mut self, storage: &MemoryStorage, changes: &[(ChangeType, i32, &str)]) -> i64 {
+        let buckets = self.table.num_buckets;
+        let mut payloads = Vec::new();
+        for b in 0..buckets {
+            let rows: Vec<_> = changes.iter().filter(|c| c.1 % buckets == b).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("id", DataType::Int32, false),
+                Field::new("name", DataType::Utf8, true),
+            ]));
+            let batch = RecordBatch::try_new(
+                schema,
+                vec![
+                    Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.1))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
+                ],
+            )
+            .unwrap();
+            let kinds: Vec<ChangeType> = rows.iter().map(|r| r.0).collect();
+            let offset = self.offsets.entry(b).or_default();
+            let rb = make_changelog_batch(&batch, &kinds, *offset, 1_000).unwrap();
+            *offset += rows.len() as i64;
+            let mut w =
+                IcebergWriter::open(&writer_context(&self.table, b, None, &self.config), storage)
+                    .unwrap();
+            w.write(rb).unwrap();
+            payloads.push(w.complete().unwrap().payload);
+        }
+        let mut c = self.committer(storage);
+        let base = tiered_base(&c);
+        let n = self.offsets.values().sum::<i64>();
+        c.commit(
+            &to_committable(&payloads).unwrap(),
+            &[(FLUSS_OFFSETS_PROPERTY.into(), format!("/offsets/{n}"))],
+            base,
+        )
+        .unwrap()
+        .snapshot_id
+    }
+
+    fn round(&mut self, changes: &[(ChangeType, i32, &str)]) -> i64 {
+        let storage = self.storage.clone();
+        self.round_into(&storage, changes)
+    }
+
+    fn inserts(&mut self, ids: std::ops::Range<i32>) -> i64 {
+        let names: Vec<String> = ids.clone().map(|i| format!("n{i}")).collect();
+        let changes: Vec<_> = ids
+            .zip(&names)
+            .map(|(i, n)| (ChangeType::Insert, i, n.as_str()))
+            .collect();
+        self.round(&changes)
+    }
+
+    fn maintain(&self, compact: bool, expire: bool) -> MaintenanceReport {
+        self.maintain_on(&*self.storage, compact, expire).unwrap()
+    }
+
+    fn maintain_on(
+        &self,
+        storage: &dyn Storage,
+        compact: bool,
+        expire: bool,
+    ) -> fluss_lake_guest_sdk::Result<MaintenanceReport> {
+        let request = MaintenanceRequest {
+            expire_snapshots: expire,
+            compact,
+            keep_since: None,
+            deadline_millis: i64::MAX,
+        };
+        let now = if expire { || FAR_FUTURE } else { || 0 };
+        maintain_at(storage, &self.plugin_config(), &request, &now)
+    }
+}
+
+// ---- an independent reader ----------------------------------------------------------------
+
+fn loaded(s: &MemoryStorage) -> hadoop_tables::Loaded {
+    hadoop_tables::load(s).unwrap().unwrap()
+}
+
+fn rel(uri: &str) -> String {
+    relative_path("/wh/db/t", uri).unwrap().to_string()
+}
+
+fn snapshots(s: &MemoryStorage) -> Vec<Snapshot> {
+    loaded(s).metadata.snapshots().unwrap()
+}
+
+fn current(s: &MemoryStorage) -> Snapshot {
+    loaded(s).metadata.current_snapshot().unwrap().unwrap()
+}
+
+fn manifests(s: &MemoryStorage, snap: &Snapshot) -> Vec<ManifestFile> {
+    read_manifest_list(&s.get(&rel(&snap.manifest_list)).unwrap()).unwrap()
+}
+
+/// Every entry (live or not) the snapshot's manifests hold.
+fn entries(s: &MemoryStorage, snap: &Snapshot) -> Vec<ManifestEntry> {
+    let m = loaded(s).metadata;
+    manifests(s, snap)
+        .iter()
+        .flat_map(|mf| {
+            let spec = m.partition_spec(mf.partition_spec_id).unwrap();
+            read_entries(&s.get(&rel(&mf.manifest_path)).unwrap(), mf, &spec).unwrap()
+        })
+        .collect()
+}
+
+fn live(s: &MemoryStorage, snap: &Snapshot, content: FileContent) -> Vec<ManifestEntry> {
+    entries(s, snap)
+        .into_iter()
+        .filter(|e| e.is_live() && e.file.content == content)
+        .collect()
+}
+
+/// The rows of `snap` as the spec's scan planning defines them.
+fn rows_at(s: &MemoryStorage, snap: &Snapshot) -> Vec<Row> {
+    let eq: Vec<(Vec<_>, i64, i32)> = live(s, snap, FileContent::EqualityDeletes)
+        .iter()
+        .flat_map(|e| {
+            let seq = e.sequence_number.unwrap();
+            read_all(s, &rel(&e.file.file_path))
+                .unwrap()
+                .into_iter()
+                .flat_map(move |b| {
+                    let ids = b
+                        .column_by_name("id")
+                        .unwrap()
+                        .as_primitive::<Int32Type>()
+                        .clone();
+                    (0..b.num_rows())
+                        .map(move |i| ids.value(i))
+                        .collect::<Vec<_>>()
+                })
+                .map(move |id| (e.file.partition.clone(), seq, id))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut pos: HashMap<(String, i64), i64> = HashMap::new();
+    for e in live(s, snap, FileContent::PositionDeletes) {
+        for b in read_all(s, &rel(&e.file.file_path)).unwrap() {
+            let paths = b
+                .column_by_name("file_path")
+                .unwrap()
+                .as_string::<i32>()
+                .clone();
+            let p = b
+                .column_by_name("pos")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .clone();
+            for i in 0..b.num_rows() {
+                let seq = pos
+                    .entry((paths.value(i).to_string(), p.value(i)))
+                    .or_default();
+                *seq = (*seq).max(e.sequence_number.unwrap());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for e in live(s, snap, FileContent::Data) {
+        let seq = e.sequence_number.unwrap();
+        let mut row = 0i64;
+        for b in read_all(s, &rel(&e.file.file_path)).unwrap() {
+            let ids = b.column_by_name("id").unwrap().as_primitive::<Int32Type>();
+            let names = b.column_by_name("name").unwrap().as_string::<i32>();
+            let buckets = b
+                .column_by_name("__bucket")
+                .unwrap()
+                .as_primitive::<Int32Type>();
+            let offsets = b
+                .column_by_name("__offset")
+                .unwrap()
+                .as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                let at = row + i as i64;
+                let by_pos = pos
+                    .get(&(e.file.file_path.clone(), at))
+                    .is_some_and(|d| *d >= seq);
+                let by_eq = eq
+                    .iter()
+                    .any(|(p, d, id)| *p == e.file.partition && *d > seq && *id == ids.value(i));
+                if !by_pos && !by_eq {
+                    out.push((
+                        ids.value(i),
+                        names.value(i).to_string(),
+                        buckets.value(i),
+                        offsets.value(i),
+                    ));
+                }
+            }
+            row += b.num_rows() as i64;
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The rows of every snapshot, by id.
+fn all_rows(s: &MemoryStorage) -> BTreeMap<i64, Vec<Row>> {
+    snapshots(s)
+        .iter()
+        .map(|snap| (snap.snapshot_id, rows_at(s, snap)))
+        .collect()
+}
+
+/// Data, delete, manifest and manifest-list files no snapshot uses (relative paths); panics
+/// when a used one is missing.
+fn unreferenced(s: &MemoryStorage) -> Vec<String> {
+    let mut used = HashSet::new();
+    for snap in snapshots(s) {
+        used.insert(rel(&snap.manifest_list));
+        for m in manifests(s, &snap) {
+            used.insert(rel(&m.manifest_path));
+        }
+        for e in entries(s, &snap).iter().filter(|e| e.is_live()) {
+            used.insert(rel(&e.file.file_path));
+        }
+    }
+    for p in &used {
+        assert!(s.head(p).unwrap().is_some(), "{p} is used but gone");
+    }
+    s.list("")
+        .unwrap()
+        .into_iter()
+        .map(|m| m.path)
+        .filter(|p| p.ends_with(".avro") || p.ends_with(".parquet"))
+        .filter(|p| !used.contains(p))
+        .collect()
+}
+
+fn summary_of<'a>(snap: &'a Snapshot, key: &str) -> Option<&'a str> {
+    snap.summary_value(key)
+}
+
+/// Checks a maintenance snapshot: `replace` by the maintenance user, no Fluss offsets, the
+/// running totals right for what it lists.
+fn assert_maintenance_snapshot(s: &MemoryStorage, snap: &Snapshot) {
+    assert_eq!(summary_of(snap, "operation"), Some("replace"));
+    assert_eq!(summary_of(snap, COMMIT_USER), Some(MAINTENANCE_COMMIT_USER));
+    assert_eq!(summary_of(snap, FLUSS_OFFSETS_PROPERTY), None);
+    let data = live(s, snap, FileContent::Data);
+    let deletes: Vec<_> = entries(s, snap)
+        .into_iter()
+        .filter(|e| e.is_live() && e.file.content != FileContent::Data)
+        .collect();
+    let n = |k: &str| summary_of(snap, k).unwrap().parse::<i64>().unwrap();
+    assert_eq!(n("total-data-files"), data.len() as i64);
+    assert_eq!(n("total-delete-files"), deletes.len() as i64);
+    assert_eq!(
+        n("total-records"),
+        data.iter().map(|e| e.file.record_count).sum::<i64>()
+    );
+    assert_eq!(
+        n("total-files-size"),
+        data.iter()
+            .chain(&deletes)
+            .map(|e| e.file.file_size_in_bytes)
+            .sum::<i64>()
+    );
+}
+
+fn request_report(r: &MaintenanceReport) -> (u64, u64, usize, bool) {
+    (
+        r.files_compacted,
+        r.files_written,
+        r.committed_snapshots.len(),
+        r.more_to_do,
+    )
+}
+
+// ---- manifest merging -------------------------------------------------------------------
+
+#[test]
+fn tiering_commits_merge_manifests_as_merge_append_does() {
+    let mut merged = Lake::log(2, &[("commit.manifest.min-count-to-merge", "5")]);
+    let mut fast = Lake::log(2, &[("commit.manifest-merge.enabled", "false")]);
+    for r in 0..12 {
+        merged.inserts(r * 10..r * 10 + 4);
+        fast.inserts(r * 10..r * 10 + 4);
+        let count = manifests(&merged.storage, &current(&merged.storage)).len();
+        assert!(count < 5, "round {r}: {count} manifests");
+    }
+    assert_eq!(manifests(&fast.storage, &current(&fast.storage)).len(), 12);
+    // Merging changes no snapshot's rows, and a merged manifest keeps each file's snapshot
+    // and sequence number.
+    let in_order = |s: &MemoryStorage| -> Vec<Vec<Row>> {
+        snapshots(s).iter().map(|snap| rows_at(s, snap)).collect()
+    };
+    assert_eq!(in_order(&merged.storage), in_order(&fast.storage));
+    let s = &merged.storage;
+    let by_path: HashMap<String, (Option<i64>, Option<i64>)> =
+        live(s, &current(s), FileContent::Data)
+            .into_iter()
+            .map(|e| (e.file.file_path, (e.snapshot_id, e.sequence_number)))
+            .collect();
+    for snap in snapshots(s) {
+        for e in entries(s, &snap).into_iter().filter(|e| e.is_live()) {
+            assert_eq!(
+                by_path[&e.file.file_path],
+                (e.snapshot_id, e.sequence_number)
+            );
+        }
+    }
+    assert!(unreferenced(s).is_empty());
+}
+
+#[test]
+fn maintenance_merges_manifests_in_a_replace_snapshot_fluss_recovery_skips() {
+    // Merging off on commit, files never small: only the maintenance merge can act.
+    let mut lake = Lake::log(
+        2,
+        &[
+            ("commit.manifest-merge.enabled", "false"),
+            ("commit.manifest.min-count-to-merge", "4"),
+            ("read.split.target-size", "1"),
+        ],
+    );
+    for r in 0..3 {
+        lake.inserts(r * 10..r * 10 + 3);
+    }
+    assert_eq!(
+        request_report(&lake.maintain(true, false)),
+        (0, 0, 0, false),
+        "3 ≤ 4"
+    );
+    let tiered = lake.inserts(30..33);
+    lake.inserts(40..43);
+    let tiering = current(&lake.storage);
+    let before = rows_at(&lake.storage, &tiering);
+    let report = lake.maintain(true, false);
+    assert_eq!(request_report(&report), (0, 0, 1, false));
+    let s = &lake.storage;
+    let replace = current(s);
+    assert_eq!(replace.snapshot_id, report.committed_snapshots[0]);
+    assert_eq!(replace.parent_snapshot_id, Some(tiering.snapshot_id));
+    assert_eq!(manifests(s, &replace).len(), 1);
+    assert_eq!(summary_of(&replace, "manifests-created"), Some("1"));
+    assert_eq!(summary_of(&replace, "manifests-replaced"), Some("5"));
+    assert_maintenance_snapshot(s, &replace);
+    assert_eq!(rows_at(s, &replace), before);
+    // Fluss's recovery still finds the last tiering snapshot, and the next round commits
+    // on top of the replace snapshot with the tiering snapshot as its base.
+    let c = lake.committer(s);
+    assert_eq!(
+        c.get_missing_lake_snapshot(Some(tiered))
+            .unwrap()
+            .unwrap()
+            .snapshot_id,
+        tiering.snapshot_id
+    );
+    assert!(
+        c.get_missing_lake_snapshot(Some(tiering.snapshot_id))
+            .unwrap()
+            .is_none()
+    );
+    lake.inserts(50..51);
+    let s = &lake.storage;
+    assert_eq!(current(s).parent_snapshot_id, Some(replace.snapshot_id));
+    assert_eq!(rows_at(s, &current(s)).len(), before.len() + 1);
+    assert!(unreferenced(s).is_empty());
+}
+
+// ---- data file compaction ---------------------------------------------------------------
+
+#[test]
+fn small_files_of_each_bucket_are_rewritten_into_one() {
+    let mut lake = Lake::log(2, &[]);
+    for r in 0..5 {
+        lake.inserts(r * 10..r * 10 + 6);
+    }
+    let s = &lake.storage;
+    let start = current(s);
+    assert_eq!(live(s, &start, FileContent::Data).len(), 10);
+    let before = all_rows(s);
+
+    let report = lake.maintain(true, false);
+    assert_eq!(request_report(&report), (10, 2, 1, false));
+    assert!(report.bytes_written > 0);
+    let replace = current(s);
+    assert_eq!(replace.snapshot_id, report.committed_snapshots[0]);
+    assert_maintenance_snapshot(s, &replace);
+    assert_eq!(summary_of(&replace, "deleted-data-files"), Some("10"));
+    assert_eq!(summary_of(&replace, "added-data-files"), Some("2"));
+    let files = live(s, &replace, FileContent::Data);
+    assert_eq!(files.len(), 2);
+    // The new files keep the sequence number the rewrite started from, are one per bucket
+    // in its directory, and hold their rows in `__offset` order.
+    for f in &files {
+        assert_eq!(f.sequence_number, Some(start.sequence_number));
+        assert_eq!(f.snapshot_id, Some(replace.snapshot_id));
+        let bucket = f.file.partition[0].clone().unwrap();
+        assert!(f.file.file_path.contains(&format!(
+            "__bucket={}",
+            match bucket {
+                crate::partition::PartitionValue::Int(b) => b,
+                _ => unreachable!(),
+            }
+        )));
+        let offsets: Vec<i64> = read_all(&**s, &rel(&f.file.file_path))
+            .unwrap()
+            .iter()
+            .flat_map(|b| {
+                b.column_by_name("__offset")
+                    .unwrap()
+                    .as_primitive::<Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
+        assert!(!f.file.lower_bounds.is_empty() && !f.file.value_counts.is_empty());
+    }
+    // Same rows now, and every earlier snapshot still reads as before (time travel).
+    let after = all_rows(s);
+    assert_eq!(after[&replace.snapshot_id], before[&start.snapshot_id]);
+    for (id, rows) in &before {
+        assert_eq!(&after[id], rows);
+    }
+    assert!(unreferenced(s).is_empty());
+    // Nothing left to compact.
+    assert_eq!(
+        request_report(&lake.maintain(true, false)),
+        (0, 0, 0, false)
+    );
+}
+
+#[test]
+fn primary_key_deletes_are_applied_and_later_ones_still_apply() {
+    use ChangeType::*;
+    let mut lake = Lake::pk(2, &[]);
+    let mut model: BTreeMap<i32, String> = BTreeMap::new();
+    let apply = |lake: &mut Lake,
+                 model: &mut BTreeMap<i32, String>,
+                 changes: &[(ChangeType, i32, &str)]| {
+        for (k, id, name) in changes {
+            match k {
+                Insert | UpdateAfter => {
+                    model.insert(*id, name.to_string());
+                }
+                Delete => {
+                    model.remove(id);
+                }
+                _ => {}
+            }
+        }
+        lake.round(changes)
+    };
+    apply(
+        &mut lake,
+        &mut model,
+        &[
+            (Insert, 1, "a"),
+            (Insert, 2, "b"),
+            (Insert, 3, "c"),
+            (Insert, 4, "d"),
+        ],
+    );
+    // An update within the round (position delete) and across rounds (equality delete).
+    apply(
+        &mut lake,
+        &mut model,
+        &[
+            (Insert, 5, "e"),
+            (UpdateBefore, 5, "e"),
+            (UpdateAfter, 5, "e2"),
+            (UpdateBefore, 1, "a"),
+            (UpdateAfter, 1, "a2"),
+        ],
+    );
+    apply(
+        &mut lake,
+        &mut model,
+        &[
+            (Delete, 2, "b"),
+            (Insert, 6, "f"),
+            (UpdateBefore, 3, "c"),
+            (UpdateAfter, 3, "c2"),
+        ],
+    );
+    apply(
+        &mut lake,
+        &mut model,
+        &[
+            (UpdateBefore, 4, "d"),
+            (UpdateAfter, 4, "d2"),
+            (Insert, 7, "g"),
+            (Insert, 8, "h"),
+        ],
+    );
+    let names = |rows: &[Row]| -> BTreeMap<i32, String> {
+        rows.iter().map(|r| (r.0, r.1.clone())).collect()
+    };
+    let s = lake.storage.clone();
+    let start = current(&s);
+    assert_eq!(names(&rows_at(&s, &start)), model);
+    let deletes_before = entries(&s, &start)
+        .iter()
+        .filter(|e| e.is_live() && e.file.content != FileContent::Data)
+        .count();
+    assert!(deletes_before >= 3, "{deletes_before}");
+    let before = all_rows(&s);
+
+    let report = lake.maintain(true, false);
+    assert_eq!(request_report(&report), (7, 2, 1, false));
+    let replace = current(&s);
+    assert_maintenance_snapshot(&s, &replace);
+    assert_eq!(rows_at(&s, &replace), before[&start.snapshot_id]);
+    assert_eq!(live(&s, &replace, FileContent::Data).len(), 2);
+    // Every delete applied to rewritten files only: all dangling now, dropped.
+    assert_eq!(
+        entries(&s, &replace)
+            .iter()
+            .filter(|e| e.is_live() && e.file.content != FileContent::Data)
+            .count(),
+        0
+    );
+    assert!(summary_of(&replace, "removed-delete-files").is_some());
+    for (id, rows) in &before {
+        assert_eq!(&all_rows(&s)[id], rows, "time travel to {id}");
+    }
+    // Updates after the compaction: their equality deletes (a higher sequence number than
+    // the rewritten files') still apply to the rewritten rows.
+    apply(
+        &mut lake,
+        &mut model,
+        &[
+            (UpdateBefore, 1, "a2"),
+            (UpdateAfter, 1, "a3"),
+            (Delete, 6, "f"),
+            (Delete, 8, "h"),
+        ],
+    );
+    assert_eq!(names(&rows_at(&s, &current(&s))), model);
+    // A second compaction applies them and drops them in turn.
+    apply(
+        &mut lake,
+        &mut model,
+        &[(Insert, 9, "i"), (Insert, 10, "j")],
+    );
+    lake.maintain(true, false);
+    let again = current(&s);
+    assert_eq!(
+        summary_of(&again, COMMIT_USER),
+        Some(MAINTENANCE_COMMIT_USER)
+    );
+    assert_eq!(names(&rows_at(&s, &again)), model);
+    assert!(unreferenced(&s).is_empty());
+}
+
+// ---- races ------------------------------------------------------------------------------
+
+#[test]
+fn a_race_with_a_tiering_round_is_retried_and_one_with_another_compaction_abandons() {
+    let mut lake = Lake::pk(1, &[]);
+    for r in 0..4 {
+        lake.round(&[
+            (ChangeType::Insert, r, "x"),
+            (ChangeType::Insert, r + 10, "y"),
+        ]);
+    }
+    lake.round(&[(ChangeType::Delete, 0, "x")]);
+    let inner = lake.storage.clone();
+    let start = current(&inner);
+    // A tiering round lands while the compaction commits: compatible, retried on it (its
+    // equality delete of key 1 still applies to the rewritten file).
+    let rival_lake = std::cell::RefCell::new(Lake {
+        storage: inner.clone(),
+        table: lake.table.clone(),
+        config: lake.config.clone(),
+        offsets: lake.offsets.clone(),
+    });
+    let racing = RacingStorage::new(
+        &inner,
+        |p| p.starts_with("metadata/v"),
+        || {
+            rival_lake
+                .borrow_mut()
+                .round(&[(ChangeType::Delete, 1, "x"), (ChangeType::Insert, 20, "z")]);
+        },
+    );
+    let report = lake.maintain_on(&racing, true, false).unwrap();
+    assert_eq!(request_report(&report), (4, 1, 1, false));
+    let replace = current(&inner);
+    assert_eq!(snapshots(&inner).len(), 7);
+    assert_ne!(
+        replace.parent_snapshot_id,
+        Some(start.snapshot_id),
+        "rebased"
+    );
+    let ids: Vec<i32> = rows_at(&inner, &replace).iter().map(|r| r.0).collect();
+    assert_eq!(ids, [2, 3, 10, 11, 12, 13, 20]);
+    assert!(unreferenced(&inner).is_empty());
+
+    // Two compactions race for the same files: the loser abandons and deletes what it wrote.
+    for r in 0..3 {
+        lake.round(&[(ChangeType::Insert, 30 + r, "w")]);
+    }
+    let before = rows_at(&inner, &current(&inner));
+    let rival_config = lake.plugin_config();
+    let racing = RacingStorage::new(
+        &inner,
+        |p| p.starts_with("metadata/v"),
+        || {
+            let request = MaintenanceRequest {
+                expire_snapshots: false,
+                compact: true,
+                keep_since: None,
+                deadline_millis: i64::MAX,
+            };
+            let r = maintain_at(&*inner, &rival_config, &request, &|| 0).unwrap();
+            assert_eq!(r.committed_snapshots.len(), 1);
+        },
+    );
+    let snapshots_before = snapshots(&inner).len();
+    let report = lake.maintain_on(&racing, true, false).unwrap();
+    assert_eq!(request_report(&report), (0, 0, 0, true), "abandoned");
+    assert_eq!(
+        snapshots(&inner).len(),
+        snapshots_before + 1,
+        "the rival's only"
+    );
+    assert_eq!(rows_at(&inner, &current(&inner)), before);
+    assert!(
+        unreferenced(&inner).is_empty(),
+        "{:?}",
+        unreferenced(&inner)
+    );
+}
+
+/// Commits a position delete of row 0 of `data_file` through the tiering committer.
+fn delete_first_row_of(lake: &Lake, storage: &MemoryStorage, data_file: &DataFile) {
+    let m = loaded(storage).metadata;
+    let schema = m.current_schema().unwrap();
+    let target = SplitTarget {
+        layout: TableLayout::of_table_rows(&schema),
+        spec: m.default_spec().unwrap(),
+        partition: data_file.partition.clone(),
+        location: "/wh/db/t".into(),
+        dir: "data/rival".into(),
+        bucket: 0,
+        parquet: Default::default(),
+        file_counter: Default::default(),
+        operation_id: "rival".into(),
+    };
+    let files =
+        write_position_deletes(storage, &target, vec![(data_file.file_path.clone(), 0)]).unwrap();
+    let mut c = lake.committer(storage);
+    let base = tiered_base(&c);
+    let payload = WritePayload { files }.encode().unwrap();
+    c.commit(&to_committable(&[payload]).unwrap(), &[], base)
+        .unwrap();
+}
+
+#[test]
+fn a_concurrent_position_delete_of_a_rewritten_file_abandons_the_rewrite() {
+    let mut lake = Lake::log(1, &[]);
+    for r in 0..3 {
+        lake.inserts(r * 10..r * 10 + 3);
+    }
+    let inner = lake.storage.clone();
+    let victim = live(&inner, &current(&inner), FileContent::Data)[0]
+        .file
+        .clone();
+    let racing = RacingStorage::new(
+        &inner,
+        |p| p.starts_with("metadata/v"),
+        || delete_first_row_of(&lake, &inner, &victim),
+    );
+    let report = lake.maintain_on(&racing, true, false).unwrap();
+    assert_eq!(request_report(&report), (0, 0, 0, true));
+    let head = current(&inner);
+    assert_eq!(summary_of(&head, COMMIT_USER), Some(FLUSS_COMMIT_USER));
+    assert_eq!(rows_at(&inner, &head).len(), 8, "the rival's delete holds");
+    assert!(
+        unreferenced(&inner).is_empty(),
+        "{:?}",
+        unreferenced(&inner)
+    );
+    // The next call plans on the new head and applies the delete.
+    let report = lake.maintain(true, false);
+    assert_eq!(request_report(&report), (3, 1, 1, false));
+    assert_eq!(rows_at(&inner, &current(&inner)).len(), 8);
+    assert_eq!(
+        live(&inner, &current(&inner), FileContent::PositionDeletes).len(),
+        0
+    );
+}
+
+// ---- bounds, expiry ---------------------------------------------------------------------
+
+#[test]
+fn input_and_deadline_bounds_leave_work_for_later_calls() {
+    let mut lake = Lake::log(3, &[]);
+    for r in 0..4 {
+        lake.inserts(r * 10..r * 10 + 9);
+    }
+    let s = lake.storage.clone();
+    let file_size = live(&s, &current(&s), FileContent::Data)[0]
+        .file
+        .file_size_in_bytes;
+    // The deadline passed: nothing started.
+    let request = MaintenanceRequest {
+        expire_snapshots: false,
+        compact: true,
+        keep_since: None,
+        deadline_millis: 10,
+    };
+    let r = maintain_at(&*s, &lake.plugin_config(), &request, &|| 20).unwrap();
+    assert_eq!(request_report(&r), (0, 0, 0, true));
+    // Room for about one bucket's files per call.
+    let budget = (file_size * 5).to_string();
+    let budget: &'static str = Box::leak(budget.into_boxed_str());
+    lake.config
+        .push(("maintenance.compaction.max-input-bytes", budget));
+    let before = rows_at(&s, &current(&s));
+    let mut calls = 0;
+    loop {
+        let r = lake.maintain(true, false);
+        calls += 1;
+        assert!(r.files_compacted <= 5, "{r:?}");
+        if !r.more_to_do {
+            break;
+        }
+        assert!(calls < 10);
+    }
+    assert!(calls >= 3, "{calls} calls");
+    assert_eq!(live(&s, &current(&s), FileContent::Data).len(), 3);
+    assert_eq!(rows_at(&s, &current(&s)), before);
+    assert!(unreferenced(&s).is_empty());
+}
+
+#[test]
+fn deletes_over_the_bound_are_refused_without_leftovers_and_expiry_still_runs() {
+    let mut lake = Lake::pk(1, &[("maintenance.compaction.max-delete-bytes", "10")]);
+    lake.round(&[(ChangeType::Insert, 1, "a"), (ChangeType::Insert, 2, "b")]);
+    lake.round(&[(ChangeType::Insert, 3, "c")]);
+    lake.round(&[(ChangeType::Delete, 1, "a"), (ChangeType::Delete, 2, "b")]);
+    lake.round(&[(ChangeType::Insert, 4, "d")]);
+    let s = lake.storage.clone();
+    let e = lake.maintain_on(&*s, true, true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(
+        e.message()
+            .contains("maintenance.compaction.max-delete-bytes"),
+        "{e}"
+    );
+    assert_eq!(snapshots(&s).len(), 1, "expiry ran");
+    assert!(unreferenced(&s).is_empty(), "{:?}", unreferenced(&s));
+}
+
+#[test]
+fn expiry_after_compaction_deletes_the_replaced_files() {
+    let mut lake = Lake::log(1, &[]);
+    for r in 0..4 {
+        lake.inserts(r * 10..r * 10 + 2);
+    }
+    let s = lake.storage.clone();
+    let old: Vec<String> = live(&s, &current(&s), FileContent::Data)
+        .iter()
+        .map(|e| rel(&e.file.file_path))
+        .collect();
+    let report = lake.maintain(true, false);
+    assert_eq!(report.files_compacted, 4);
+    // Kept while a snapshot uses them (time travel).
+    assert!(old.iter().all(|p| s.head(p).unwrap().is_some()));
+    lake.inserts(100..101);
+    let rows = rows_at(&s, &current(&s));
+    let report = lake.maintain(false, true);
+    assert_eq!(report.snapshots_expired, 5);
+    assert!(
+        old.iter().all(|p| s.head(p).unwrap().is_none()),
+        "replaced files deleted"
+    );
+    assert_eq!(snapshots(&s).len(), 1);
+    assert_eq!(rows_at(&s, &current(&s)), rows);
+    assert!(unreferenced(&s).is_empty(), "{:?}", unreferenced(&s));
+}
