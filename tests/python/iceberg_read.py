@@ -6,6 +6,7 @@ plugin wrote with what real Iceberg readers see.
   iceberg_read.py rows     <table> [--snapshot ID] [--reader pyiceberg|duckdb] [--drop-system]
   iceberg_read.py snapshots <table>
   iceberg_read.py plan     <table> [--snapshot ID] [--filter COLUMN OP JSON]
+  iceberg_read.py files    <table> [--snapshot ID]
   iceberg_read.py schema   <table>
   iceberg_read.py parquet-field-ids <parquet-file>
   iceberg_read.py batch    (reads commands from stdin, one JSON array of arguments per line)
@@ -29,6 +30,9 @@ the planned data files' record counts; delete_files = distinct delete files atta
 --filter OP one of = != < <= > >= and JSON the canonical value (null with = / !=): proves
 bound/partition pruning. pyiceberg 0.12 refuses to plan a snapshot that has equality deletes
 (ValueError "PyIceberg does not yet support equality deletes"), so `plan` raises there too.
+`files` prints {"files": n, "data_files": n, "delete_files": n, "manifests": n}: the live
+files of the snapshot's manifests (entries not DELETED), counted without planning a scan, so
+also for snapshots with equality deletes.
 `schema` prints one JSON object: the current schema's fields [{id, name, type, required}],
 identifier_field_ids, partition_spec [{source-id, field-id, transform, name}], sort_order,
 location, format_version, properties.
@@ -287,6 +291,23 @@ def cmd_plan(args):
     }, sort_keys=True))
 
 
+def cmd_files(args):
+    from pyiceberg.manifest import DataFileContent
+
+    st = open_table(args.table)
+    snapshot = st.snapshot_by_id(args.snapshot) if args.snapshot else st.current_snapshot()
+    manifests = snapshot.manifests(st.io) if snapshot else []
+    data = deletes = 0
+    for manifest in manifests:
+        for entry in manifest.fetch_manifest_entry(st.io, discard_deleted=True):
+            if entry.data_file.content == DataFileContent.DATA:
+                data += 1
+            else:
+                deletes += 1
+    print(json.dumps({"files": data + deletes, "data_files": data, "delete_files": deletes,
+                      "manifests": len(manifests)}, sort_keys=True))
+
+
 def cmd_schema(args):
     st = open_table(args.table)
     schema = st.schema()
@@ -354,12 +375,16 @@ def main(argv, allow_batch=True):
     plan.add_argument("table")
     plan.add_argument("--snapshot", type=int)
     plan.add_argument("--filter", nargs=3, metavar=("COLUMN", "OP", "JSON"))
+    files = sub.add_parser("files")
+    files.add_argument("table")
+    files.add_argument("--snapshot", type=int)
     schema = sub.add_parser("schema")
     schema.add_argument("table")
     pfi = sub.add_parser("parquet-field-ids")
     pfi.add_argument("file")
     args = parser.parse_args(argv)
-    commands = {"rows": cmd_rows, "snapshots": cmd_snapshots, "plan": cmd_plan, "schema": cmd_schema,
+    commands = {"rows": cmd_rows, "snapshots": cmd_snapshots, "plan": cmd_plan, "files": cmd_files,
+                "schema": cmd_schema,
                 "parquet-field-ids": cmd_parquet_field_ids}
     commands[args.command](args)
 
