@@ -8,9 +8,7 @@ use crate::metadata::Snapshot;
 /// Snapshot summary key naming who committed (Java: `commit-user`).
 pub const COMMIT_USER: &str = "commit-user";
 
-/// The commit user of snapshots table maintenance commits (compaction, manifest merging):
-/// never Fluss's tiering user, whose latest snapshot Fluss's recovery reads its offsets from.
-pub const MAINTENANCE_COMMIT_USER: &str = "__fluss_lake_maintenance";
+pub use fluss_lake_guest_sdk::MAINTENANCE_COMMIT_USER;
 
 /// Files, records, bytes and deletes of one side of a change.
 #[derive(Debug, Default, Clone, Copy)]

@@ -50,9 +50,8 @@ use crate::schema::{arrow_schema, check_flat};
 use crate::versions::{self, Naming, TRANSACTIONS_DIR};
 use crate::writer::DEFAULT_MAX_BYTES_PER_FILE;
 
-/// The commit user of versions maintenance commits: not Fluss's tiering user, so that Fluss's
-/// recovery (the newest version committed by `__fluss_lake_tiering`) never picks them.
-pub const MAINTENANCE_COMMIT_USER: &str = "__fluss_lake_maintenance";
+pub use fluss_lake_guest_sdk::MAINTENANCE_COMMIT_USER;
+
 /// Prefix of Lance's compaction options in the manifest config.
 pub const CONFIG_PREFIX: &str = "lance.compaction.";
 /// Bytes of source data files one call reads when `max_source_bytes` is not set.

@@ -337,65 +337,39 @@ impl<S: Storage> PaimonCommitter<S> {
     ) -> Result<CommitResult> {
         let prepared = self.prepare(committable)?;
         let properties: BTreeMap<String, String> = properties.iter().cloned().collect();
-        let mut last_conflict = None;
-        for attempt in 0..MAX_COMMIT_ATTEMPTS {
+        let mut tiered_base_check = |committer: &Self| {
             // The base first, then the check: a tiering snapshot landing after the base was
             // read takes the id this attempt puts, so the attempt loses the race.
-            let checked = latest_snapshot_id(&self.storage)
-                .and_then(|base| self.check_tiered_base(tiered_base).map(|()| base));
-            let base = match checked {
-                Ok(base) => base,
-                Err(e) => {
-                    self.discard(&prepared);
-                    return Err(e);
-                }
-            };
-            match self.try_commit(base, &prepared, &properties, TIERING) {
-                Ok((snapshot, manifests)) => {
-                    update_hints(&self.storage, snapshot.id);
-                    fluss_lake_guest_sdk::info!(
-                        "committed Paimon snapshot {} ({} data and {} changelog files, {} rows) \
-                         after {} attempt(s)",
-                        snapshot.id,
-                        prepared.message.data_files.len(),
-                        prepared.message.changelog_files.len(),
-                        snapshot.delta_record_count.unwrap_or(0),
-                        attempt + 1
-                    );
-                    let file_size = match total_file_size(&self.storage, &manifests) {
-                        Ok(s) => Some(s),
-                        Err(e) => {
-                            fluss_lake_guest_sdk::warn!("cannot compute the table size: {e}");
-                            None
-                        }
-                    };
-                    return Ok(CommitResult {
-                        snapshot_id: snapshot.id,
-                        readable: ReadableSnapshot::Committed,
-                        earliest_snapshot_to_keep: None,
-                        stats: TieringStats {
-                            file_size,
-                            record_count: snapshot.total_record_count,
-                        },
-                    });
-                }
-                Err(e) if e.kind() == ErrorKind::Conflict => {
-                    fluss_lake_guest_sdk::warn!(
-                        "commit attempt {} lost a race: {e}; retrying",
-                        attempt + 1
-                    );
-                    last_conflict = Some(e);
-                }
-                Err(e) => {
-                    self.discard(&prepared);
-                    return Err(e);
-                }
+            let base = latest_snapshot_id(&committer.storage)?;
+            committer.check_tiered_base(tiered_base)?;
+            Ok(base)
+        };
+        let (snapshot, manifests, attempts) =
+            self.publish(&prepared, &properties, TIERING, &mut tiered_base_check)?;
+        fluss_lake_guest_sdk::info!(
+            "committed Paimon snapshot {} ({} data and {} changelog files, {} rows) \
+             after {attempts} attempt(s)",
+            snapshot.id,
+            prepared.message.data_files.len(),
+            prepared.message.changelog_files.len(),
+            snapshot.delta_record_count.unwrap_or(0),
+        );
+        let file_size = match total_file_size(&self.storage, &manifests) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                fluss_lake_guest_sdk::warn!("cannot compute the table size: {e}");
+                None
             }
-        }
-        self.discard(&prepared);
-        Err(last_conflict
-            .unwrap_or_else(|| Error::conflict("commit failed"))
-            .context(format!("giving up after {MAX_COMMIT_ATTEMPTS} attempts")))
+        };
+        Ok(CommitResult {
+            snapshot_id: snapshot.id,
+            readable: ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: None,
+            stats: TieringStats {
+                file_size,
+                record_count: snapshot.total_record_count,
+            },
+        })
     }
 
     /// Publishes a compaction as a `COMPACT` snapshot of `commit_user` without properties
@@ -422,51 +396,67 @@ impl<S: Storage> PaimonCommitter<S> {
             commit_user,
             commit_kind: "COMPACT",
         };
+        let mut check = |c: &Self| {
+            let Some(id) = latest_snapshot_id(&c.storage)? else {
+                return Err(Error::conflict("the table lost its snapshots"));
+            };
+            let head = read_snapshot(&c.storage, id)?.ok_or_else(|| {
+                Error::conflict(format!("snapshot {id} disappeared while committing"))
+            })?;
+            still_applies(&c.storage, &head)?;
+            Ok(Some(id))
+        };
+        let (snapshot, _, attempts) =
+            self.publish(&prepared, &BTreeMap::new(), origin, &mut check)?;
+        fluss_lake_guest_sdk::info!(
+            "committed Paimon compaction snapshot {} ({} file entries) after {attempts} \
+             attempt(s)",
+            snapshot.id,
+            message.data_files.len(),
+        );
+        Ok(snapshot)
+    }
+
+    /// Publishes `prepared` on the newest snapshot `check` returns (it fails when the commit
+    /// no longer applies), retrying lost races for the snapshot id up to
+    /// [`MAX_COMMIT_ATTEMPTS`] times; the snapshot, its manifests and the attempts it took.
+    /// On failure the manifests written for the commit are deleted.
+    fn publish(
+        &mut self,
+        prepared: &Prepared,
+        properties: &BTreeMap<String, String>,
+        origin: Origin<'_>,
+        check: &mut dyn FnMut(&Self) -> Result<Option<i64>>,
+    ) -> Result<(Snapshot, Vec<ManifestFileMeta>, usize)> {
         let mut last_conflict = None;
-        for attempt in 0..MAX_COMMIT_ATTEMPTS {
-            let checked = latest_snapshot_id(&self.storage).and_then(|base| {
-                let head = match base {
-                    Some(id) => read_snapshot(&self.storage, id)?.ok_or_else(|| {
-                        Error::conflict(format!("snapshot {id} disappeared while committing"))
-                    })?,
-                    None => return Err(Error::conflict("the table lost its snapshots")),
-                };
-                still_applies(&self.storage, &head)?;
-                Ok(base)
-            });
-            let base = match checked {
+        for attempt in 1..=MAX_COMMIT_ATTEMPTS {
+            // A failed check ends the commit; only a lost race for the snapshot id is retried.
+            let base = match check(self) {
                 Ok(base) => base,
                 Err(e) => {
-                    self.discard(&prepared);
+                    self.discard(prepared);
                     return Err(e);
                 }
             };
-            match self.try_commit(base, &prepared, &BTreeMap::new(), origin) {
-                Ok((snapshot, _)) => {
+            match self.try_commit(base, prepared, properties, origin) {
+                Ok((snapshot, manifests)) => {
                     update_hints(&self.storage, snapshot.id);
-                    fluss_lake_guest_sdk::info!(
-                        "committed Paimon compaction snapshot {} ({} file entries) after {} \
-                         attempt(s)",
-                        snapshot.id,
-                        message.data_files.len(),
-                        attempt + 1
-                    );
-                    return Ok(snapshot);
+                    return Ok((snapshot, manifests, attempt));
                 }
                 Err(e) if e.kind() == ErrorKind::Conflict => {
                     fluss_lake_guest_sdk::warn!(
-                        "compaction commit attempt {} lost a race: {e}; retrying",
-                        attempt + 1
+                        "{} commit attempt {attempt} lost a race: {e}; retrying",
+                        origin.commit_kind
                     );
                     last_conflict = Some(e);
                 }
                 Err(e) => {
-                    self.discard(&prepared);
+                    self.discard(prepared);
                     return Err(e);
                 }
             }
         }
-        self.discard(&prepared);
+        self.discard(prepared);
         Err(last_conflict
             .unwrap_or_else(|| Error::conflict("commit failed"))
             .context(format!("giving up after {MAX_COMMIT_ATTEMPTS} attempts")))

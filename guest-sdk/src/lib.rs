@@ -71,5 +71,11 @@ pub const CONTRACT_VERSION: &str = "0.3.1";
 /// The commit user Fluss's tiering service commits lake snapshots with.
 pub const FLUSS_COMMIT_USER: &str = "__fluss_lake_tiering";
 
+/// The commit user of snapshots table maintenance commits (compaction, manifest merging) in
+/// every format: never Fluss's tiering user, whose latest snapshot Fluss's recovery reads its
+/// offsets from. One fixed user rather than one per call: the snapshot id already identifies
+/// the call, and no format ties state to a commit user that a later compaction would need.
+pub const MAINTENANCE_COMMIT_USER: &str = "__fluss_lake_maintenance";
+
 /// The snapshot property holding the path of the Fluss offsets file.
 pub const FLUSS_OFFSETS_PROPERTY: &str = "fluss-offsets";

@@ -66,13 +66,7 @@ use options::{CompactionOptions, MAX_INPUT_BYTES};
 use unit::Step;
 use universal::LevelRun;
 
-/// The commit user of compaction snapshots: fixed (the one the Iceberg and Lance plugins
-/// commit maintenance with), so that maintenance commits are told apart from tiering's
-/// (`__fluss_lake_tiering`, whose latest snapshot Fluss recovers from) and from any Paimon
-/// job's, in every call and plugin instance alike. A per-call user would say no more: the
-/// snapshot id already identifies the call, and Paimon ties no state to a commit user that
-/// a later compaction would need.
-pub const MAINTENANCE_COMMIT_USER: &str = "__fluss_lake_maintenance";
+pub use fluss_lake_guest_sdk::MAINTENANCE_COMMIT_USER;
 
 /// Compactions of one bucket per call at most (each one re-picks on the updated levels).
 const MAX_COMPACTIONS_PER_BUCKET: usize = 16;
