@@ -683,3 +683,70 @@ fn expiry_in_the_same_call_deletes_what_compaction_replaced_once_its_snapshots_g
     set_option(&*t.storage, "merge-engine", "first-row");
     crate::maintenance::maintain(&*t.storage, &config, &request(true, true, None)).unwrap();
 }
+
+/// Hundreds of small rounds with compaction and expiry: the metadata (snapshots, manifest
+/// lists, manifests) goes up and down as manifests pile up and Paimon's minor merge (30 small
+/// manifests) folds them with their ADD/DELETE pairs cancelled, but never grows with the
+/// round count.
+#[test]
+fn metadata_stays_bounded_over_hundreds_of_compacted_rounds() {
+    let storage = MemoryStorage::new();
+    let table = log_table(
+        "db",
+        "log",
+        &[("id", "INT", false), ("name", "STRING", true)],
+        &["id"],
+        2,
+        &[],
+    );
+    create_table_if_missing(&storage, &table, &[]).unwrap();
+    let config: Vec<(String, String)> = vec![
+        ("snapshot.num-retained.min".into(), "3".into()),
+        ("snapshot.num-retained.max".into(), "5".into()),
+        ("snapshot.time-retained".into(), "1 ms".into()),
+    ];
+    let mut peaks = [0u64; 2];
+    for r in 0..600 {
+        let ids: Vec<i32> = (r * 10..r * 10 + 10).collect();
+        let names: Vec<String> = ids.iter().map(|i| format!("n{i}")).collect();
+        let mut payloads = Vec::new();
+        for b in 0..2 {
+            let mut w =
+                PaimonWriter::open(&writer_context(&table, b, None, &[]), &storage).unwrap();
+            w.write(make_row_batch(&batch(&ids, &names), (r * 10) as i64, 1).unwrap())
+                .unwrap();
+            payloads.push(w.complete().unwrap().payload);
+        }
+        let mut c = PaimonCommitter::new(&storage, config.clone());
+        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
+        let res = c
+            .commit(
+                &to_committable(&payloads).unwrap(),
+                &[("fluss-offsets".to_string(), format!("/o/{r}"))],
+                base,
+            )
+            .unwrap();
+        let request = MaintenanceRequest {
+            expire_snapshots: true,
+            compact: true,
+            keep_since: Some(res.snapshot_id),
+            deadline_millis: NO_DEADLINE,
+        };
+        crate::maintenance::maintain(&storage, &config, &request).unwrap();
+        let bytes: u64 = ["snapshot/", "manifest/"]
+            .iter()
+            .flat_map(|p| storage.list(p).unwrap())
+            .map(|o| o.size)
+            .sum();
+        let half = &mut peaks[r as usize / 300];
+        *half = (*half).max(bytes);
+    }
+    // The second 300 rounds need no more room than the first: peaks of about 90 KB here
+    // (a 30-manifest cycle takes about 140 rounds).
+    assert!(
+        peaks[1] <= peaks[0] + peaks[0] / 5 && peaks[1] < 128 << 10,
+        "metadata grows with the rounds: peak {} B in rounds 0-299, {} B in 300-599",
+        peaks[0],
+        peaks[1]
+    );
+}

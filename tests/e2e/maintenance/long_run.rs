@@ -18,9 +18,9 @@
 //! primary-key tables). At the end: every retained snapshot of the maintained log table reads
 //! exactly the rows it held when committed (time travel) and the first one, expired, fails;
 //! Java Paimon / Java Iceberg read the compacted, expired tables; the maintained tables'
-//! metadata stopped growing, while the twins hold a snapshot and a data file per round and
-//! bucket and several times the metadata: the growth maintenance prevents, so the test fails
-//! when expiry or compaction does nothing.
+//! metadata stays under a bound independent of the round count, while the twins hold a
+//! snapshot and a data file per round and bucket and several times the metadata: the growth
+//! maintenance prevents, so the test fails when expiry or compaction does nothing.
 //!
 //! `FLUSS_MAINTENANCE_ROUNDS` sets the number of rounds (CI: 40; `scripts/maintenance-run.sh`
 //! runs 300 and prints the curves of snapshots, live data files, metadata bytes and read time).
@@ -47,6 +47,13 @@ const KEYS: u64 = 200;
 /// formats' compaction triggers (Paimon 5 sorted runs or 5 small append files, Iceberg 3
 /// small files, Lance: small adjacent fragments always) plus the round's own file.
 const LIVE_FILES_PER_BUCKET: usize = 6;
+
+/// Metadata bytes (snapshots, manifest lists, manifests, metadata versions) a maintained
+/// table may hold, whatever the round count: Paimon merges its small manifests at 30 (about
+/// 90 KB here at the peak), Iceberg at 10 in this test and keeps 5 old metadata versions
+/// (about 100 KB), Lance keeps a few versions (a few KB). Without maintenance the same tables
+/// pass it within a few dozen rounds.
+const METADATA_BOUND_BYTES: u64 = 256 << 10;
 
 fn rounds() -> usize {
     std::env::var("FLUSS_MAINTENANCE_ROUNDS")
@@ -702,9 +709,9 @@ async fn run(format: Format) {
 
     lake.java_agrees(&t, &model, rounds * LOG_ROWS_PER_ROUND);
 
-    // Growth: the maintained tables' metadata stopped growing (the last checkpoint holds at
-    // most 1.5 times the most of the first half; steady growth gives about twice), while the
-    // twins pile up a snapshot and a data file per round and bucket.
+    // Growth: the maintained tables' metadata stays under a bound that does not depend on the
+    // round count (it rises and falls as manifests pile up and merge), while the twins pile up
+    // a snapshot and a data file per round and bucket.
     let mut kinds = vec!["log"];
     if t.pk.is_some() {
         kinds.push("pk");
@@ -717,12 +724,11 @@ async fn run(format: Format) {
                 .collect()
         };
         let bytes = series(kind, "metadata_bytes");
-        let first_half = bytes[..bytes.len().div_ceil(2)].iter().max().unwrap();
-        let last = *bytes.last().unwrap();
         assert!(
-            curve.len() < 3 || last * 2 <= first_half * 3,
-            "{kind}: metadata still grows: {bytes:?} bytes at the checkpoints"
+            bytes.iter().all(|b| *b <= METADATA_BOUND_BYTES),
+            "{kind}: metadata over {METADATA_BOUND_BYTES} B: {bytes:?} bytes at the checkpoints"
         );
+        let last = *bytes.last().unwrap();
         let plain = format!("{kind}_plain");
         let plain_files = *series(&plain, "live_files").last().unwrap() as usize;
         let plain_snapshots = *series(&plain, "snapshots").last().unwrap() as usize;
