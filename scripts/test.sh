@@ -54,6 +54,10 @@ stop_clusters() {
   done
   cluster/s3/stop.sh >/dev/null 2>&1 || true
   LEGACY=1 cluster/s3/stop.sh >/dev/null 2>&1 || true
+  # Every Prometheus a test (tests/src/prometheus.rs) or cluster/prometheus/start.sh left running.
+  for pf in target/prometheus/prometheus.pid target/prometheus/*/prometheus.pid; do
+    [[ -f "$pf" ]] && cluster/prometheus/stop.sh --dir "$(dirname "$pf")" >/dev/null 2>&1 || true
+  done
 }
 finish() {
   local rc=$?
@@ -130,6 +134,7 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 step "setup in the background: Python readers, Fluss and Flink jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters"
 background python-readers scripts/setup-python.sh
 background clusters start_clusters
+background prometheus cluster/prometheus/setup.sh
 
 step "format"
 cargo fmt --all -- --check
@@ -152,6 +157,11 @@ done
 step "wait for the background setup"
 await python-readers
 await clusters
+await prometheus
+
+step "alerting rules (docs/prometheus/alerts.yml): promtool check and unit tests"
+target/prometheus-dist/usr/bin/promtool check rules docs/prometheus/alerts.yml
+target/prometheus-dist/usr/bin/promtool test rules docs/prometheus/alerts_test.yml
 
 step "plugin smoke tests without the Rust host (wasmtime-py + pypaimon / pyiceberg / pylance)"
 smoke_pids=()

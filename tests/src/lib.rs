@@ -14,6 +14,7 @@ pub mod java;
 pub mod lake_check;
 pub mod lance;
 pub mod paimon;
+pub mod prometheus;
 pub mod python;
 pub mod s3;
 
