@@ -80,6 +80,32 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+impl ErrorKind {
+    /// The kind as a metric label value (`reason` of failed rounds): stable, snake case.
+    pub fn as_label(&self) -> &'static str {
+        match self {
+            ErrorKind::Config => "config",
+            ErrorKind::PluginLoad => "plugin_load",
+            ErrorKind::Plugin => "plugin",
+            ErrorKind::PluginLimit => "plugin_limit",
+            ErrorKind::NoPlugin => "no_plugin",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Coordinator => "coordinator",
+            ErrorKind::Fenced => "fenced",
+            ErrorKind::Recovered => "recovered",
+            ErrorKind::Authentication => "authentication",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Fluss => "fluss",
+            ErrorKind::Storage => "storage",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
 /// An error with a kind, a message for humans, an optional Fluss error code and a source.
 pub struct Error {
     kind: ErrorKind,

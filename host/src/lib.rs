@@ -4,6 +4,7 @@
 //! - [`config`]: command-line options in the FlussLakeTiering convention.
 //! - [`coordinator`]: the host's own client for the coordinator's tiering RPCs.
 //! - [`fluss`]: table metadata, offsets and bucket reading on top of fluss-rs.
+//! - [`metrics`]: Prometheus metrics, readiness, and the HTTP endpoint serving them.
 //! - [`plugin`]: the WebAssembly plugin runtime.
 //! - [`tiering`]: the heartbeat loop, split generation, rounds and the commit pipeline.
 //! - [`warehouse`]: lake warehouses on a local disk or S3, opened and checked for atomic creates.
@@ -13,6 +14,7 @@ pub mod coordinator;
 pub mod error;
 pub mod failpoints;
 pub mod fluss;
+pub mod metrics;
 pub mod plugin;
 pub mod startup;
 pub mod tiering;

@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use fluss_lake_host::config::HostConfig;
+use fluss_lake_host::config::{HostConfig, LogFormat};
+use fluss_lake_host::metrics::server::MetricsServer;
 use fluss_lake_host::startup;
 use fluss_lake_host::tiering::service::TieringService;
 
@@ -23,14 +24,11 @@ fn main() -> ExitCode {
             };
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    if let Some(text) = &config.print_config {
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    }
+    init_logging(config.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -50,31 +48,83 @@ fn main() -> ExitCode {
     }
 }
 
-/// `fluss-lake-host plugins inspect PATH`.
+/// Logs go to stderr: text for people (the default), or one JSON object per line whose
+/// `span` holds the round's context (round, table, plugin, bucket).
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    match format {
+        LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init(),
+    }
+}
+
+/// `fluss-lake-host plugins inspect PATH` and `fluss-lake-host plugins list`.
 fn plugins_command(args: &[String]) -> ExitCode {
     use clap::Parser;
     use fluss_lake_host::plugin::inspect::{InspectCli, inspect};
-    if args.get(2).map(String::as_str) != Some("inspect") {
-        eprintln!(
-            "usage: fluss-lake-host plugins inspect PATH[#sha256=HEX] [--plugin-memory-limit SIZE]"
-        );
-        return ExitCode::from(2);
-    }
-    let cli = match InspectCli::try_parse_from(args[2..].iter()) {
-        Ok(c) => c,
-        Err(e) => {
+    use fluss_lake_host::plugin::list::{ListCli, list};
+    fn parsed<T: Parser>(args: &[String]) -> Result<T, ExitCode> {
+        T::try_parse_from(args[2..].iter()).map_err(|e| {
             let _ = e.print();
-            return if e.use_stderr() {
+            if e.use_stderr() {
                 ExitCode::from(2)
             } else {
                 ExitCode::SUCCESS
+            }
+        })
+    }
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    match args.get(2).map(String::as_str) {
+        Some("inspect") => {}
+        Some("list") => {
+            let cli: ListCli = match parsed(args) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let runtime = match runtime() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: cannot start the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            return match runtime.block_on(list(&cli, &mut std::io::stdout())) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
             };
         }
+        _ => {
+            eprintln!(
+                "usage: fluss-lake-host plugins inspect PATH[#sha256=HEX] [--plugin-memory-limit SIZE]\n       \
+                 fluss-lake-host plugins list [--plugin PATH]... [--plugin-dir DIR]... [--no-builtin-plugins]"
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let cli: InspectCli = match parsed(args) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -92,6 +142,13 @@ fn plugins_command(args: &[String]) -> ExitCode {
 }
 
 async fn run(config: HostConfig) -> fluss_lake_host::Result<()> {
+    // Listening first: a wrong address stops the host at once, and /healthz answers while
+    // plugins load.
+    if let Some(address) = config.metrics_address {
+        let server = MetricsServer::bind(address).await?;
+        tracing::info!(address = ?server.local_addr(), "serving /metrics, /healthz and /readyz");
+        tokio::spawn(server.serve());
+    }
     let plugins = startup::load_plugins(&config).await?;
     tokio::spawn(plugins.clone().watch(config.plugin_watch_interval));
     let warehouses = startup::open_warehouses(&config).await?;

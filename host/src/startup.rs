@@ -12,9 +12,9 @@ use crate::coordinator::client::CoordinatorLocator;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fluss::client::{CONNECT_TIMEOUT, FlussClient, coordinator_address};
 use crate::fluss::cluster_config::ClusterConfig;
-use crate::plugin::PluginSet;
 use crate::plugin::engine::{EngineSettings, PluginEngine};
 use crate::plugin::sandbox::LogRate;
+use crate::plugin::{PluginSet, builtin};
 use crate::tiering::context::TieringContext;
 use crate::warehouse::{Warehouses, options};
 
@@ -31,7 +31,12 @@ pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
         },
         ..EngineSettings::default()
     })?);
-    let plugins = PluginSet::load(engine, config.plugins.clone()).await?;
+    let builtins = if config.builtin_plugins {
+        builtin::load(&engine).await?
+    } else {
+        Vec::new()
+    };
+    let plugins = PluginSet::load(engine, config.plugins.clone(), builtins).await?;
     let registry = plugins.current();
     if registry.is_empty() {
         return Err(Error::new(

@@ -28,6 +28,8 @@ use super::sandbox::{
 use super::storage::ScopedStorage;
 use super::{MaintenanceReport, MaintenanceRequest, wit};
 use crate::error::{Error, ErrorKind, Result};
+use crate::metrics::registry::CallEnd;
+use crate::metrics::{PluginLabels, PluginMetrics, metrics};
 
 /// Calls into the guest with the call's deadline armed, raced against the host-side timer
 /// and the round's cancellation; a trap becomes a host [`Error`].
@@ -37,6 +39,7 @@ macro_rules! guest_call {
     };
     ($self:ident, $name:expr, $timeout:expr, |$b:ident, $s:ident| $call:expr) => {{
         $self.check_usable($name)?;
+        let started = Instant::now();
         let timeout = $timeout;
         let deadline = Instant::now() + timeout;
         $self.store.data_mut().deadline = Some(deadline);
@@ -52,7 +55,7 @@ macro_rules! guest_call {
             }
         };
         $self.store.data_mut().deadline = None;
-        $self.finish_call($name, timeout, outcome)
+        $self.finish_call($name, timeout, started, outcome)
     }};
 }
 
@@ -91,6 +94,9 @@ pub struct PluginInstance {
     cancel: CancellationToken,
     /// Why the instance may not be called again (a trap, an abandoned call).
     poisoned: Option<String>,
+    /// Where its calls are counted; none while the plugin is being loaded (its format is
+    /// not known yet).
+    metrics: Option<PluginMetrics>,
 }
 
 /// A writer resource living inside a [`PluginInstance`].
@@ -110,6 +116,7 @@ impl PluginInstance {
         let timeout = settings.call_timeout.min(LOAD_CALL_TIMEOUT);
         store.data_mut().deadline = Some(Instant::now() + timeout);
         let name = plugin.name();
+        let started = Instant::now();
         let instantiated = tokio::time::timeout(timeout + BLOCKED_CALL_GRACE, async {
             let instance = plugin.pre().instantiate_async(&mut store).await?;
             let bindings = plugin.indices().load(&mut store, &instance)?;
@@ -136,6 +143,11 @@ impl PluginInstance {
             }
         };
         store.data_mut().deadline = None;
+        let plugin_metrics = (!plugin.format().is_empty())
+            .then(|| metrics().plugin(PluginLabels::new(plugin.format(), plugin.digest())));
+        if let Some(m) = &plugin_metrics {
+            m.instantiated(started.elapsed());
+        }
         Ok(Self {
             store,
             bindings,
@@ -145,6 +157,7 @@ impl PluginInstance {
             max_result_bytes: settings.max_result_bytes,
             cancel: CancellationToken::new(),
             poisoned: None,
+            metrics: plugin_metrics,
         })
     }
 
@@ -173,8 +186,21 @@ impl PluginInstance {
         &mut self,
         call: &str,
         timeout: Duration,
+        started: Instant,
         outcome: CallOutcome<T>,
     ) -> Result<T> {
+        if let Some(m) = &self.metrics {
+            let end = match &outcome {
+                CallOutcome::Done(Ok(_)) => CallEnd::Returned,
+                CallOutcome::Done(Err(e)) if e.downcast_ref::<DeadlineExceeded>().is_some() => {
+                    CallEnd::DeadlineExceeded
+                }
+                CallOutcome::Done(Err(_)) => CallEnd::Trapped,
+                CallOutcome::Cancelled => CallEnd::Cancelled,
+                CallOutcome::Blocked => CallEnd::DeadlineExceeded,
+            };
+            m.call(call, started.elapsed(), end);
+        }
         let name = &self.plugin_name;
         let result = match outcome {
             CallOutcome::Done(Ok(v)) => Ok(v),
@@ -492,5 +518,8 @@ impl PluginInstance {
 impl Drop for PluginInstance {
     fn drop(&mut self) {
         self.store.data_mut().report_dropped_logs();
+        if let Some(m) = &self.metrics {
+            m.memory(self.memory_bytes());
+        }
     }
 }

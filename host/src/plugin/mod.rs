@@ -1,6 +1,7 @@
 //! The plugin runtime: WebAssembly components that implement the `fluss:lake` contract.
 //!
 //! - [`engine`] owns the wasmtime engine and the on-disk cache of compiled components.
+//! - [`builtin`] holds the standard plugins embedded in the binary (`embedded-plugins`).
 //! - [`source`] names the plugin files: `--plugin PATH[#sha256=…]` and `--plugin-dir DIR`.
 //! - [`registry`] loads plugin files and answers "which plugin writes format X".
 //! - [`reload`] swaps in new plugin versions while the host runs (hot swap).
@@ -10,13 +11,15 @@
 //!   location claims.
 //! - [`host_api`] implements what the host provides to plugins: storage, logging, clock.
 //! - [`storage`] confines a plugin's storage calls to one table's lake location.
-//! - [`inspect`] is `fluss-lake-host plugins inspect PATH`.
+//! - [`inspect`] is `fluss-lake-host plugins inspect PATH`, [`list`] is `plugins list`.
 
+pub mod builtin;
 pub mod engine;
 pub mod host_api;
 pub mod inspect;
 pub mod instance;
 pub mod layout;
+pub mod list;
 pub mod registry;
 pub mod reload;
 pub mod sandbox;

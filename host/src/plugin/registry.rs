@@ -34,6 +34,8 @@ pub struct Plugin {
     size: u64,
     /// How long creating the first instance took (pre-instantiated component).
     instantiate_time: Duration,
+    /// Embedded in the binary (see [`builtin`](super::builtin)) rather than read from a file.
+    builtin: bool,
 }
 
 impl Plugin {
@@ -106,6 +108,7 @@ impl Plugin {
             layout: TableLayout::default(),
             size: bytes.len() as u64,
             instantiate_time: Duration::ZERO,
+            builtin: false,
         };
         let started = Instant::now();
         let mut instance = PluginInstance::new(&plugin, format!("{}", path.display()))
@@ -200,6 +203,21 @@ impl Plugin {
         self.instantiate_time
     }
 
+    /// Whether the plugin is embedded in the binary.
+    pub fn is_builtin(&self) -> bool {
+        self.builtin
+    }
+
+    pub(super) fn into_builtin(mut self) -> Self {
+        self.builtin = true;
+        self
+    }
+
+    /// `builtin` or `file`: where the plugin came from, for `plugins list` and metrics.
+    pub fn origin(&self) -> &'static str {
+        if self.builtin { "builtin" } else { "file" }
+    }
+
     /// `format version sha256:<first 12 hex digits>`, for logs.
     pub fn describe(&self) -> String {
         format!(
@@ -217,6 +235,7 @@ pub(super) fn log_loaded(plugin: &Plugin) {
         version = plugin.version(),
         contract = plugin.contract_version(),
         maintains_tables = plugin.maintains_tables(),
+        origin = plugin.origin(),
         path = %plugin.path().display(),
         sha256 = plugin.digest(),
         instantiate_us = plugin.instantiate_time().as_micros() as u64,
@@ -288,9 +307,24 @@ impl PluginRegistry {
         Ok(())
     }
 
-    /// The plugin loaded from `path`, if any.
+    /// Adds the built-in plugins of the formats no plugin file serves; the files win.
+    pub fn add_builtins(&mut self, builtins: &[Arc<Plugin>]) {
+        for b in builtins {
+            match self.by_format.get(b.format()) {
+                Some(file) if !file.is_builtin() => {}
+                _ => {
+                    self.by_format.insert(b.format().to_string(), b.clone());
+                }
+            }
+        }
+    }
+
+    /// The plugin loaded from the file `path`, if any.
     pub fn by_path(&self, path: &Path) -> Option<Arc<Plugin>> {
-        self.by_format.values().find(|p| p.path() == path).cloned()
+        self.by_format
+            .values()
+            .find(|p| !p.is_builtin() && p.path() == path)
+            .cloned()
     }
 
     pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {

@@ -15,10 +15,14 @@ use super::engine::PluginEngine;
 use super::registry::{Plugin, PluginRegistry, log_loaded};
 use super::source::{self, PluginSource};
 use crate::error::Result;
+use crate::metrics::health::health;
+use crate::metrics::{PluginLabels, metrics};
 
 pub struct PluginSet {
     engine: Arc<PluginEngine>,
     sources: Vec<PluginSource>,
+    /// Built-in plugins, serving every format no plugin file serves (never reloaded).
+    builtins: Vec<Arc<Plugin>>,
     current: RwLock<Arc<PluginRegistry>>,
     /// Serializes reloads (SIGHUP and the poll may race).
     reloading: tokio::sync::Mutex<Fingerprint>,
@@ -38,14 +42,27 @@ pub struct ReloadReport {
 }
 
 impl PluginSet {
-    /// Loads every plugin at startup, where any failure stops the host.
-    pub async fn load(engine: Arc<PluginEngine>, sources: Vec<PluginSource>) -> Result<Self> {
+    /// Loads every plugin at startup, where any failure stops the host: the plugin files,
+    /// and the built-in plugins of the formats no file serves.
+    pub async fn load(
+        engine: Arc<PluginEngine>,
+        sources: Vec<PluginSource>,
+        builtins: Vec<Arc<Plugin>>,
+    ) -> Result<Self> {
         let fingerprint = source::fingerprint(&sources);
         let files = source::expand(&sources)?;
-        let registry = PluginRegistry::load(engine.clone(), &files).await?;
+        let mut registry = PluginRegistry::load(engine.clone(), &files).await?;
+        for b in &builtins {
+            if let Some(file) = registry.get(b.format()) {
+                tracing::info!(path = %file.path().display(), format = b.format(), "plugin file replaces the built-in plugin of its format");
+            }
+        }
+        registry.add_builtins(&builtins);
+        publish(&registry);
         Ok(Self {
             engine,
             sources,
+            builtins,
             current: RwLock::new(Arc::new(registry)),
             reloading: tokio::sync::Mutex::new(fingerprint),
         })
@@ -56,6 +73,7 @@ impl PluginSet {
         Self {
             engine,
             sources: Vec::new(),
+            builtins: Vec::new(),
             current: RwLock::new(Arc::new(registry)),
             reloading: tokio::sync::Mutex::new(Vec::new()),
         }
@@ -116,12 +134,19 @@ impl PluginSet {
                 }
             }
         }
-        for plugin in old.plugins() {
+        next.add_builtins(&self.builtins);
+        for plugin in old.plugins().filter(|p| !p.is_builtin()) {
             if !files.iter().any(|f| f.path == plugin.path()) {
-                tracing::warn!(path = %plugin.path().display(), format = plugin.format(), "plugin file removed; its format is no longer served");
+                let now = if next.get(plugin.format()).is_some_and(|p| p.is_builtin()) {
+                    "the built-in plugin serves its format again"
+                } else {
+                    "its format is no longer served"
+                };
+                tracing::warn!(path = %plugin.path().display(), format = plugin.format(), "plugin file removed; {now}");
                 report.removed.push(plugin.path().to_path_buf());
             }
         }
+        publish(&next);
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         for (path, what) in &report.loaded {
             tracing::info!(path = %path.display(), plugin = %what, "plugin swapped in; rounds in flight finish on the previous version");
@@ -189,4 +214,16 @@ impl PluginSet {
             }
         }
     }
+}
+
+/// Tells the metrics and the readiness check which plugins serve new rounds.
+fn publish(registry: &PluginRegistry) {
+    metrics().set_loaded_plugins(registry.plugins().map(|p| {
+        (
+            PluginLabels::new(p.format(), p.digest()),
+            p.version(),
+            p.origin(),
+        )
+    }));
+    health().set_plugins(registry.plugins().count());
 }

@@ -93,6 +93,11 @@ impl StorageQuota {
         Ok(())
     }
 
+    /// Objects charged so far (data and metadata files the round wrote).
+    pub fn objects_written(&self) -> u64 {
+        self.objects.load(Ordering::Relaxed)
+    }
+
     /// The quota was hit: what it is, for the round's error.
     pub fn exceeded(&self) -> Option<String> {
         self.exceeded

@@ -17,6 +17,8 @@ use std::time::Duration;
 use super::context::{Assignment, ResolvedTable, TieringContext};
 use crate::error::ErrorKind;
 use crate::fluss::table;
+use crate::metrics::TableMetrics;
+use crate::metrics::registry::MaintenanceCounts;
 use crate::plugin::{MaintenanceReport, MaintenanceRequest, PluginInstance};
 
 /// The host option that turns snapshot expiry on for every table (Fluss's name).
@@ -84,6 +86,7 @@ pub async fn maintain_table(
     resolved: &ResolvedTable,
     instance: &mut PluginInstance,
     keep_since: Option<i64>,
+    metrics: &TableMetrics,
 ) {
     let budget = budget(ctx, resolved);
     let aim = budget.mul_f64(0.75);
@@ -109,17 +112,34 @@ pub async fn maintain_table(
     let context = resolved.committer_context(ctx);
     let started = std::time::Instant::now();
     match instance.maintain(&context, request, budget).await {
-        Ok(Some(report)) => log_report(assignment, &request, &report, started.elapsed()),
+        Ok(Some(report)) => {
+            let took = started.elapsed();
+            metrics.maintained(
+                true,
+                MaintenanceCounts {
+                    snapshots_expired: report.snapshots_expired,
+                    files_deleted: report.files_deleted,
+                    bytes_deleted: report.bytes_deleted,
+                    files_compacted: report.files_compacted,
+                    files_written: report.files_written,
+                },
+                took,
+            );
+            log_report(assignment, &request, &report, took)
+        }
         Ok(None) => {}
         Err(e) if e.kind() == ErrorKind::Unsupported => {
             if ctx.refused_maintenance.first(assignment.table_id, digest) {
                 tracing::warn!(table = %assignment.path, plugin = %resolved.plugin.describe(), "the table is tiered, not maintained: {e}");
             }
         }
-        Err(e) => tracing::warn!(
-            table = %assignment.path,
-            "table maintenance failed (the round is committed; maintenance is tried again after the next round): {e}"
-        ),
+        Err(e) => {
+            metrics.maintained(false, MaintenanceCounts::default(), started.elapsed());
+            tracing::warn!(
+                table = %assignment.path,
+                "table maintenance failed (the round is committed; maintenance is tried again after the next round): {e}"
+            )
+        }
     }
 }
 

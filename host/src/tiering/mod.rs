@@ -13,6 +13,7 @@
 //! - [`maintenance`]: snapshot expiry and compaction after a committed round, by plugins
 //!   that export `maintenance`.
 //! - [`recovery`]: verifying a lake snapshot Fluss missed before registering it.
+//! - [`progress`]: progress lines of long rounds.
 //! - [`backoff`]: how long a table whose rounds keep failing waits.
 //! - [`journal`]: the rounds in flight, on disk, so a restarted host hands them back at once.
 
@@ -22,6 +23,7 @@ pub mod context;
 pub mod fluss_commit;
 pub mod journal;
 pub mod maintenance;
+pub mod progress;
 pub mod recovery;
 pub mod round;
 pub mod routing;

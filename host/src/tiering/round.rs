@@ -7,21 +7,25 @@
 //! memory stays bounded by `max-concurrent-splits × (channel depth + 1) × batch size` plus
 //! the plugins' own buffers (capped by `--plugin-memory-limit`).
 
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use fluss::metadata::TablePath;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::commit::{self, RoundWrites};
 use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
+use super::progress::RoundProgress;
 use super::{fluss_commit, maintenance, row_batches, splits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
 use crate::fluss::{reader, table};
+use crate::metrics::registry::{CommittedRound, short_digest};
+use crate::metrics::{TableLabels, TableMetrics, metrics};
 use crate::plugin::storage::StorageQuota;
 use crate::plugin::{PluginInstance, wit};
 use crate::tiering::routing;
@@ -30,12 +34,79 @@ use crate::warehouse;
 /// Batches buffered between a bucket's reader and its writer.
 const CHANNEL_DEPTH: usize = 2;
 
+/// One round, in a span naming it (round id, table, plugin) so every log line of the round
+/// says which it belongs to, counted in the table's metrics however it ends.
 pub async fn run_round(
     ctx: Arc<TieringContext>,
     assignment: Assignment,
     cancel: CancellationToken,
 ) -> Result<RoundOutcome> {
+    let span = tracing::info_span!(
+        "round",
+        round = %round_id(&assignment),
+        table = %assignment.path,
+        plugin = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let table_metrics = OnceLock::new();
+    let outcome = tier(ctx, &assignment, cancel, &table_metrics)
+        .instrument(span)
+        .await;
+    let reason = outcome.as_ref().err().map(|e| e.kind());
+    match (table_metrics.get(), &outcome) {
+        (Some(m), Ok(o)) => {
+            if o.snapshot_id.is_none() {
+                m.round_empty();
+            }
+            m.round_duration(started.elapsed());
+        }
+        (Some(m), Err(e)) => {
+            m.round_failed(e.kind().as_label());
+            m.round_duration(started.elapsed());
+        }
+        (None, Err(e)) => metrics().round_failed_unrouted(
+            assignment.path.database(),
+            assignment.path.table(),
+            e.kind().as_label(),
+        ),
+        (None, Ok(_)) => {}
+    }
+    // A dropped or re-created table is no longer this host's: its gauges must not go on aging.
+    if reason == Some(ErrorKind::Fenced) {
+        metrics().forget_table(assignment.path.database(), assignment.path.table());
+    }
+    outcome
+}
+
+/// `<table id>.<coordinator epoch>.<tiering epoch>`: names one round in logs, and the
+/// coordinator's own view of it.
+pub fn round_id(a: &Assignment) -> String {
+    format!("{}.{}.{}", a.table_id, a.coordinator_epoch, a.tiering_epoch)
+}
+
+async fn tier(
+    ctx: Arc<TieringContext>,
+    assignment: &Assignment,
+    cancel: CancellationToken,
+    table_metrics: &OnceLock<TableMetrics>,
+) -> Result<RoundOutcome> {
+    let assignment = assignment.clone();
     let (resolved, mut control) = resolve_table(&ctx, &assignment).await?;
+    let plugin_label = format!(
+        "{}@{}",
+        resolved.plugin.format(),
+        short_digest(resolved.plugin.digest())
+    );
+    tracing::Span::current().record("plugin", plugin_label.as_str());
+    let m = table_metrics.get_or_init(|| {
+        metrics().table(TableLabels {
+            database: assignment.path.database().to_string(),
+            table: assignment.path.table().to_string(),
+            format: resolved.route.format.clone(),
+            plugin_digest: short_digest(resolved.plugin.digest()),
+        })
+    });
+    m.round_started();
     control
         .validate_table(&resolved.wit_info, &resolved.plugin_config)
         .await?;
@@ -45,6 +116,8 @@ pub async fn run_round(
         tracing::warn!(table = %assignment.path, "bucket not tiered: {refused}");
     }
     let ranges = plan.splits;
+    let to_do: u64 = ranges.iter().map(records_to_do).sum();
+    m.lag(to_do);
     if ranges.is_empty() {
         if let Some(refused) = plan.refused.into_iter().next() {
             return Err(refused);
@@ -52,7 +125,12 @@ pub async fn run_round(
         tracing::info!(table = %assignment.path, "nothing new to tier");
         return Ok(RoundOutcome::default());
     }
-    tracing::info!(table = %assignment.path, splits = ranges.len(), "tiering round started");
+    tracing::info!(table = %assignment.path, splits = ranges.len(), records_to_do = to_do, "tiering round started");
+    let progress = RoundProgress::new(to_do);
+    let progress_task = ctx
+        .config
+        .log_progress_interval
+        .map(|every| AbortOnDrop(progress.report_every(every).abort_handle()));
 
     // Flink bounds a round by the table's freshness: past it, the splits stop where they
     // are and what was written is committed, so a huge backlog still shows up in the lake.
@@ -75,9 +153,14 @@ pub async fn run_round(
         round_ts,
         &cancel,
         &force_finish,
+        SplitObservers {
+            metrics: m,
+            progress: &progress,
+        },
     )
     .await;
     timer.abort();
+    drop(progress_task);
     let results = match results {
         Ok(r) => r,
         Err((e, written)) => {
@@ -99,24 +182,62 @@ pub async fn run_round(
     if forced {
         tracing::warn!(table = %assignment.path, ?max_duration, "round reached the table's freshness; committing what was written");
     }
+    let written = CommittedRound {
+        records: results.iter().map(|r| r.rows).sum(),
+        bytes: results.iter().map(|r| r.write_result.file_bytes).sum(),
+        newest_record_ms: results.iter().filter_map(|r| r.max_timestamp).max(),
+        ..CommittedRound::default()
+    };
+    let lag_after: u64 = results
+        .iter()
+        .map(|r| match r.end_offset {
+            Some(end) => u64::try_from(r.range.stop - end).unwrap_or(0),
+            None => records_to_do(&r.range),
+        })
+        .sum();
     let writes = RoundWrites {
         results,
         planned_snapshot,
     };
+    let commit_started = Instant::now();
     let mut outcome =
         commit::commit_round(&ctx, &assignment, &resolved, &mut control, writes, &cancel).await?;
     outcome.force_finished = forced;
     if outcome.snapshot_id.is_some() {
+        m.committed(&CommittedRound {
+            commit_duration: commit_started.elapsed(),
+            files: resolved.storage.quota().objects_written(),
+            lake_size_bytes: outcome.stats.as_ref().and_then(|s| s.file_size),
+            lake_records: outcome.stats.as_ref().and_then(|s| s.record_count),
+            ..written
+        });
+        m.lag(lag_after);
+        if forced {
+            m.round_force_finished("freshness");
+        }
         maintenance::maintain_table(
             &ctx,
             &assignment,
             &resolved,
             &mut control,
             outcome.keep_since,
+            m,
         )
         .await;
     }
     Ok(outcome)
+}
+
+/// Records a split range holds (a log table's first round starts at offset 0).
+fn records_to_do(range: &reader::BucketRange) -> u64 {
+    u64::try_from(range.stop - range.start.max(0)).unwrap_or(0)
+}
+
+/// What watches the splits as they go: the table's metrics and the round's progress.
+#[derive(Clone, Copy)]
+struct SplitObservers<'a> {
+    metrics: &'a TableMetrics,
+    progress: &'a Arc<RoundProgress>,
 }
 
 /// The splits of this round: every bucket of every partition with something to tier, with
@@ -259,6 +380,7 @@ pub async fn resolve_table(
 
 /// Writes every split, at most `max-concurrent-splits` at a time. On failure, returns the
 /// error with the results of the splits that did complete, so their files can be aborted.
+#[allow(clippy::too_many_arguments)]
 async fn write_splits(
     ctx: &Arc<TieringContext>,
     assignment: &Assignment,
@@ -267,7 +389,9 @@ async fn write_splits(
     round_ts: i64,
     cancel: &CancellationToken,
     force_finish: &CancellationToken,
+    observers: SplitObservers<'_>,
 ) -> std::result::Result<Vec<SplitResult>, (Error, Vec<SplitResult>)> {
+    let round = tracing::Span::current();
     let permits = Arc::new(Semaphore::new(ctx.config.max_concurrent_splits));
     let mut tasks = JoinSet::new();
     for (index, range) in ranges.into_iter().enumerate() {
@@ -277,7 +401,30 @@ async fn write_splits(
         let permits = permits.clone();
         let cancel = cancel.clone();
         let force_finish = force_finish.clone();
-        tasks.spawn(async move {
+        let table_metrics = observers.metrics.clone();
+        let progress = observers.progress.clone();
+        // Its own span, not a child of the round's, carrying the round's fields too: every
+        // line of a split names round, table, plugin and bucket on its own.
+        let span = tracing::info_span!(
+            parent: None,
+            "split",
+            round = %round_id(assignment),
+            table = %assignment.path,
+            plugin = tracing::field::Empty,
+            bucket = range.bucket,
+            partition = range.partition_name.as_deref(),
+        );
+        span.follows_from(&round);
+        span.record(
+            "plugin",
+            format!(
+                "{}@{}",
+                resolved.plugin.format(),
+                short_digest(resolved.plugin.digest())
+            )
+            .as_str(),
+        );
+        let task = async move {
             let _permit = permits
                 .acquire_owned()
                 .await
@@ -292,9 +439,12 @@ async fn write_splits(
                 range,
                 split_index: u32::try_from(index).unwrap_or(u32::MAX),
                 round_ts,
+                metrics: &table_metrics,
+                progress: &progress,
             };
             split.run(&cancel, &force_finish).await
-        });
+        };
+        tasks.spawn(task.instrument(span));
     }
     let mut done = Vec::new();
     let mut failure = None;
@@ -375,6 +525,8 @@ struct SplitTask<'a> {
     range: reader::BucketRange,
     split_index: u32,
     round_ts: i64,
+    metrics: &'a TableMetrics,
+    progress: &'a RoundProgress,
 }
 
 impl SplitTask<'_> {
@@ -393,6 +545,8 @@ impl SplitTask<'_> {
             range,
             split_index,
             round_ts,
+            metrics,
+            progress,
         } = self;
         let mut instance = PluginInstance::new(
             &resolved.plugin,
@@ -448,7 +602,10 @@ impl SplitTask<'_> {
                 }
                 batch = rx.recv() => {
                     let Some(batch) = batch else { break };
+                    metrics.read(batch.rows as u64, batch.batch.ipc.len() as u64);
                     instance.write(&writer, &batch.batch).await?;
+                    let from = written.end_offset.unwrap_or(range.start.max(0));
+                    progress.advance(u64::try_from(batch.end_offset - from).unwrap_or(0));
                     if written.rows == 0 {
                         failpoints::hit(failpoints::AFTER_FIRST_WRITE).await;
                     }

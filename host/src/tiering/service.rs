@@ -23,6 +23,8 @@ use super::round;
 use crate::coordinator::api::errors;
 use crate::coordinator::proto::*;
 use crate::error::{ErrorKind, Result};
+use crate::metrics::health::health;
+use crate::metrics::metrics;
 
 struct ActiveRound {
     assignment: Assignment,
@@ -79,7 +81,19 @@ impl TieringService {
                 .collect(),
             ..Default::default()
         };
-        let response = ctx.coordinator.heartbeat(&request).await?;
+        health().expect_heartbeats_every(ctx.config.heartbeat_interval + ctx.config.rpc_timeout);
+        metrics().set_table_slots(ctx.config.max_concurrent_tables);
+        let response = match ctx.coordinator.heartbeat(&request).await {
+            Ok(r) => r,
+            Err(e) => {
+                metrics().heartbeat(false);
+                health().heartbeat_failed(&e.to_string());
+                return Err(e);
+            }
+        };
+        metrics().heartbeat(true);
+        health().heartbeat_ok();
+        metrics().set_coordinator_epoch(response.coordinator_epoch);
         if !leftover.is_empty() {
             tracing::warn!(
                 tables = ?leftover.iter().map(|e| e.table_id).collect::<Vec<_>>(),
@@ -141,9 +155,18 @@ impl TieringService {
             while let Ok((assignment, outcome)) = self.outcomes_rx.try_recv() {
                 self.on_outcome(assignment, outcome);
             }
+            self.publish_rounds();
         }
+        health().stopping();
         self.shutdown().await;
         Ok(())
+    }
+
+    /// The rounds' gauges: in flight, running (taking a slot), waiting for their backoff.
+    fn publish_rounds(&self) {
+        let now = Instant::now();
+        let running = self.active.values().filter(|r| r.starts_at <= now).count();
+        metrics().set_rounds(self.active.len(), running, self.active.len() - running);
     }
 
     fn has_capacity(&self) -> bool {
@@ -166,10 +189,15 @@ impl TieringService {
         let response = match self.ctx.coordinator.heartbeat(&req).await {
             Ok(r) => r,
             Err(e) => {
+                metrics().heartbeat(false);
+                health().heartbeat_failed(&e.to_string());
                 self.on_heartbeat_failed(&e, finished, failed);
                 return false;
             }
         };
+        metrics().heartbeat(true);
+        health().heartbeat_ok();
+        metrics().set_coordinator_epoch(response.coordinator_epoch);
         self.consecutive_failures = 0;
         let reported: Vec<Assignment> = finished
             .iter()
@@ -183,6 +211,7 @@ impl TieringService {
             Some(t) => {
                 self.last_empty_poll = None;
                 self.start_round(t);
+                self.publish_rounds();
                 true
             }
             None => {
@@ -304,7 +333,7 @@ impl TieringService {
             tiering_epoch: t.tiering_epoch,
             coordinator_epoch: self.coordinator_epoch,
         };
-        tracing::info!(table = %assignment.path, table_id = t.table_id, tiering_epoch = t.tiering_epoch, "table assigned");
+        tracing::info!(table = %assignment.path, round = %round::round_id(&assignment), "table assigned");
         self.journal.add(JournalEntry {
             table_id: assignment.table_id,
             coordinator_epoch: assignment.coordinator_epoch,
@@ -362,10 +391,11 @@ impl TieringService {
                 }
             }
             Err(e) => {
+                let id = round::round_id(&assignment);
                 if e.kind() == ErrorKind::Cancelled {
-                    tracing::warn!(table = %assignment.path, "tiering round stopped: {e}");
+                    tracing::warn!(table = %assignment.path, round = %id, "tiering round stopped: {e}");
                 } else {
-                    tracing::error!(table = %assignment.path, "tiering round failed: {e}");
+                    tracing::error!(table = %assignment.path, round = %id, "tiering round failed: {e}");
                 }
                 // Reported failed so that the coordinator re-queues the table at once instead
                 // of after its 120 s timeout; if the round was fenced the coordinator simply
@@ -478,6 +508,62 @@ fn next_heartbeat(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `PbHeartbeatReqForTable` as Fluss 0.9.1 declares it: no `lake_tiering_stats` (field 4,
+    /// added on Fluss main by #2454).
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct HeartbeatReqForTable091 {
+        #[prost(int64, required, tag = "1")]
+        table_id: i64,
+        #[prost(int32, required, tag = "2")]
+        coordinator_epoch: i32,
+        #[prost(int64, required, tag = "3")]
+        tiering_epoch: i64,
+    }
+
+    /// A finished table's entry carries the lake table's size and record count as field 4; a
+    /// 0.9.1 coordinator's parser skips the unknown field (proto2) and reads the rest intact,
+    /// as every end-to-end round against the real 0.9.1 cluster also shows.
+    #[test]
+    fn finished_tables_report_lake_tiering_stats_that_a_0_9_1_coordinator_skips() {
+        use prost::Message;
+        let a = Assignment {
+            table_id: 7,
+            path: fluss::metadata::TablePath::new("db", "t"),
+            tiering_epoch: 3,
+            coordinator_epoch: 1,
+        };
+        let entry = table_req(
+            &a,
+            Some(PbLakeTieringStats {
+                file_size: Some(300),
+                record_count: Some(5),
+            }),
+        );
+        let bytes = entry.encode_to_vec();
+        // Field 4, length-delimited (0x22), 5 bytes: file_size 300 (0x08 0xac 0x02) and
+        // record_count 5 (0x10 0x05).
+        assert!(
+            bytes.ends_with(&[0x22, 0x05, 0x08, 0xac, 0x02, 0x10, 0x05]),
+            "{bytes:02x?}"
+        );
+        let old = HeartbeatReqForTable091::decode(bytes.as_slice()).unwrap();
+        assert_eq!(
+            old,
+            HeartbeatReqForTable091 {
+                table_id: 7,
+                coordinator_epoch: 1,
+                tiering_epoch: 3
+            }
+        );
+        // Rounds in flight and failed ones carry no stats.
+        assert!(
+            table_req(&a, None)
+                .encode_to_vec()
+                .iter()
+                .all(|&b| b != 0x22)
+        );
+    }
 
     #[test]
     fn with_capacity_the_next_table_is_asked_for_at_the_poll_interval_not_the_heartbeat() {

@@ -5,12 +5,18 @@
 //! `--lake.tiering.<key>` the tiering behaviour (prefix kept), plus the host's own
 //! `--plugin` and `--tiering.*` options. Prefixed keys are open-ended, so they are split off
 //! before clap parses the rest; clap still documents every key the host itself knows.
+//! [`file`] reads the same options from `--config FILE`; [`effective`] renders what the host
+//! runs with for `--print-config`.
+
+pub mod effective;
+pub mod file;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::coordinator::client::PlainCredentials;
 use crate::error::{Error, ErrorKind, Result};
@@ -37,6 +43,16 @@ use crate::tiering::routing::RouteRule;
         client.security.sasl.mechanism, client.security.sasl.username, client.security.sasl.password"
 )]
 pub struct Cli {
+    /// A TOML file of options: keys are the long options without `--` (dotted keys, quoted
+    /// keys or tables; lists for repeatable options; `true` for flags). The command line wins.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print the effective configuration (defaults, file and command line; secrets masked)
+    /// as a TOML file and exit.
+    #[arg(long = "print-config")]
+    pub print_config: bool,
+
     /// Fluss bootstrap servers (host:port of the coordinator or any server).
     #[arg(long = "fluss.bootstrap.servers", value_name = "HOST:PORT")]
     pub bootstrap_servers: String,
@@ -50,6 +66,26 @@ pub struct Cli {
     /// (files added, replaced or removed). Repeatable.
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
+
+    /// Do not load the plugins built into the binary (Paimon, Iceberg, Lance in a binary
+    /// built with `embedded-plugins`); without this, they serve every format no `--plugin`
+    /// file serves.
+    #[arg(long = "no-builtin-plugins")]
+    pub no_builtin_plugins: bool,
+
+    /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address
+    /// (e.g. 127.0.0.1:9250). Off unless set.
+    #[arg(long = "metrics.address", value_name = "HOST:PORT")]
+    pub metrics_address: Option<SocketAddr>,
+
+    /// Log format: `text` for people, `json` (one object per line) for log shippers.
+    #[arg(long = "log.format", value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// How often a round that is still reading logs its progress (records done and to do,
+    /// rate); `0` turns progress lines off.
+    #[arg(long = "log.progress-interval", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub log_progress_interval: Duration,
 
     /// Routes tables to a plugin by name pattern, overriding their `table.datalake.format`:
     /// `DATABASE.TABLE=FORMAT` with `*`/`?` wildcards, e.g. `'sales.*=delta'`. Repeatable; the
@@ -169,12 +205,49 @@ pub struct Cli {
     pub rpc_timeout: Duration,
 }
 
+/// `--log.format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The Fluss client options the host passes on (`--fluss.<key>`).
+pub const FLUSS_CLIENT_OPTIONS: &[&str] = &[
+    "client.connect-timeout",
+    "client.scanner.log.fetch.max-bytes",
+    "client.scanner.log.fetch.max-bytes-for-bucket",
+    "client.scanner.log.max-poll-records",
+    "client.security.protocol",
+    "client.security.sasl.mechanism",
+    "client.security.sasl.username",
+    "client.security.sasl.password",
+    "client.security.sasl.jaas.config",
+    "remote.data.dir",
+];
+
+/// Whether an option's value may be a secret (a password, a key, a token): never printed.
+pub fn is_secret(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["pass", "secret", "jaas", "token", "credential", "key"]
+        .iter()
+        .any(|s| k.contains(s))
+}
+
 /// Everything the host runs with, after parsing and validation.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
     pub bootstrap_servers: String,
     /// `--plugin` and `--plugin-dir`, in command-line order (files first).
     pub plugins: Vec<PluginSource>,
+    /// Load the plugins built into the binary (`--no-builtin-plugins` turns them off).
+    pub builtin_plugins: bool,
+    pub metrics_address: Option<SocketAddr>,
+    pub log_format: LogFormat,
+    /// None: no progress lines.
+    pub log_progress_interval: Option<Duration>,
+    /// `--print-config`: the effective configuration, rendered; the host prints it and exits.
+    pub print_config: Option<String>,
     pub routes: Vec<RouteRule>,
     pub plugin_watch_interval: Duration,
     pub plugin_call_timeout: Duration,
@@ -205,20 +278,76 @@ pub struct HostConfig {
 }
 
 impl HostConfig {
-    /// Parses a command line (program name first).
+    /// Parses a command line (program name first), with the options of its `--config`
+    /// file, if any, placed before it.
     pub fn from_args<I: IntoIterator<Item = String>>(
         args: I,
     ) -> std::result::Result<Self, clap::Error> {
-        let (rest, prefixed) = split_prefixed(args.into_iter().collect())
-            .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg + "\n"))?;
-        let cli = Cli::try_parse_from(rest)?;
-        if cli.plugins.is_empty() && cli.plugin_dirs.is_empty() {
+        let raw = |msg: String| clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg + "\n");
+        let args: Vec<String> = args.into_iter().collect();
+        let (program, cli_args) = match args.split_first() {
+            Some((p, rest)) => (p.clone(), rest.to_vec()),
+            None => ("fluss-lake-host".to_string(), Vec::new()),
+        };
+        let config_file = config_file_arg(&cli_args);
+        let file_args = match &config_file {
+            Some(path) => {
+                let (known, flags) = known_options();
+                let file_args = file::to_args(path, &known, &flags).map_err(raw)?;
+                // The file alone must parse (with any server), so that a bad value in it is
+                // reported as the file's.
+                let mut alone = vec![program.clone()];
+                alone.extend(file_args.iter().cloned());
+                alone.extend(["--fluss.bootstrap.servers".to_string(), "-".to_string()]);
+                let (rest, _) =
+                    split_prefixed(alone).map_err(|m| raw(format!("{}: {m}", path.display())))?;
+                if let Err(e) = Cli::try_parse_from(rest) {
+                    let first = e.to_string();
+                    let first = first
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .trim_start_matches("error: ");
+                    return Err(raw(format!("{}: {first}", path.display())));
+                }
+                file::without_overridden(file_args, &cli_args)
+            }
+            None => Vec::new(),
+        };
+        let mut all = vec![program];
+        all.extend(file_args.iter().cloned());
+        all.extend(cli_args.iter().cloned());
+        let (rest, prefixed) = split_prefixed(all).map_err(raw)?;
+        let matches = Cli::command().try_get_matches_from(rest)?;
+        let cli = Cli::from_arg_matches(&matches)?;
+        let builtin_plugins =
+            !cli.no_builtin_plugins && !crate::plugin::builtin::BUILTIN.is_empty();
+        if cli.plugins.is_empty() && cli.plugin_dirs.is_empty() && !builtin_plugins {
             return Err(clap::Error::raw(
                 clap::error::ErrorKind::MissingRequiredArgument,
-                "at least one --plugin or --plugin-dir is required\n",
+                if crate::plugin::builtin::BUILTIN.is_empty() {
+                    "at least one --plugin or --plugin-dir is required (this binary has no built-in plugins; scripts/install.sh builds one that has)\n"
+                } else {
+                    "at least one --plugin or --plugin-dir is required with --no-builtin-plugins\n"
+                },
             ));
         }
+        let print_config = cli.print_config.then(|| {
+            effective::render(
+                &Cli::command(),
+                &matches,
+                &prefixed,
+                &file_args,
+                config_file.as_deref(),
+            )
+        });
         let mut config = HostConfig {
+            builtin_plugins,
+            metrics_address: cli.metrics_address,
+            log_format: cli.log_format,
+            log_progress_interval: (!cli.log_progress_interval.is_zero())
+                .then_some(cli.log_progress_interval),
+            print_config,
             bootstrap_servers: cli.bootstrap_servers,
             plugins: cli
                 .plugins
@@ -388,6 +517,37 @@ impl HostConfig {
 }
 
 type KeyValue = (String, String);
+
+/// The `--config FILE` of a command line, if any.
+fn config_file_arg(args: &[String]) -> Option<PathBuf> {
+    let mut it = args.iter();
+    let mut found = None;
+    while let Some(a) = it.next() {
+        if a == "--config" {
+            found = it.next().map(PathBuf::from);
+        } else if let Some(v) = a.strip_prefix("--config=") {
+            found = Some(PathBuf::from(v));
+        }
+    }
+    found
+}
+
+/// The long options a config file may hold (clap's, and the Fluss client options under
+/// `fluss.`), and those of them that are flags.
+fn known_options() -> (Vec<String>, Vec<String>) {
+    let cmd = Cli::command();
+    let mut known = Vec::new();
+    let mut flags = Vec::new();
+    for arg in cmd.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        known.push(long.to_string());
+        if !arg.get_action().takes_values() {
+            flags.push(long.to_string());
+        }
+    }
+    known.extend(FLUSS_CLIENT_OPTIONS.iter().map(|k| format!("fluss.{k}")));
+    (known, flags)
+}
 
 /// Splits `--datalake.<fmt>.<key>`, `--lake.tiering.<key>` and `--fluss.<key>` pairs off the
 /// command line; maps `--fluss.tiering.*` (Flink's spelling) onto `--tiering.*`.
@@ -674,7 +834,19 @@ mod tests {
         assert_eq!(c.poll_table_interval, Duration::from_secs(30));
         assert_eq!(c.heartbeat_interval, Duration::from_secs(10));
         assert!(HostConfig::from_args(args("host --plugin p.wasm")).is_err());
-        assert!(HostConfig::from_args(args("host --fluss.bootstrap.servers h:1")).is_err());
+        // Without a plugin file only a binary with built-in plugins runs.
+        assert_eq!(
+            HostConfig::from_args(args("host --fluss.bootstrap.servers h:1")).is_err(),
+            crate::plugin::builtin::BUILTIN.is_empty()
+        );
+        let e = HostConfig::from_args(args(
+            "host --fluss.bootstrap.servers h:1 --no-builtin-plugins",
+        ))
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("at least one --plugin or --plugin-dir is required")
+        );
         assert!(
             HostConfig::from_args(args(
                 "host --fluss.bootstrap.servers h:1 --plugin p --datalake.paimon"
@@ -695,6 +867,219 @@ mod tests {
             ))
             .is_err()
         );
+    }
+
+    /// A config file unique to the test, removed on drop.
+    struct ConfigFile(PathBuf);
+
+    impl ConfigFile {
+        fn new(name: &str, text: &str) -> Self {
+            let path = std::env::temp_dir().join(format!(
+                "fluss-lake-host-{}-{name}.toml",
+                std::process::id()
+            ));
+            std::fs::write(&path, text).unwrap();
+            Self(path)
+        }
+
+        fn arg(&self) -> String {
+            self.0.display().to_string()
+        }
+    }
+
+    impl Drop for ConfigFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn a_config_file_says_what_the_command_line_says_and_the_command_line_wins() {
+        let f = ConfigFile::new(
+            "wins",
+            r#"
+            fluss.bootstrap.servers = "file:9123"
+            plugin = ["/p/paimon.wasm", "/p/iceberg.wasm"]
+            plugin-call-timeout = "2min"
+            tiering.heartbeat.interval = "3s"
+            metrics.address = "127.0.0.1:9250"
+            log.format = "json"
+            route = ["sales.*=iceberg"]
+            [lake.tiering]
+            auto-expire-snapshot = true
+            [datalake.paimon]
+            warehouse = "/wh"
+            "s3.secret-key" = "hunter2"
+            [fluss.client.security.sasl]
+            password = "p4ss"
+            "#,
+        );
+        let c = HostConfig::from_args(vec![
+            "host".into(),
+            "--config".into(),
+            f.arg(),
+            "--plugin-call-timeout".into(),
+            "30s".into(),
+            "--plugin".into(),
+            "/cli/lance.wasm".into(),
+        ])
+        .unwrap();
+        assert_eq!(c.bootstrap_servers, "file:9123");
+        assert_eq!(
+            c.plugin_call_timeout,
+            Duration::from_secs(30),
+            "the command line wins"
+        );
+        assert_eq!(
+            c.plugins,
+            vec![PluginSource::File(
+                PluginFile::parse("/cli/lance.wasm").unwrap()
+            )],
+            "a repeatable option on the command line replaces the file's list"
+        );
+        assert_eq!(c.routes.len(), 1);
+        assert_eq!(c.heartbeat_interval, Duration::from_secs(3));
+        assert_eq!(c.metrics_address, Some("127.0.0.1:9250".parse().unwrap()));
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(
+            c.lake_options_for("paimon").get("warehouse").unwrap(),
+            "/wh"
+        );
+        assert_eq!(
+            c.tiering_options
+                .get("lake.tiering.auto-expire-snapshot")
+                .unwrap(),
+            "true"
+        );
+        assert_eq!(
+            c.fluss_options
+                .get("client.security.sasl.password")
+                .unwrap(),
+            "p4ss"
+        );
+        assert!(c.print_config.is_none());
+    }
+
+    #[test]
+    fn a_bad_key_or_value_in_the_file_is_one_line_naming_the_file_and_the_key() {
+        let run = |name: &str, text: &str| {
+            let f = ConfigFile::new(name, text);
+            let e = HostConfig::from_args(vec!["host".into(), "--config".into(), f.arg()])
+                .unwrap_err()
+                .to_string();
+            (f.arg(), e)
+        };
+        let (path, e) = run(
+            "badkey",
+            "fluss.bootstrap.servers = \"h:1\"\nplugin-cal-timeout = \"1s\"\n",
+        );
+        assert_eq!(
+            e.trim_end(),
+            format!(
+                "error: {path}: unknown key 'plugin-cal-timeout' (keys are the command line's long options without '--'; see --help)"
+            )
+        );
+        let (path, e) = run(
+            "badvalue",
+            "fluss.bootstrap.servers = \"h:1\"\nplugin-call-timeout = \"soon\"\n",
+        );
+        assert!(
+            e.starts_with(&format!(
+                "error: {path}: invalid value 'soon' for '--plugin-call-timeout"
+            )),
+            "{e}"
+        );
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        let (path, e) = run("badclient", "fluss.client.conect-timeout = \"1s\"\n");
+        assert!(
+            e.contains(&format!(
+                "{path}: unknown key 'fluss.client.conect-timeout'"
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn print_config_shows_every_value_with_its_source_and_masks_secrets() {
+        let f = ConfigFile::new(
+            "print",
+            r#"
+            fluss.bootstrap.servers = "file:9123"
+            plugin = "/p/paimon.wasm"
+            plugin-call-timeout = "2min"
+            [datalake.paimon]
+            warehouse = "/wh"
+            "s3.secret-key" = "hunter2"
+            [fluss.client.security.sasl]
+            password = "p4ss"
+            "#,
+        );
+        let c = HostConfig::from_args(vec![
+            "host".into(),
+            "--config".into(),
+            f.arg(),
+            "--print-config".into(),
+            "--rpc.timeout".into(),
+            "20s".into(),
+        ])
+        .unwrap();
+        let text = c.print_config.unwrap();
+        let from_file = format!("# from {}", f.arg());
+        for (line, source) in [
+            (
+                "\"fluss.bootstrap.servers\" = \"file:9123\"",
+                from_file.as_str(),
+            ),
+            ("\"plugin-call-timeout\" = \"2min\"", from_file.as_str()),
+            ("\"plugin\" = [\"/p/paimon.wasm\"]", from_file.as_str()),
+            ("\"rpc.timeout\" = \"20s\"", "# from the command line"),
+            ("\"tiering.heartbeat.interval\" = \"10s\"", "# default"),
+            (
+                "\"datalake.paimon.warehouse\" = \"/wh\"",
+                from_file.as_str(),
+            ),
+            (
+                "\"datalake.paimon.s3.secret-key\" = \"******\"",
+                from_file.as_str(),
+            ),
+            (
+                "\"fluss.client.security.sasl.password\" = \"******\"",
+                from_file.as_str(),
+            ),
+        ] {
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(line) && l.ends_with(source)),
+                "no line {line} … {source} in\n{text}"
+            );
+        }
+        assert!(!text.contains("hunter2") && !text.contains("p4ss"));
+        // What it prints is a config file the host reads back to the same configuration.
+        let printed = ConfigFile::new("printed", &text.replace("******", "x"));
+        let again =
+            HostConfig::from_args(vec!["host".into(), "--config".into(), printed.arg()]).unwrap();
+        assert_eq!(again.bootstrap_servers, "file:9123");
+        assert_eq!(again.plugin_call_timeout, Duration::from_secs(120));
+        assert_eq!(again.rpc_timeout, Duration::from_secs(20));
+    }
+
+    #[test]
+    fn every_fluss_client_option_a_file_may_hold_is_one_the_client_takes() {
+        let mut a = args("host --fluss.bootstrap.servers h:1 --plugin p.wasm");
+        for k in FLUSS_CLIENT_OPTIONS {
+            let v = match *k {
+                "client.connect-timeout" => "1s",
+                "client.security.protocol" => "PLAINTEXT",
+                k if k.contains("bytes") => "1mb",
+                "client.scanner.log.max-poll-records" => "10",
+                _ => "x",
+            };
+            a.extend([format!("--fluss.{k}"), v.to_string()]);
+        }
+        HostConfig::from_args(a)
+            .unwrap()
+            .fluss_client_config()
+            .unwrap();
     }
 
     #[test]
