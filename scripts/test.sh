@@ -140,11 +140,12 @@ step "format"
 cargo fmt --all -- --check
 for example in examples/*/Cargo.toml; do cargo fmt --manifest-path "$example" -- --check; done
 
-step "host, tests and native guest code: build and lint every target (release)"
-cargo build --workspace --all-targets --release
-
+# The plugins first: the host binary under test embeds the standard ones (embedded-plugins).
 step "plugins: build and lint the wasm32-wasip2 guests (profile guest), and the third-party examples"
 scripts/build-plugins.sh
+
+step "host, tests and native guest code: build and lint every target (release)"
+cargo build --workspace --all-targets --release
 
 step "third-party example plugins (own workspaces, SDK only): unit tests"
 # The dev profile (overflow checks and debug assertions on): their dependencies resolve other

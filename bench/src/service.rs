@@ -170,6 +170,8 @@ fn host_command(c: &ClusterInfo, format: &str) -> Result<Command> {
         .arg("--state-dir")
         .arg(state)
         .args(["--tiering.poll.table.interval", POLL_TABLE_INTERVAL])
+        // The plugin it names, not the ones built in as well.
+        .arg("--no-builtin-plugins")
         .env(
             "RUST_LOG",
             std::env::var("BENCH_HOST_RUST_LOG").unwrap_or_else(|_| "info".into()),

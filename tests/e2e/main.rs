@@ -11,6 +11,7 @@ mod component;
 mod faults;
 mod maintenance;
 mod migration;
+mod operations;
 mod s3;
 mod tiering;
 

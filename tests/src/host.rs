@@ -77,6 +77,13 @@ impl HostProcess {
     /// Like [`spawn`](Self::spawn), with extra environment (e.g. armed failpoints). The log
     /// file is appended to, so a restarted host keeps one log.
     pub fn spawn_with_env(args: &[String], log_name: &str, env: &[(&str, &str)]) -> Self {
+        Self::spawn_exactly(&without_builtins(args), log_name, env)
+    }
+
+    /// The host with exactly `args`: the plugins built into the test binary load unless
+    /// `args` say `--no-builtin-plugins` (which every other constructor adds, so that tests
+    /// get exactly the plugins they name).
+    pub fn spawn_exactly(args: &[String], log_name: &str, env: &[(&str, &str)]) -> Self {
         let log = repo_root().join(format!("target/test-logs/{log_name}.log"));
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         let file = std::fs::OpenOptions::new()
@@ -216,10 +223,22 @@ pub const NO_INSTANCE_METADATA: &[(&str, &str)] = &[
     ("AWS_EC2_METADATA_DISABLED", "true"),
 ];
 
+/// `args` with `--no-builtin-plugins`: the test binary carries the standard plugins
+/// (`embedded-plugins`), and a test gets the plugins it names, no others. Subcommands
+/// (`plugins …`) are left alone.
+pub fn without_builtins(args: &[String]) -> Vec<String> {
+    let mut a = args.to_vec();
+    let subcommand = a.first().is_some_and(|f| !f.starts_with('-'));
+    if !subcommand && !a.iter().any(|x| x == "--no-builtin-plugins") {
+        a.push("--no-builtin-plugins".to_string());
+    }
+    a
+}
+
 /// Runs the host to completion (for startup errors) with a timeout.
 pub fn run_to_exit(args: &[String], timeout: Duration) -> Output {
     let mut child = Command::new(host_bin())
-        .args(args)
+        .args(without_builtins(args))
         .envs(NO_INSTANCE_METADATA.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

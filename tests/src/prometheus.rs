@@ -243,32 +243,35 @@ impl Prometheus {
         Ok(answer["data"].clone())
     }
 
-    /// One HTTP/1.0 GET (no chunked encoding, the connection closes after the answer):
-    /// status and body.
     fn get(&self, target: &str) -> anyhow::Result<(u16, String)> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port))
-            .with_context(|| format!("connect to Prometheus at {}", self.url()))?;
-        s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        s.set_write_timeout(Some(Duration::from_secs(30)))?;
-        write!(
-            s,
-            "GET {target} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nAccept: application/json\r\n\r\n",
-            self.port
-        )?;
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw)
-            .with_context(|| format!("read the answer to GET {target}"))?;
-        let text = String::from_utf8(raw).context("an answer that is not UTF-8")?;
-        let (head, body) = text
-            .split_once("\r\n\r\n")
-            .ok_or_else(|| anyhow!("a malformed HTTP answer to GET {target}: {text}"))?;
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| anyhow!("a malformed HTTP status line: {head}"))?;
-        Ok((status, body.to_string()))
+        http_get(&format!("127.0.0.1:{}", self.port), target)
+            .with_context(|| format!("Prometheus at {}", self.url()))
     }
+}
+
+/// One HTTP/1.0 GET of `target` at `address` (HOST:PORT; no chunked encoding, the connection
+/// closes after the answer): status and body. Also how tests read the host's own endpoints.
+pub fn http_get(address: &str, target: &str) -> anyhow::Result<(u16, String)> {
+    let mut s = TcpStream::connect(address).with_context(|| format!("connect to {address}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    s.set_write_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        s,
+        "GET {target} HTTP/1.0\r\nHost: {address}\r\nAccept: application/json\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)
+        .with_context(|| format!("read the answer to GET {target}"))?;
+    let text = String::from_utf8(raw).context("an answer that is not UTF-8")?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow!("a malformed HTTP answer to GET {target}: {text}"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow!("a malformed HTTP status line: {head}"))?;
+    Ok((status, body.to_string()))
 }
 
 impl Drop for Prometheus {

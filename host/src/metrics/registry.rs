@@ -789,6 +789,29 @@ mod tests {
         assert!(lines("fluss_lake_table_lag_records{database=\"db\",table=\"moved\"").is_empty());
     }
 
+    /// A plugin's version is the one plugin-chosen text in a label: whatever it holds, the
+    /// exposition stays one line per series (the loader already bounds it and escapes
+    /// control characters; the encoder escapes quotes and backslashes).
+    #[test]
+    fn a_hostile_plugin_version_cannot_break_the_exposition() {
+        let version = crate::plugin::sandbox::plugin_text(
+            "1\"} 1\nfluss_lake_injected 1\n# EOF\n\\",
+            crate::plugin::sandbox::MAX_INFO_FIELD_BYTES,
+        );
+        metrics().set_loaded_plugins([(
+            PluginLabels::new("hostile", "ffffffffffff"),
+            version.as_str(),
+            "file",
+        )]);
+        let text = metrics().encode();
+        let line = lines("fluss_lake_plugin_info{format=\"hostile\"");
+        assert_eq!(line.len(), 1, "{text}");
+        assert!(line[0].ends_with("} 1"), "{line:?}");
+        assert_eq!(text.lines().filter(|l| *l == "# EOF").count(), 1, "{text}");
+        assert!(!text.lines().any(|l| l.starts_with("fluss_lake_injected")), "{text}");
+        metrics().set_loaded_plugins([]);
+    }
+
     #[test]
     fn plugin_calls_count_traps_and_deadlines_and_keep_the_memory_peak() {
         let p = metrics().plugin(PluginLabels::new("evil", "0123456789abcdef"));

@@ -28,7 +28,7 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
     let v2 = host::new_version_of(&v1, b"2");
     install(&dir, "paimon.wasm", &v1);
     let engine = Arc::new(PluginEngine::new(EngineSettings::default()).unwrap());
-    let set = PluginSet::load(engine, vec![PluginSource::Dir(dir.clone())])
+    let set = PluginSet::load(engine, vec![PluginSource::Dir(dir.clone())], Vec::new())
         .await
         .unwrap();
     let old = set.current().get("paimon").unwrap();
