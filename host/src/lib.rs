@@ -7,6 +7,7 @@
 //! - [`metrics`]: Prometheus metrics, readiness, and the HTTP endpoint serving them.
 //! - [`plugin`]: the WebAssembly plugin runtime.
 //! - [`tiering`]: the heartbeat loop, split generation, rounds and the commit pipeline.
+//! - [`time`]: wall-clock time as Fluss counts it (epoch milliseconds).
 //! - [`warehouse`]: lake warehouses on a local disk or S3, opened and checked for atomic creates.
 
 pub mod config;
@@ -18,6 +19,7 @@ pub mod metrics;
 pub mod plugin;
 pub mod startup;
 pub mod tiering;
+pub mod time;
 pub mod warehouse;
 
 pub use error::{Error, ErrorKind, Result};

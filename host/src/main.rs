@@ -15,14 +15,7 @@ fn main() -> ExitCode {
     }
     let config = match HostConfig::from_args(args) {
         Ok(c) => c,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(e) => return clap_exit(e),
     };
     if let Some(text) = &config.print_config {
         print!("{text}");
@@ -76,69 +69,65 @@ fn plugins_command(args: &[String]) -> ExitCode {
     use fluss_lake_host::plugin::inspect::{InspectCli, inspect};
     use fluss_lake_host::plugin::list::{ListCli, list};
     fn parsed<T: Parser>(args: &[String]) -> Result<T, ExitCode> {
-        T::try_parse_from(args[2..].iter()).map_err(|e| {
-            let _ = e.print();
-            if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            }
-        })
+        T::try_parse_from(args[2..].iter()).map_err(clap_exit)
     }
-    let runtime = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    };
     match args.get(2).map(String::as_str) {
-        Some("inspect") => {}
+        Some("inspect") => {
+            let cli: InspectCli = match parsed(args) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match run_subcommand(inspect(&cli, &mut std::io::stdout())) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(code) => code,
+            }
+        }
         Some("list") => {
             let cli: ListCli = match parsed(args) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            let runtime = match runtime() {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("error: cannot start the async runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            return match runtime.block_on(list(&cli, &mut std::io::stdout())) {
+            match run_subcommand(list(&cli, &mut std::io::stdout())) {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            };
+                Err(code) => code,
+            }
         }
         _ => {
             eprintln!(
                 "usage: fluss-lake-host plugins inspect PATH[#sha256=HEX] [--plugin-memory-limit SIZE]\n       \
                  fluss-lake-host plugins list [--plugin PATH]... [--plugin-dir DIR]... [--no-builtin-plugins]"
             );
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
     }
-    let cli: InspectCli = match parsed(args) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let runtime = match runtime() {
-        Ok(r) => r,
-        Err(e) => {
+}
+
+/// Prints a command-line error (or `--help`, `--version`) and exits 2 (0 for help).
+fn clap_exit(e: clap::Error) -> ExitCode {
+    let _ = e.print();
+    if e.use_stderr() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Runs a subcommand on a single-threaded runtime; a failure is one `error:` line.
+fn run_subcommand<T>(
+    work: impl std::future::Future<Output = fluss_lake_host::Result<T>>,
+) -> Result<T, ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(inspect(&cli, &mut std::io::stdout())) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("error: {e}");
             ExitCode::FAILURE
-        }
-    }
+        })?;
+    runtime.block_on(work).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::FAILURE
+    })
 }
 
 async fn run(config: HostConfig) -> fluss_lake_host::Result<()> {

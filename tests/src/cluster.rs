@@ -95,6 +95,17 @@ impl ClusterInfo {
 
     /// The process id of one of the cluster's servers (`coordinator-server`,
     /// `tablet-server-0`, ...), from its pid file.
+    /// Sends `signal` (e.g. `-STOP`, `-CONT`) to the coordinator process.
+    pub fn signal_coordinator(&self, signal: &str) {
+        let pid = self.server_pid("coordinator-server");
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     pub fn server_pid(&self, server: &str) -> u32 {
         let file = self.work_dir.join(format!("pids/{server}.pid"));
         std::fs::read_to_string(&file)
@@ -383,4 +394,20 @@ fn set_lake_format(index: usize, format: &str) {
         run("cluster/set-lake-format.sh", index, &[format], &[]),
         &format!("cluster/set-lake-format.sh {format} (cluster {index})"),
     );
+}
+
+/// Freezes the coordinator (SIGSTOP) until dropped (SIGCONT), so a failing test still resumes it.
+pub struct FrozenCoordinator(ClusterInfo);
+
+impl FrozenCoordinator {
+    pub fn freeze(c: &ClusterInfo) -> Self {
+        c.signal_coordinator("-STOP");
+        Self(c.clone())
+    }
+}
+
+impl Drop for FrozenCoordinator {
+    fn drop(&mut self) {
+        self.0.signal_coordinator("-CONT");
+    }
 }

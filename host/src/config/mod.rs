@@ -20,7 +20,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::coordinator::client::PlainCredentials;
 use crate::error::{Error, ErrorKind, Result};
-use crate::plugin::source::{PluginFile, PluginSource};
+use crate::plugin::source::{PluginArgs, PluginSource};
 use crate::tiering::routing::RouteRule;
 
 #[derive(Debug, Parser)]
@@ -57,21 +57,8 @@ pub struct Cli {
     #[arg(long = "fluss.bootstrap.servers", value_name = "HOST:PORT")]
     pub bootstrap_servers: String,
 
-    /// A lake-format plugin (.wasm component), optionally pinned to its SHA-256
-    /// (`PATH#sha256=HEX`: any other contents are refused). Repeat to serve several formats.
-    #[arg(long = "plugin", value_name = "PATH[#sha256=HEX]", value_parser = PluginFile::parse)]
-    pub plugins: Vec<PluginFile>,
-
-    /// A directory of plugins: every `*.wasm` file in it, looked at again on every reload
-    /// (files added, replaced or removed). Repeatable.
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
-
-    /// Do not load the plugins built into the binary (Paimon, Iceberg, Lance in a binary
-    /// built with `embedded-plugins`); without this, they serve every format no `--plugin`
-    /// file serves.
-    #[arg(long = "no-builtin-plugins")]
-    pub no_builtin_plugins: bool,
+    #[command(flatten)]
+    pub plugin_args: PluginArgs,
 
     /// Serve Prometheus metrics at /metrics, and /healthz and /readyz, on this address
     /// (e.g. 127.0.0.1:9250). Off unless set.
@@ -321,8 +308,8 @@ impl HostConfig {
         let matches = Cli::command().try_get_matches_from(rest)?;
         let cli = Cli::from_arg_matches(&matches)?;
         let builtin_plugins =
-            !cli.no_builtin_plugins && !crate::plugin::builtin::BUILTIN.is_empty();
-        if cli.plugins.is_empty() && cli.plugin_dirs.is_empty() && !builtin_plugins {
+            !cli.plugin_args.no_builtin_plugins && !crate::plugin::builtin::BUILTIN.is_empty();
+        if cli.plugin_args.is_empty() && !builtin_plugins {
             return Err(clap::Error::raw(
                 clap::error::ErrorKind::MissingRequiredArgument,
                 if crate::plugin::builtin::BUILTIN.is_empty() {
@@ -349,12 +336,7 @@ impl HostConfig {
                 .then_some(cli.log_progress_interval),
             print_config,
             bootstrap_servers: cli.bootstrap_servers,
-            plugins: cli
-                .plugins
-                .into_iter()
-                .map(PluginSource::File)
-                .chain(cli.plugin_dirs.into_iter().map(PluginSource::Dir))
-                .collect(),
+            plugins: cli.plugin_args.sources(),
             routes: cli.routes,
             plugin_watch_interval: cli.plugin_watch_interval,
             plugin_call_timeout: cli.plugin_call_timeout,
@@ -707,6 +689,7 @@ pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::source::PluginFile;
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()

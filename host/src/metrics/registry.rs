@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -20,6 +20,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use super::health;
+use crate::time::now_millis;
 
 /// The process-wide metrics.
 pub fn metrics() -> &'static Metrics {
@@ -698,13 +699,6 @@ impl PluginMetrics {
     }
 }
 
-fn now_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -808,7 +802,10 @@ mod tests {
         assert_eq!(line.len(), 1, "{text}");
         assert!(line[0].ends_with("} 1"), "{line:?}");
         assert_eq!(text.lines().filter(|l| *l == "# EOF").count(), 1, "{text}");
-        assert!(!text.lines().any(|l| l.starts_with("fluss_lake_injected")), "{text}");
+        assert!(
+            !text.lines().any(|l| l.starts_with("fluss_lake_injected")),
+            "{text}"
+        );
         metrics().set_loaded_plugins([]);
     }
 

@@ -269,9 +269,6 @@ impl logging::Host for InstanceState {
 
 impl clock::Host for InstanceState {
     async fn now_millis(&mut self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)
+        crate::time::now_millis()
     }
 }

@@ -12,7 +12,7 @@ use clap::Parser;
 
 use super::engine::{EngineSettings, PluginEngine};
 use super::registry::PluginRegistry;
-use super::source::{self, PluginFile, PluginSource};
+use super::source::{self, PluginArgs};
 use super::{CONTRACT_VERSION, builtin};
 use crate::error::Result;
 
@@ -22,17 +22,9 @@ use crate::error::Result;
     about = "Lists the built-in plugins and the plugins loaded from files, with their digests"
 )]
 pub struct ListCli {
-    /// A plugin file, as the host's `--plugin`. Repeatable.
-    #[arg(long = "plugin", value_name = "PATH[#sha256=HEX]", value_parser = PluginFile::parse)]
-    pub plugins: Vec<PluginFile>,
-
-    /// A directory of plugins, as the host's `--plugin-dir`. Repeatable.
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
-
-    /// Leave the built-in plugins out, as the host's `--no-builtin-plugins`.
-    #[arg(long = "no-builtin-plugins")]
-    pub no_builtin_plugins: bool,
+    /// The plugins, as the host takes them.
+    #[command(flatten)]
+    pub plugins: PluginArgs,
 
     /// Directory for compiled plugins (as the host's `--plugin-cache-dir`); default: none.
     #[arg(long = "plugin-cache-dir", value_name = "DIR")]
@@ -45,15 +37,9 @@ pub async fn list(cli: &ListCli, out: &mut impl std::io::Write) -> Result<()> {
         cache_dir: cli.plugin_cache_dir.clone(),
         ..EngineSettings::default()
     })?);
-    let sources: Vec<PluginSource> = cli
-        .plugins
-        .iter()
-        .cloned()
-        .map(PluginSource::File)
-        .chain(cli.plugin_dirs.iter().cloned().map(PluginSource::Dir))
-        .collect();
+    let sources = cli.plugins.sources();
     let files = PluginRegistry::load(engine.clone(), &source::expand(&sources)?).await?;
-    let builtins = if cli.no_builtin_plugins {
+    let builtins = if cli.plugins.no_builtin_plugins {
         Vec::new()
     } else {
         builtin::load(&engine).await?

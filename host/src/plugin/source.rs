@@ -41,6 +41,42 @@ impl PluginFile {
     }
 }
 
+/// Where the plugins come from, as the host and `plugins list` take it on the command line.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PluginArgs {
+    /// A lake-format plugin (.wasm component), optionally pinned to its SHA-256
+    /// (`PATH#sha256=HEX`: any other contents are refused). Repeat to serve several formats.
+    #[arg(long = "plugin", value_name = "PATH[#sha256=HEX]", value_parser = PluginFile::parse)]
+    pub plugins: Vec<PluginFile>,
+
+    /// A directory of plugins: every `*.wasm` file in it, looked at again on every reload
+    /// (files added, replaced or removed). Repeatable.
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+
+    /// Do not load the plugins built into the binary (Paimon, Iceberg, Lance in a binary
+    /// built with `embedded-plugins`); without this, they serve every format no `--plugin`
+    /// file serves.
+    #[arg(long = "no-builtin-plugins")]
+    pub no_builtin_plugins: bool,
+}
+
+impl PluginArgs {
+    /// `--plugin` files first, then `--plugin-dir` directories, each in command-line order.
+    pub fn sources(&self) -> Vec<PluginSource> {
+        self.plugins
+            .iter()
+            .cloned()
+            .map(PluginSource::File)
+            .chain(self.plugin_dirs.iter().cloned().map(PluginSource::Dir))
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.plugins.is_empty() && self.plugin_dirs.is_empty()
+    }
+}
+
 /// A `--plugin` or `--plugin-dir` argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginSource {

@@ -43,12 +43,6 @@ impl RefusedMaintenance {
     }
 }
 
-fn epoch_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 fn is_true(v: Option<&String>) -> bool {
     v.is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
@@ -94,7 +88,7 @@ pub async fn maintain_table(
         &ctx.config.tiering_options,
         resolved.info.get_properties(),
         keep_since,
-        epoch_millis() + aim.as_millis() as i64,
+        crate::time::now_millis() + aim.as_millis() as i64,
     ) else {
         return;
     };

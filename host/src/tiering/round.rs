@@ -8,7 +8,7 @@
 //! the plugins' own buffers (capped by `--plugin-memory-limit`).
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use fluss::metadata::TablePath;
 use tokio::sync::{Semaphore, mpsc};
@@ -29,6 +29,7 @@ use crate::metrics::{TableLabels, TableMetrics, metrics};
 use crate::plugin::storage::StorageQuota;
 use crate::plugin::{PluginInstance, wit};
 use crate::tiering::routing;
+use crate::time::now_millis;
 use crate::warehouse;
 
 /// Batches buffered between a bucket's reader and its writer.
@@ -662,13 +663,6 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-pub fn now_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

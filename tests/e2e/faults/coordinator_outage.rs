@@ -3,32 +3,12 @@
 //! `tiering.heartbeat.max.failures` failures, stay up, reconnect when the coordinator comes
 //! back (SIGCONT) and finish tiering with every record in the lake exactly once.
 
-use std::process::Command;
 use std::time::Duration;
 
 use fluss::metadata::TablePath;
-use fluss_lake_e2e::cluster::{self, ClusterInfo};
+use fluss_lake_e2e::cluster::{self, FrozenCoordinator};
 use fluss_lake_e2e::lake_check::{assert_no_duplicate_offsets, business};
 use fluss_lake_e2e::{data, host, paimon, unique_name};
-
-fn signal_coordinator(c: &ClusterInfo, signal: &str) {
-    let pid = c.server_pid("coordinator-server");
-    let status = Command::new("kill")
-        .arg(signal)
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill {signal} {pid}");
-}
-
-/// Resumes the coordinator even if the test fails midway.
-struct ResumeOnDrop(ClusterInfo);
-
-impl Drop for ResumeOnDrop {
-    fn drop(&mut self) {
-        signal_coordinator(&self.0, "-CONT");
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_survives_a_coordinator_outage_and_finishes_exactly_once() {
@@ -60,8 +40,7 @@ async fn host_survives_a_coordinator_outage_and_finishes_exactly_once() {
     )
     .await;
     {
-        let _resume = ResumeOnDrop(c.clone());
-        signal_coordinator(&c, "-STOP");
+        let _frozen = FrozenCoordinator::freeze(&c);
         h.wait_for_log(
             "heartbeats failed in a row; abandoning every round in flight",
             Duration::from_secs(60),

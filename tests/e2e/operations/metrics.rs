@@ -6,33 +6,13 @@
 //! JSON log names round, table, plugin and bucket in the lines of a round.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fluss::metadata::TablePath;
-use fluss_lake_e2e::cluster::{self, ClusterInfo};
+use fluss_lake_e2e::cluster::{self, FrozenCoordinator};
 use fluss_lake_e2e::lake_check::{business, wait_registered};
 use fluss_lake_e2e::prometheus::{self, ALERT_RULES, Prometheus, Sample, http_get};
 use fluss_lake_e2e::{data, host, paimon, unique_name};
-
-fn signal_coordinator(c: &ClusterInfo, signal: &str) {
-    let pid = c.server_pid("coordinator-server");
-    let status = Command::new("kill")
-        .arg(signal)
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill {signal} {pid}");
-}
-
-/// Resumes the coordinator even if the test fails midway.
-struct ResumeOnDrop(ClusterInfo);
-
-impl Drop for ResumeOnDrop {
-    fn drop(&mut self) {
-        signal_coordinator(&self.0, "-CONT");
-    }
-}
 
 fn free_address() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -231,17 +211,16 @@ async fn prometheus_sees_rounds_lag_failures_and_readiness() {
     let body = wait_readyz(&address, 200, Duration::from_secs(10)).await;
     assert!(body.contains("ok coordinator: last heartbeat"), "{body}");
     {
-        let _resume = ResumeOnDrop(c.clone());
-        signal_coordinator(&c, "-STOP");
+        let _frozen = FrozenCoordinator::freeze(&c);
         let body = wait_readyz(&address, 503, Duration::from_secs(30)).await;
         assert!(body.contains("FAIL coordinator"), "{body}");
         assert!(body.contains("ok plugins: 2 loaded"), "{body}");
         // Listening before the plugins load.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !http_get(&address, "/healthz").is_ok_and(|(status, _)| status == 200) {
-        assert!(Instant::now() < deadline, "no /healthz:\n{}", h.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !http_get(&address, "/healthz").is_ok_and(|(status, _)| status == 200) {
+            assert!(Instant::now() < deadline, "no /healthz:\n{}", h.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         wait("fluss_lake_ready".into(), |v| v == 0.0).await;
     }
     wait_readyz(&address, 200, Duration::from_secs(60)).await;
