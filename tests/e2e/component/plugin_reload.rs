@@ -101,3 +101,52 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
         evil.version()
     );
 }
+
+/// Built-in plugins (the test binary is built with `embedded-plugins`) serve every format no
+/// file serves: a file of the same format replaces the built-in one on reload, and removing
+/// the file brings the built-in back; the other built-ins serve throughout.
+#[tokio::test]
+async fn a_plugin_file_replaces_a_builtin_and_removing_it_brings_the_builtin_back() {
+    let dir = repo_root()
+        .join("target/test-scratch")
+        .join(unique_name("builtin-reload"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let engine = Arc::new(
+        PluginEngine::new(EngineSettings {
+            cache_dir: Some(host::plugin_cache_dir()),
+            ..EngineSettings::default()
+        })
+        .unwrap(),
+    );
+    let builtins = fluss_lake_host::plugin::builtin::load(&engine)
+        .await
+        .unwrap();
+    assert_eq!(builtins.len(), 3, "paimon, iceberg and lance are built in");
+    let set = PluginSet::load(engine, vec![PluginSource::Dir(dir.clone())], builtins)
+        .await
+        .unwrap();
+    let builtin_paimon = set.current().get("paimon").unwrap();
+    assert!(builtin_paimon.is_builtin());
+    assert_eq!(
+        builtin_paimon.digest(),
+        digest(&std::fs::read(host::plugin("paimon")).unwrap())
+    );
+
+    let v2 = host::new_version_of(&std::fs::read(host::plugin("paimon")).unwrap(), b"file");
+    install(&dir, "paimon.wasm", &v2);
+    assert_eq!(set.reload(false).await.loaded.len(), 1);
+    let from_file = set.current().get("paimon").unwrap();
+    assert!(!from_file.is_builtin());
+    assert_eq!(from_file.digest(), digest(&v2));
+
+    std::fs::remove_file(dir.join("paimon.wasm")).unwrap();
+    let report = set.reload(false).await;
+    assert_eq!(report.removed.len(), 1, "{report:?}");
+    let back = set.current().get("paimon").unwrap();
+    assert!(back.is_builtin());
+    assert_eq!(back.digest(), builtin_paimon.digest());
+    for format in ["iceberg", "lance"] {
+        assert!(set.current().get(format).unwrap().is_builtin(), "{format}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
