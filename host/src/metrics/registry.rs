@@ -140,6 +140,7 @@ pub struct Metrics {
     last_commit_age: FloatGauges<TableLabels>,
     lake_size: Gauges<TableLabels>,
     lake_records: Gauges<TableLabels>,
+    freshness_target: FloatGauges<TableLabels>,
     maintenance_runs: Counters<TableResultLabels>,
     maintenance_snapshots_expired: Counters<TableLabels>,
     maintenance_files_deleted: Counters<TableLabels>,
@@ -271,6 +272,11 @@ impl Metrics {
                 "table_lake_records",
                 "Records in the lake table after the last commit (as the plugin reports it)",
                 Gauges::default()
+            ),
+            freshness_target: reg!(
+                "table_freshness_target_seconds",
+                "The table's table.datalake.freshness: how fresh its lake copy should be (alerts compare the commit age with it)",
+                FloatGauges::default()
             ),
             maintenance_runs: reg!(
                 "table_maintenance_runs",
@@ -448,6 +454,7 @@ impl Metrics {
         self.last_commit_age.remove(labels);
         self.lake_size.remove(labels);
         self.lake_records.remove(labels);
+        self.freshness_target.remove(labels);
     }
 
     /// A round that failed before it was routed to a plugin.
@@ -575,6 +582,14 @@ impl TableMetrics {
         self.m.read_bytes.get_or_create(&self.labels).inc_by(bytes);
     }
 
+    /// The table's configured freshness (`table.datalake.freshness`).
+    pub fn freshness_target(&self, freshness: Duration) {
+        self.m
+            .freshness_target
+            .get_or_create(&self.labels)
+            .set(freshness.as_secs_f64());
+    }
+
     pub fn lag(&self, records: u64) {
         self.m
             .lag_records
@@ -656,9 +671,13 @@ pub struct PluginMetrics {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallEnd {
     Returned,
+    /// A trap: a panic in the plugin, a sandbox limit.
     Trapped,
-    /// Interrupted at its deadline, or abandoned blocked in a host import.
+    /// Guest code ran past the call's deadline and was interrupted (a trap too).
     DeadlineExceeded,
+    /// Blocked in a host import past the deadline and abandoned (not a trap: the guest
+    /// never got control back).
+    Abandoned,
     Cancelled,
 }
 
@@ -675,7 +694,7 @@ impl PluginMetrics {
         if matches!(end, CallEnd::Trapped | CallEnd::DeadlineExceeded) {
             self.m.plugin_traps.get_or_create(&labels).inc();
         }
-        if end == CallEnd::DeadlineExceeded {
+        if matches!(end, CallEnd::DeadlineExceeded | CallEnd::Abandoned) {
             self.m
                 .plugin_deadline_interruptions
                 .get_or_create(&labels)
@@ -815,6 +834,7 @@ mod tests {
         p.call("write", Duration::from_millis(2), CallEnd::Returned);
         p.call("write", Duration::from_millis(2), CallEnd::Trapped);
         p.call("commit", Duration::from_secs(1), CallEnd::DeadlineExceeded);
+        p.call("write", Duration::from_secs(2), CallEnd::Abandoned);
         p.memory(2 << 20);
         p.memory(1 << 20);
         let text = metrics().encode();
@@ -823,7 +843,8 @@ mod tests {
             format!("fluss_lake_plugin_traps_total{{{l},function=\"write\"}} 1"),
             format!("fluss_lake_plugin_traps_total{{{l},function=\"commit\"}} 1"),
             format!("fluss_lake_plugin_deadline_interruptions_total{{{l},function=\"commit\"}} 1"),
-            format!("fluss_lake_plugin_call_duration_seconds_count{{{l},function=\"write\"}} 2"),
+            format!("fluss_lake_plugin_deadline_interruptions_total{{{l},function=\"write\"}} 1"),
+            format!("fluss_lake_plugin_call_duration_seconds_count{{{l},function=\"write\"}} 3"),
             format!(
                 "fluss_lake_plugin_memory_high_water_bytes{{{l}}} {}",
                 2 << 20

@@ -197,7 +197,7 @@ impl PluginInstance {
                 }
                 CallOutcome::Done(Err(_)) => CallEnd::Trapped,
                 CallOutcome::Cancelled => CallEnd::Cancelled,
-                CallOutcome::Blocked => CallEnd::DeadlineExceeded,
+                CallOutcome::Blocked => CallEnd::Abandoned,
             };
             m.call(call, started.elapsed(), end);
         }

@@ -108,6 +108,7 @@ async fn tier(
         })
     });
     m.round_started();
+    m.freshness_target(table::freshness(&resolved.info));
     control
         .validate_table(&resolved.wit_info, &resolved.plugin_config)
         .await?;

@@ -139,6 +139,12 @@ async fn prometheus_sees_rounds_lag_failures_and_readiness() {
         v == 3_000.0
     })
     .await;
+    // The table's own freshness (3s), which the no-commit alert compares the commit age with.
+    wait(
+        format!("fluss_lake_table_freshness_target_seconds{sel}"),
+        |v| v == 3.0,
+    )
+    .await;
     wait(format!("fluss_lake_table_freshness_seconds{sel}"), |v| {
         (0.0..600.0).contains(&v)
     })
