@@ -315,7 +315,7 @@ fn prometheus_bin() -> PathBuf {
 }
 
 /// A loopback port nobody listens on now.
-fn free_port() -> anyhow::Result<u16> {
+pub fn free_port() -> anyhow::Result<u16> {
     let l = TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
 }

@@ -8,6 +8,7 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use toml::Value;
 
+use super::file::option_key;
 use super::is_secret;
 
 /// Options that say what to do, not how to run.
@@ -26,11 +27,9 @@ pub fn render(
     file: Option<&Path>,
 ) -> String {
     let from_file = |key: &str| {
-        file_args.iter().any(|a| {
-            a.strip_prefix("--")
-                .map(|b| b.split_once('=').map_or(b, |(k, _)| k))
-                .is_some_and(|k| k == key)
-        })
+        file_args
+            .iter()
+            .any(|a| option_key(a).is_some_and(|k| k == key))
     };
     let source = |key: &str, default: bool| -> String {
         if default {

@@ -42,10 +42,7 @@ pub fn to_args(path: &Path, known: &[String], flags: &[String]) -> Result<Vec<St
     for (key, value) in pairs {
         let open = (key.starts_with("datalake.") && key.matches('.').count() >= 2)
             || key.starts_with("lake.tiering.");
-        let canonical = key
-            .strip_prefix("fluss.tiering.")
-            .map_or_else(|| key.clone(), |t| format!("tiering.{t}"));
-        if NOT_IN_FILE.contains(&key.as_str()) || !(open || known.contains(&canonical)) {
+        if NOT_IN_FILE.contains(&key.as_str()) || !(open || known.contains(&canonical(&key))) {
             return Err(format!(
                 "{shown}: unknown key '{key}' (keys are the command line's long options without '--'; see --help)"
             ));
@@ -98,54 +95,33 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
 /// command line replaces the file's list (single-valued ones would win anyway, as the later
 /// occurrence).
 pub fn without_overridden(file_args: Vec<String>, cli_args: &[String]) -> Vec<String> {
-    let key = |arg: &str| -> Option<String> {
-        let body = arg.strip_prefix("--")?;
-        let k = body.split_once('=').map_or(body, |(k, _)| k);
-        Some(
-            k.strip_prefix("fluss.tiering.")
-                .map_or_else(|| k.to_string(), |t| format!("tiering.{t}")),
-        )
-    };
-    let on_cli: Vec<String> = cli_args.iter().filter_map(|a| key(a)).collect();
+    let on_cli: Vec<String> = cli_args.iter().filter_map(|a| option_key(a)).collect();
     file_args
         .into_iter()
-        .filter(|a| key(a).is_none_or(|k| !on_cli.contains(&k)))
+        .filter(|a| option_key(a).is_none_or(|k| !on_cli.contains(&k)))
         .collect()
+}
+
+/// The option an argument (`--key` or `--key=value`) sets, by its canonical name; none for a
+/// value.
+pub fn option_key(arg: &str) -> Option<String> {
+    let body = arg.strip_prefix("--")?;
+    Some(canonical(body.split_once('=').map_or(body, |(k, _)| k)))
+}
+
+/// `fluss.tiering.*` is Flink's spelling of the host's `tiering.*`.
+fn canonical(key: &str) -> String {
+    key.strip_prefix("fluss.tiering.")
+        .map_or_else(|| key.to_string(), |t| format!("tiering.{t}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tests::ConfigFile;
 
-    fn write(text: &str) -> tempfile_path::TempFile {
-        tempfile_path::TempFile::new(text)
-    }
-
-    /// A file removed on drop (the host has no tempfile dependency).
-    mod tempfile_path {
-        use std::path::PathBuf;
-        use std::sync::atomic::{AtomicU32, Ordering};
-
-        pub struct TempFile(pub PathBuf);
-
-        impl TempFile {
-            pub fn new(text: &str) -> Self {
-                static N: AtomicU32 = AtomicU32::new(0);
-                let path = std::env::temp_dir().join(format!(
-                    "fluss-lake-config-{}-{}.toml",
-                    std::process::id(),
-                    N.fetch_add(1, Ordering::Relaxed)
-                ));
-                std::fs::write(&path, text).unwrap();
-                Self(path)
-            }
-        }
-
-        impl Drop for TempFile {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_file(&self.0);
-            }
-        }
+    fn write(text: &str) -> ConfigFile {
+        ConfigFile::new("file", text)
     }
 
     fn known() -> (Vec<String>, Vec<String>) {

@@ -213,12 +213,13 @@ pub const FLUSS_CLIENT_OPTIONS: &[&str] = &[
     "remote.data.dir",
 ];
 
-/// Whether an option's value may be a secret (a password, a key, a token): never printed.
+/// Whether an option's value may be a secret, and so is never printed: what names a secret
+/// for the warehouses, and, misspellings included, anything naming a pass(word), a key or a
+/// JAAS line.
 pub fn is_secret(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    ["pass", "secret", "jaas", "token", "credential", "key"]
-        .iter()
-        .any(|s| k.contains(s))
+    crate::warehouse::options::names_a_secret(key)
+        || ["pass", "jaas", "key"].iter().any(|s| k.contains(s))
 }
 
 /// Everything the host runs with, after parsing and validation.
@@ -405,10 +406,7 @@ impl HostConfig {
         };
         for (k, v) in &self.fluss_options {
             // Security values (misspelled keys included) may be secrets: never printed.
-            let secret = k.starts_with("client.security.")
-                || ["pass", "secret", "jaas", "key"]
-                    .iter()
-                    .any(|s| k.contains(s));
+            let secret = k.starts_with("client.security.") || is_secret(k);
             let shown = if secret { "<redacted>" } else { v.as_str() };
             let bad =
                 |why: &str| Error::new(ErrorKind::Config, format!("--fluss.{k} {shown}: {why}"));
@@ -852,14 +850,16 @@ mod tests {
         );
     }
 
-    /// A config file unique to the test, removed on drop.
-    struct ConfigFile(PathBuf);
+    /// A config file of its own (the config tests here and in [`file`]), removed on drop.
+    pub(super) struct ConfigFile(pub(super) PathBuf);
 
     impl ConfigFile {
-        fn new(name: &str, text: &str) -> Self {
+        pub(super) fn new(name: &str, text: &str) -> Self {
+            static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
             let path = std::env::temp_dir().join(format!(
-                "fluss-lake-host-{}-{name}.toml",
-                std::process::id()
+                "fluss-lake-host-{}-{name}-{}.toml",
+                std::process::id(),
+                N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             ));
             std::fs::write(&path, text).unwrap();
             Self(path)

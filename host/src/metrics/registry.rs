@@ -436,7 +436,12 @@ impl Metrics {
             self.remove_table_gauges(&entry.labels);
             entry.labels = labels.clone();
         }
-        TableMetrics { m: self, labels }
+        TableMetrics {
+            m: self,
+            records_read: self.records_read.get_or_create_owned(&labels),
+            read_bytes: self.read_bytes.get_or_create_owned(&labels),
+            labels,
+        }
     }
 
     /// Drops every gauge of a table (it was dropped or is no longer this host's to tier);
@@ -521,6 +526,9 @@ impl Metrics {
 pub struct TableMetrics {
     m: &'static Metrics,
     labels: TableLabels,
+    /// Counted for every batch: looked up once per round, not per batch.
+    records_read: Counter,
+    read_bytes: Counter,
 }
 
 /// What one maintenance call did, as the metrics count it.
@@ -575,11 +583,8 @@ impl TableMetrics {
 
     /// A batch read from Fluss.
     pub fn read(&self, records: u64, bytes: u64) {
-        self.m
-            .records_read
-            .get_or_create(&self.labels)
-            .inc_by(records);
-        self.m.read_bytes.get_or_create(&self.labels).inc_by(bytes);
+        self.records_read.inc_by(records);
+        self.read_bytes.inc_by(bytes);
     }
 
     /// The table's configured freshness (`table.datalake.freshness`).

@@ -85,20 +85,23 @@ pub fn round_id(a: &Assignment) -> String {
     format!("{}.{}.{}", a.table_id, a.coordinator_epoch, a.tiering_epoch)
 }
 
+/// `format@<first 12 hex digits of its SHA-256>`: the plugin in the spans of a round.
+fn plugin_label(resolved: &ResolvedTable) -> String {
+    format!(
+        "{}@{}",
+        resolved.plugin.format(),
+        short_digest(resolved.plugin.digest())
+    )
+}
+
 async fn tier(
     ctx: Arc<TieringContext>,
     assignment: &Assignment,
     cancel: CancellationToken,
     table_metrics: &OnceLock<TableMetrics>,
 ) -> Result<RoundOutcome> {
-    let assignment = assignment.clone();
-    let (resolved, mut control) = resolve_table(&ctx, &assignment).await?;
-    let plugin_label = format!(
-        "{}@{}",
-        resolved.plugin.format(),
-        short_digest(resolved.plugin.digest())
-    );
-    tracing::Span::current().record("plugin", plugin_label.as_str());
+    let (resolved, mut control) = resolve_table(&ctx, assignment).await?;
+    tracing::Span::current().record("plugin", plugin_label(&resolved).as_str());
     let m = table_metrics.get_or_init(|| {
         metrics().table(TableLabels {
             database: assignment.path.database().to_string(),
@@ -113,7 +116,7 @@ async fn tier(
         .validate_table(&resolved.wit_info, &resolved.plugin_config)
         .await?;
 
-    let (planned_snapshot, plan) = plan_splits(&ctx, &assignment, &resolved.info).await?;
+    let (planned_snapshot, plan) = plan_splits(&ctx, assignment, &resolved.info).await?;
     for refused in &plan.refused {
         tracing::warn!(table = %assignment.path, "bucket not tiered: {refused}");
     }
@@ -149,7 +152,7 @@ async fn tier(
     let resolved = Arc::new(resolved);
     let results = write_splits(
         &ctx,
-        &assignment,
+        assignment,
         &resolved,
         ranges,
         round_ts,
@@ -203,7 +206,7 @@ async fn tier(
     };
     let commit_started = Instant::now();
     let mut outcome =
-        commit::commit_round(&ctx, &assignment, &resolved, &mut control, writes, &cancel).await?;
+        commit::commit_round(&ctx, assignment, &resolved, &mut control, writes, &cancel).await?;
     outcome.force_finished = forced;
     if outcome.snapshot_id.is_some() {
         m.committed(&CommittedRound {
@@ -219,7 +222,7 @@ async fn tier(
         }
         maintenance::maintain_table(
             &ctx,
-            &assignment,
+            assignment,
             &resolved,
             &mut control,
             outcome.keep_since,
@@ -394,6 +397,7 @@ async fn write_splits(
     observers: SplitObservers<'_>,
 ) -> std::result::Result<Vec<SplitResult>, (Error, Vec<SplitResult>)> {
     let round = tracing::Span::current();
+    let (round_name, span_plugin) = (round_id(assignment), plugin_label(resolved));
     let permits = Arc::new(Semaphore::new(ctx.config.max_concurrent_splits));
     let mut tasks = JoinSet::new();
     for (index, range) in ranges.into_iter().enumerate() {
@@ -410,22 +414,14 @@ async fn write_splits(
         let span = tracing::info_span!(
             parent: None,
             "split",
-            round = %round_id(assignment),
+            round = %round_name,
             table = %assignment.path,
             plugin = tracing::field::Empty,
             bucket = range.bucket,
             partition = range.partition_name.as_deref(),
         );
         span.follows_from(&round);
-        span.record(
-            "plugin",
-            format!(
-                "{}@{}",
-                resolved.plugin.format(),
-                short_digest(resolved.plugin.digest())
-            )
-            .as_str(),
-        );
+        span.record("plugin", span_plugin.as_str());
         let task = async move {
             let _permit = permits
                 .acquire_owned()

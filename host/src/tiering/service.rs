@@ -83,17 +83,7 @@ impl TieringService {
         };
         health().expect_heartbeats_every(ctx.config.heartbeat_interval + ctx.config.rpc_timeout);
         metrics().set_table_slots(ctx.config.max_concurrent_tables);
-        let response = match ctx.coordinator.heartbeat(&request).await {
-            Ok(r) => r,
-            Err(e) => {
-                metrics().heartbeat(false);
-                health().heartbeat_failed(&e.to_string());
-                return Err(e);
-            }
-        };
-        metrics().heartbeat(true);
-        health().heartbeat_ok();
-        metrics().set_coordinator_epoch(response.coordinator_epoch);
+        let response = observe_heartbeat(ctx.coordinator.heartbeat(&request).await)?;
         if !leftover.is_empty() {
             tracing::warn!(
                 tables = ?leftover.iter().map(|e| e.table_id).collect::<Vec<_>>(),
@@ -162,17 +152,20 @@ impl TieringService {
         Ok(())
     }
 
+    /// Rounds taking a concurrency slot: started, not waiting for their backoff.
+    fn running(&self) -> usize {
+        let now = Instant::now();
+        self.active.values().filter(|r| r.starts_at <= now).count()
+    }
+
     /// The rounds' gauges: in flight, running (taking a slot), waiting for their backoff.
     fn publish_rounds(&self) {
-        let now = Instant::now();
-        let running = self.active.values().filter(|r| r.starts_at <= now).count();
+        let running = self.running();
         metrics().set_rounds(self.active.len(), running, self.active.len() - running);
     }
 
     fn has_capacity(&self) -> bool {
-        let now = Instant::now();
-        let running = self.active.values().filter(|r| r.starts_at <= now).count();
-        running < self.ctx.config.max_concurrent_tables
+        self.running() < self.ctx.config.max_concurrent_tables
     }
 
     /// One heartbeat; returns whether a new table was assigned. The steps: build the
@@ -186,18 +179,13 @@ impl TieringService {
         let finished: Vec<Finished> = std::mem::take(&mut self.finished);
         let failed: Vec<Assignment> = std::mem::take(&mut self.failed);
         let req = self.heartbeat_request(&finished, &failed, request_table);
-        let response = match self.ctx.coordinator.heartbeat(&req).await {
+        let response = match observe_heartbeat(self.ctx.coordinator.heartbeat(&req).await) {
             Ok(r) => r,
             Err(e) => {
-                metrics().heartbeat(false);
-                health().heartbeat_failed(&e.to_string());
                 self.on_heartbeat_failed(&e, finished, failed);
                 return false;
             }
         };
-        metrics().heartbeat(true);
-        health().heartbeat_ok();
-        metrics().set_coordinator_epoch(response.coordinator_epoch);
         self.consecutive_failures = 0;
         let reported: Vec<Assignment> = finished
             .iter()
@@ -464,6 +452,21 @@ impl TieringService {
         }
         self.heartbeat_once(false).await;
     }
+}
+
+/// Counts a heartbeat and tells the readiness check how it went; passes the result on.
+fn observe_heartbeat(
+    result: Result<LakeTieringHeartbeatResponse>,
+) -> Result<LakeTieringHeartbeatResponse> {
+    metrics().heartbeat(result.is_ok());
+    match &result {
+        Ok(response) => {
+            health().heartbeat_ok();
+            metrics().set_coordinator_epoch(response.coordinator_epoch);
+        }
+        Err(e) => health().heartbeat_failed(&e.to_string()),
+    }
+    result
 }
 
 fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatReqForTable {

@@ -57,10 +57,16 @@ const SECRET_WORDS: &[&str] = &[
 /// Whether `key` (a plugin configuration key, prefix stripped) configures storage or holds a
 /// secret, and so is kept from plugins.
 pub fn is_storage_key(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    STORAGE_PREFIXES.iter().any(|p| lower.starts_with(p))
+        || STORAGE_NAMES.contains(&lower.as_str())
+        || names_a_secret(key)
+}
+
+/// Whether `key` names a secret (a password, a secret key, a token, a credential).
+pub fn names_a_secret(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    STORAGE_PREFIXES.iter().any(|p| key.starts_with(p))
-        || STORAGE_NAMES.contains(&key.as_str())
-        || SECRET_WORDS.iter().any(|w| key.contains(w))
+    SECRET_WORDS.iter().any(|w| key.contains(w))
 }
 
 /// The storage settings of one format's configuration. Its `Debug` shows keys, never values.

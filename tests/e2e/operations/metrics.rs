@@ -14,11 +14,6 @@ use fluss_lake_e2e::lake_check::{business, wait_registered};
 use fluss_lake_e2e::prometheus::{self, ALERT_RULES, Prometheus, Sample, http_get};
 use fluss_lake_e2e::{data, host, paimon, unique_name};
 
-fn free_address() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
-}
-
 /// The one value of a query that selects one series.
 fn single(samples: &[Sample]) -> Option<f64> {
     match samples {
@@ -63,7 +58,7 @@ async fn prometheus_sees_rounds_lag_failures_and_readiness() {
     data::write_rows(&conn, &good, 0, 3_000, 1_000).await;
     data::write_rows(&conn, &trap, 0, 100, 100).await;
 
-    let address = free_address();
+    let address = format!("127.0.0.1:{}", prometheus::free_port().unwrap());
     let prom = Prometheus::start_with_rules(&[&address], &[Path::new(ALERT_RULES)]).unwrap();
     let wh = c.paimon_warehouse.display().to_string();
     let mut h = host::HostProcess::spawn_with_env(
