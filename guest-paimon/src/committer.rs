@@ -10,13 +10,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
 use fluss_lake_guest_sdk::avro::AvroCodec;
+use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, Written};
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
     ReadableSnapshot, TieringStats,
 };
-use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, ResultExt, clock, config};
+use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result, ResultExt, clock, config};
 
 use crate::commit_message::CommitMessage;
 use crate::manifest::{
@@ -27,12 +28,10 @@ use crate::manifest::{
 use crate::schema::{TableSchema, load_latest_schema};
 use crate::snapshot::{
     BATCH_COMMIT_IDENTIFIER, SNAPSHOT_VERSION, Snapshot, earliest_snapshot_id, latest_snapshot_id,
-    publish, read_snapshot, update_hints,
+    read_snapshot, snapshot_path, update_hints,
 };
 use crate::table::{Partition, bucket_dir};
 
-/// How many times a commit is retried after losing the race for a snapshot id.
-pub const MAX_COMMIT_ATTEMPTS: usize = 10;
 /// Paimon `manifest.target-file-size` default.
 const DEFAULT_MANIFEST_TARGET_SIZE: u64 = 8 << 20;
 /// Paimon `manifest.merge-min-count` default.
@@ -198,133 +197,39 @@ impl<S: Storage> PaimonCommitter<S> {
         })
     }
 
-    /// One attempt against the current latest snapshot; `Conflict` when the id was taken.
-    fn try_commit(
-        &mut self,
-        base: Option<i64>,
-        p: &Prepared,
-        properties: &BTreeMap<String, String>,
-        origin: Origin<'_>,
-    ) -> Result<(Snapshot, Vec<ManifestFileMeta>)> {
-        let latest = match base {
-            None => None,
-            Some(id) => Some(read_snapshot(&self.storage, id)?.ok_or_else(|| {
-                Error::conflict(format!("snapshot {id} disappeared while committing"))
-            })?),
-        };
-        let mut base = Vec::new();
-        if let Some(prev) = &latest {
-            base.extend(read_manifest_list(&self.storage, &prev.base_manifest_list)?);
-            base.extend(read_manifest_list(
-                &self.storage,
-                &prev.delta_manifest_list,
-            )?);
-        }
-        let (target, min_count) = self.manifest_settings(&p.schema)?;
-        let partition_types = p.schema.partition_types()?;
-        let (merged, written) = merge_manifests(
-            &self.storage,
-            &mut self.manifest_files,
-            base,
-            p.schema.id,
-            &partition_types,
-            target,
-            min_count,
-        )?;
-        let cleanup = |storage: &S, extra: Option<&str>| {
-            for name in written.iter().map(String::as_str).chain(extra) {
-                let _ = storage.delete(&manifest_path(name));
-            }
-        };
-        let base_list = match write_manifest_list(&self.storage, &mut self.manifest_files, &merged)
+    /// The manifests and manifest lists `prepare` wrote, registered with the commit kit so
+    /// that they go only if the commit provably did not publish them.
+    fn prepared_files<'s>(storage: &'s dyn Storage, p: &Prepared) -> Written<'s> {
+        let mut written = Written::new(storage);
+        let changelog = p.changelog.iter().flat_map(|(metas, list)| {
+            metas
+                .iter()
+                .map(|m| &m.file_name)
+                .chain(std::iter::once(&list.0))
+        });
+        for name in p
+            .delta_metas
+            .iter()
+            .map(|m| &m.file_name)
+            .chain(std::iter::once(&p.delta_list.0))
+            .chain(changelog)
         {
-            Ok(l) => l,
-            Err(e) => {
-                cleanup(&self.storage, None);
-                return Err(e);
-            }
-        };
-        let data = &p.message.data_files;
-        let added: i64 = data
-            .iter()
-            .filter(|e| e.kind == FileKind::Add)
-            .map(|e| e.file.row_count)
-            .sum();
-        let deleted: i64 = data
-            .iter()
-            .filter(|e| e.kind == FileKind::Delete)
-            .map(|e| e.file.row_count)
-            .sum();
-        let delta_records = added - deleted;
-        let previous_total = match &latest {
-            None => 0,
-            Some(prev) => match prev.total_record_count {
-                Some(t) => t,
-                None => {
-                    let mut total = 0;
-                    for m in &merged {
-                        for e in read_manifest(&self.storage, &m.file_name)? {
-                            total += if e.kind == FileKind::Add {
-                                e.file.row_count
-                            } else {
-                                -e.file.row_count
-                            };
-                        }
-                    }
-                    total
-                }
-            },
-        };
-        let snapshot = Snapshot {
-            version: Some(SNAPSHOT_VERSION),
-            id: latest.as_ref().map_or(1, |s| s.id + 1),
-            schema_id: p.schema.id,
-            base_manifest_list: base_list.0.clone(),
-            base_manifest_list_size: Some(base_list.1),
-            delta_manifest_list: p.delta_list.0.clone(),
-            delta_manifest_list_size: Some(p.delta_list.1),
-            changelog_manifest_list: p.changelog.as_ref().map(|(_, l)| l.0.clone()),
-            changelog_manifest_list_size: p.changelog.as_ref().map(|(_, l)| l.1),
-            index_manifest: latest.as_ref().and_then(|s| s.index_manifest.clone()),
-            commit_user: origin.commit_user.to_string(),
-            commit_identifier: BATCH_COMMIT_IDENTIFIER,
-            commit_kind: origin.commit_kind.to_string(),
-            time_millis: clock::now_millis(),
-            log_offsets: Some(
-                latest
-                    .as_ref()
-                    .and_then(|s| s.log_offsets.clone())
-                    .unwrap_or_default(),
-            ),
-            total_record_count: Some(previous_total + delta_records),
-            delta_record_count: Some(delta_records),
-            changelog_record_count: Some(
-                p.message
-                    .changelog_files
-                    .iter()
-                    .map(|e| e.file.row_count)
-                    .sum(),
-            ),
-            watermark: latest.as_ref().and_then(|s| s.watermark),
-            statistics: None,
-            properties: if properties.is_empty() {
-                None
-            } else {
-                Some(properties.clone())
-            },
-            next_row_id: Some(latest.as_ref().and_then(|s| s.next_row_id).unwrap_or(0)),
-        };
-        match publish(&self.storage, &snapshot) {
-            Ok(()) => {
-                let mut all = merged;
-                all.extend(p.delta_metas.iter().cloned());
-                Ok((snapshot, all))
-            }
-            Err(e) => {
-                cleanup(&self.storage, Some(&base_list.0));
-                Err(e)
-            }
+            written.add(manifest_path(name));
         }
+        written
+    }
+
+    /// The commit retry policy: `commit.max-retries` of the plugin configuration, else of the
+    /// table, else Paimon's default (10).
+    fn retry_policy(&self, schema: &TableSchema) -> Result<RetryPolicy> {
+        RetryPolicy::from_options(
+            [
+                config::get(&self.config, "commit.max-retries"),
+                schema.option("commit.max-retries"),
+            ],
+            "commit.max-retries",
+            DEFAULT_COMMIT_RETRIES,
+        )
     }
 
     /// Publishes the committable as a new snapshot carrying `properties` (even when empty:
@@ -337,15 +242,12 @@ impl<S: Storage> PaimonCommitter<S> {
     ) -> Result<CommitResult> {
         let prepared = self.prepare(committable)?;
         let properties: BTreeMap<String, String> = properties.iter().cloned().collect();
-        let mut tiered_base_check = |committer: &Self| {
-            // The base first, then the check: a tiering snapshot landing after the base was
-            // read takes the id this attempt puts, so the attempt loses the race.
-            let base = latest_snapshot_id(&committer.storage)?;
-            committer.check_tiered_base(tiered_base)?;
-            Ok(base)
-        };
-        let (snapshot, manifests, attempts) =
-            self.publish(&prepared, &properties, TIERING, &mut tiered_base_check)?;
+        let (snapshot, manifests, attempts) = self.publish(
+            &prepared,
+            &properties,
+            TIERING,
+            Guard::TieredBase(tiered_base),
+        )?;
         fluss_lake_guest_sdk::info!(
             "committed Paimon snapshot {} ({} data and {} changelog files, {} rows) \
              after {attempts} attempt(s)",
@@ -377,9 +279,8 @@ impl<S: Storage> PaimonCommitter<S> {
     /// DELETE entry for every file replaced and an ADD entry for every file replacing them.
     /// Before each attempt `still_applies` checks the compaction against the snapshot it
     /// would follow (another writer may have compacted the same files); its error ends the
-    /// commit. A lost race for the snapshot id is retried against the newer snapshot. On
-    /// failure the manifests written for the commit are deleted; the data files are the
-    /// caller's.
+    /// commit. The commit kit decides retries and cleanup of the manifests; the data files
+    /// are the caller's.
     pub fn commit_compaction(
         &mut self,
         message: &CommitMessage,
@@ -396,18 +297,12 @@ impl<S: Storage> PaimonCommitter<S> {
             commit_user,
             commit_kind: "COMPACT",
         };
-        let mut check = |c: &Self| {
-            let Some(id) = latest_snapshot_id(&c.storage)? else {
-                return Err(Error::conflict("the table lost its snapshots"));
-            };
-            let head = read_snapshot(&c.storage, id)?.ok_or_else(|| {
-                Error::conflict(format!("snapshot {id} disappeared while committing"))
-            })?;
-            still_applies(&c.storage, &head)?;
-            Ok(Some(id))
-        };
-        let (snapshot, _, attempts) =
-            self.publish(&prepared, &BTreeMap::new(), origin, &mut check)?;
+        let (snapshot, _, attempts) = self.publish(
+            &prepared,
+            &BTreeMap::new(),
+            origin,
+            Guard::StillApplies(still_applies),
+        )?;
         fluss_lake_guest_sdk::info!(
             "committed Paimon compaction snapshot {} ({} file entries) after {attempts} \
              attempt(s)",
@@ -417,67 +312,37 @@ impl<S: Storage> PaimonCommitter<S> {
         Ok(snapshot)
     }
 
-    /// Publishes `prepared` on the newest snapshot `check` returns (it fails when the commit
-    /// no longer applies), retrying lost races for the snapshot id up to
-    /// [`MAX_COMMIT_ATTEMPTS`] times; the snapshot, its manifests and the attempts it took.
-    /// On failure the manifests written for the commit are deleted.
-    fn publish(
-        &mut self,
-        prepared: &Prepared,
-        properties: &BTreeMap<String, String>,
-        origin: Origin<'_>,
-        check: &mut dyn FnMut(&Self) -> Result<Option<i64>>,
-    ) -> Result<(Snapshot, Vec<ManifestFileMeta>, usize)> {
-        let mut last_conflict = None;
-        for attempt in 1..=MAX_COMMIT_ATTEMPTS {
-            // A failed check ends the commit; only a lost race for the snapshot id is retried.
-            let base = match check(self) {
-                Ok(base) => base,
-                Err(e) => {
-                    self.discard(prepared);
-                    return Err(e);
-                }
-            };
-            match self.try_commit(base, prepared, properties, origin) {
-                Ok((snapshot, manifests)) => {
-                    update_hints(&self.storage, snapshot.id);
-                    return Ok((snapshot, manifests, attempt));
-                }
-                Err(e) if e.kind() == ErrorKind::Conflict => {
-                    fluss_lake_guest_sdk::warn!(
-                        "{} commit attempt {attempt} lost a race: {e}; retrying",
-                        origin.commit_kind
-                    );
-                    last_conflict = Some(e);
-                }
-                Err(e) => {
-                    self.discard(prepared);
-                    return Err(e);
-                }
-            }
-        }
-        self.discard(prepared);
-        Err(last_conflict
-            .unwrap_or_else(|| Error::conflict("commit failed"))
-            .context(format!("giving up after {MAX_COMMIT_ATTEMPTS} attempts")))
-    }
-
-    fn discard(&self, p: &Prepared) {
-        let changelog = p.changelog.iter().flat_map(|(metas, list)| {
-            metas
-                .iter()
-                .map(|m| &m.file_name)
-                .chain(std::iter::once(&list.0))
-        });
-        for name in p
-            .delta_metas
-            .iter()
-            .map(|m| &m.file_name)
-            .chain(std::iter::once(&p.delta_list.0))
-            .chain(changelog)
-        {
-            let _ = self.storage.delete(&manifest_path(name));
-        }
+    /// Publishes `prepared` through the commit kit; the snapshot, its manifests and the
+    /// attempts it took.
+    fn publish<'a>(
+        &'a mut self,
+        prepared: &'a Prepared,
+        properties: &'a BTreeMap<String, String>,
+        origin: Origin<'a>,
+        guard: Guard<'a>,
+    ) -> Result<(Snapshot, Vec<ManifestFileMeta>, u32)> {
+        let policy = self.retry_policy(&prepared.schema)?;
+        let (target, min_count) = self.manifest_settings(&prepared.schema)?;
+        let storage: &dyn Storage = &self.storage;
+        let mut attempt = SnapshotAttempt {
+            manifest_files: &mut self.manifest_files,
+            prepared,
+            properties,
+            origin,
+            guard,
+            target,
+            min_count,
+        };
+        let what = format!("Paimon {} commit", origin.commit_kind);
+        let done = commit::commit(
+            storage,
+            policy,
+            &what,
+            Self::prepared_files(storage, prepared),
+            &mut attempt,
+        )?;
+        let (snapshot, manifests) = done.output;
+        Ok((snapshot, manifests, done.attempts))
     }
 
     /// Best-effort deletion of the data and changelog files of a committable that will not be
@@ -511,31 +376,214 @@ impl<S: Storage> PaimonCommitter<S> {
         &self,
         latest_fluss_snapshot_id: Option<i64>,
     ) -> Result<Option<CommittedSnapshot>> {
-        let Some(latest) = latest_snapshot_id(&self.storage)? else {
-            return Ok(None);
-        };
-        let earliest = earliest_snapshot_id(&self.storage)?.unwrap_or(1);
-        let floor = latest_fluss_snapshot_id.map_or(earliest, |f| earliest.max(f + 1));
-        let mut id = latest;
-        while id >= floor {
-            let Some(s) = read_snapshot(&self.storage, id)? else {
-                break;
-            };
-            if s.commit_user == FLUSS_COMMIT_USER {
-                let properties = s.properties.ok_or_else(|| {
-                    Error::corrupt(format!(
-                        "Paimon snapshot {id} committed by Fluss has no properties"
-                    ))
-                })?;
-                return Ok(Some(CommittedSnapshot {
-                    snapshot_id: id,
-                    properties: properties.into_iter().collect(),
-                }));
-            }
-            id -= 1;
-        }
-        Ok(None)
+        missing_tiering_snapshot(&self.storage, latest_fluss_snapshot_id)
     }
+}
+
+/// Paimon's default `commit.max-retries`.
+const DEFAULT_COMMIT_RETRIES: u32 = 10;
+
+/// What a commit must still hold on the snapshot it would follow; checked by the commit kit
+/// after reading that snapshot, and final when it fails.
+enum Guard<'a> {
+    /// A tiering round: no snapshot committed by tiering after the one it planned from.
+    TieredBase(Option<i64>),
+    /// A compaction: its inputs are still live on the head snapshot.
+    StillApplies(&'a mut dyn FnMut(&dyn Storage, &Snapshot) -> Result<()>),
+}
+
+/// One attempt of a Paimon commit (`FileStoreCommitImpl.tryCommitOnce`): the base snapshot's
+/// manifests (merged when there are too many) as the new base manifest list, the prepared
+/// delta and changelog lists, and the next `snapshot-<id>`.
+struct SnapshotAttempt<'a> {
+    manifest_files: &'a mut ManifestFiles,
+    prepared: &'a Prepared,
+    properties: &'a BTreeMap<String, String>,
+    origin: Origin<'a>,
+    guard: Guard<'a>,
+    target: u64,
+    min_count: usize,
+}
+
+impl Attempt for SnapshotAttempt<'_> {
+    type Base = Option<i64>;
+    type Output = (Snapshot, Vec<ManifestFileMeta>);
+
+    fn read_base(&mut self, storage: &dyn Storage) -> Result<Option<i64>> {
+        latest_snapshot_id(storage)
+    }
+
+    fn check(&mut self, storage: &dyn Storage, base: &Option<i64>) -> Result<()> {
+        match &mut self.guard {
+            Guard::TieredBase(tiered_base) => {
+                match missing_tiering_snapshot(storage, *tiered_base)? {
+                    Some(found) => Err(commit::overlapping_round(*tiered_base, found.snapshot_id)),
+                    None => Ok(()),
+                }
+            }
+            Guard::StillApplies(still_applies) => {
+                let Some(id) = *base else {
+                    return Err(Error::conflict("the table lost its snapshots"));
+                };
+                let head = read_snapshot(storage, id)?.ok_or_else(|| {
+                    Error::conflict(format!("snapshot {id} disappeared while committing"))
+                })?;
+                still_applies(storage, &head)
+            }
+        }
+    }
+
+    fn build(
+        &mut self,
+        storage: &dyn Storage,
+        base: &Option<i64>,
+        written: &mut Written<'_>,
+    ) -> Result<Plan<Self::Output>> {
+        let p = self.prepared;
+        let latest = match base {
+            None => None,
+            Some(id) => match read_snapshot(storage, *id)? {
+                Some(s) => Some(s),
+                None => return Ok(Plan::BaseMoved(format!("snapshot {id} disappeared"))),
+            },
+        };
+        let mut base_manifests = Vec::new();
+        if let Some(prev) = &latest {
+            base_manifests.extend(read_manifest_list(storage, &prev.base_manifest_list)?);
+            base_manifests.extend(read_manifest_list(storage, &prev.delta_manifest_list)?);
+        }
+        let partition_types = p.schema.partition_types()?;
+        let (merged, merged_files) = merge_manifests(
+            storage,
+            self.manifest_files,
+            base_manifests,
+            p.schema.id,
+            &partition_types,
+            self.target,
+            self.min_count,
+        )?;
+        for name in &merged_files {
+            written.add(manifest_path(name));
+        }
+        let base_list = write_manifest_list(storage, self.manifest_files, &merged)?;
+        written.add(manifest_path(&base_list.0));
+        let data = &p.message.data_files;
+        let added: i64 = data
+            .iter()
+            .filter(|e| e.kind == FileKind::Add)
+            .map(|e| e.file.row_count)
+            .sum();
+        let deleted: i64 = data
+            .iter()
+            .filter(|e| e.kind == FileKind::Delete)
+            .map(|e| e.file.row_count)
+            .sum();
+        let delta_records = added - deleted;
+        let previous_total = match &latest {
+            None => 0,
+            Some(prev) => match prev.total_record_count {
+                Some(t) => t,
+                None => {
+                    let mut total = 0;
+                    for m in &merged {
+                        for e in read_manifest(storage, &m.file_name)? {
+                            total += if e.kind == FileKind::Add {
+                                e.file.row_count
+                            } else {
+                                -e.file.row_count
+                            };
+                        }
+                    }
+                    total
+                }
+            },
+        };
+        // The base manifest list's name is unique to this attempt, so the snapshot's bytes are
+        // too: the commit kit recognises it as ours after a lost acknowledgement.
+        let snapshot = Snapshot {
+            version: Some(SNAPSHOT_VERSION),
+            id: latest.as_ref().map_or(1, |s| s.id + 1),
+            schema_id: p.schema.id,
+            base_manifest_list: base_list.0.clone(),
+            base_manifest_list_size: Some(base_list.1),
+            delta_manifest_list: p.delta_list.0.clone(),
+            delta_manifest_list_size: Some(p.delta_list.1),
+            changelog_manifest_list: p.changelog.as_ref().map(|(_, l)| l.0.clone()),
+            changelog_manifest_list_size: p.changelog.as_ref().map(|(_, l)| l.1),
+            index_manifest: latest.as_ref().and_then(|s| s.index_manifest.clone()),
+            commit_user: self.origin.commit_user.to_string(),
+            commit_identifier: BATCH_COMMIT_IDENTIFIER,
+            commit_kind: self.origin.commit_kind.to_string(),
+            time_millis: clock::now_millis(),
+            log_offsets: Some(
+                latest
+                    .as_ref()
+                    .and_then(|s| s.log_offsets.clone())
+                    .unwrap_or_default(),
+            ),
+            total_record_count: Some(previous_total + delta_records),
+            delta_record_count: Some(delta_records),
+            changelog_record_count: Some(
+                p.message
+                    .changelog_files
+                    .iter()
+                    .map(|e| e.file.row_count)
+                    .sum(),
+            ),
+            watermark: latest.as_ref().and_then(|s| s.watermark),
+            statistics: None,
+            properties: if self.properties.is_empty() {
+                None
+            } else {
+                Some(self.properties.clone())
+            },
+            next_row_id: Some(latest.as_ref().and_then(|s| s.next_row_id).unwrap_or(0)),
+        };
+        let mut manifests = merged;
+        manifests.extend(p.delta_metas.iter().cloned());
+        Ok(Plan::Publish(Proposal {
+            path: snapshot_path(snapshot.id),
+            bytes: snapshot.to_json()?,
+            unreferenced: Vec::new(),
+            output: (snapshot, manifests),
+        }))
+    }
+
+    fn published(&mut self, storage: &dyn Storage, output: &Self::Output) {
+        update_hints(storage, output.0.id);
+    }
+}
+
+/// The newest snapshot committed by Fluss (`__fluss_lake_tiering`) if it is newer than
+/// `latest_fluss_snapshot_id` (Fluss `getMissingLakeSnapshot`).
+fn missing_tiering_snapshot(
+    storage: &dyn Storage,
+    latest_fluss_snapshot_id: Option<i64>,
+) -> Result<Option<CommittedSnapshot>> {
+    let Some(latest) = latest_snapshot_id(storage)? else {
+        return Ok(None);
+    };
+    let earliest = earliest_snapshot_id(storage)?.unwrap_or(1);
+    let floor = latest_fluss_snapshot_id.map_or(earliest, |f| earliest.max(f + 1));
+    let mut id = latest;
+    while id >= floor {
+        let Some(s) = read_snapshot(storage, id)? else {
+            break;
+        };
+        if s.commit_user == FLUSS_COMMIT_USER {
+            let properties = s.properties.ok_or_else(|| {
+                Error::corrupt(format!(
+                    "Paimon snapshot {id} committed by Fluss has no properties"
+                ))
+            })?;
+            return Ok(Some(CommittedSnapshot {
+                snapshot_id: id,
+                properties: properties.into_iter().collect(),
+            }));
+        }
+        id -= 1;
+    }
+    Ok(None)
 }
 
 /// The SDK's committer interface (the WIT adapter drives it).
@@ -580,6 +628,7 @@ mod tests {
     use crate::catalog::create_table_if_missing;
     use crate::manifest::read_manifest;
     use crate::writer::PaimonWriter;
+    use fluss_lake_guest_sdk::ErrorKind;
 
     fn table() -> TableInfo {
         log_table(
@@ -750,6 +799,93 @@ mod tests {
             .filter(|m| m.path.contains("manifest-list"))
             .count();
         assert_eq!(lists, 4);
+    }
+
+    /// Every manifest list, manifest and data file snapshot `id` references exists; its
+    /// live rows.
+    fn readable_rows(storage: &dyn Storage, id: i64) -> i64 {
+        let s = read_snapshot(storage, id).unwrap().unwrap();
+        let schema = load_latest_schema(storage).unwrap().unwrap();
+        let mut rows = 0;
+        for list in [&s.base_manifest_list, &s.delta_manifest_list] {
+            for m in read_manifest_list(storage, list).unwrap() {
+                for e in read_manifest(storage, &m.file_name).unwrap() {
+                    let partition = Partition::from_row(&schema, &e.partition).unwrap();
+                    let path = format!("{}/{}", bucket_dir(&partition, e.bucket), e.file.file_name);
+                    assert!(
+                        storage.head(&path).unwrap().is_some(),
+                        "{path} of snapshot {id}"
+                    );
+                    rows += if e.kind == FileKind::Add {
+                        e.file.row_count
+                    } else {
+                        -e.file.row_count
+                    };
+                }
+            }
+        }
+        rows
+    }
+
+    /// The store applies the put of `snapshot-2` but its answer is lost (a dropped connection,
+    /// or "already exists" to the store's own retry): the commit is recognised as published,
+    /// nothing it references is deleted, and the snapshot is the one Fluss registers.
+    #[test]
+    fn a_lost_acknowledgement_of_the_snapshot_is_recognised_as_ours() {
+        use fluss_lake_guest_sdk::testing::{LostAck, LostAckStorage};
+        for how in [LostAck::Io, LostAck::AlreadyExists] {
+            let storage = MemoryStorage::new();
+            let t = table();
+            create_table_if_missing(&storage, &t, &[]).unwrap();
+            let r1 = to_committable(&[write_round(&storage, &t, 0, &[1, 2, 3], 0)]).unwrap();
+            PaimonCommitter::new(&storage, vec![])
+                .commit(&r1, &props(1), None)
+                .unwrap();
+            let lossy =
+                LostAckStorage::new(&storage, |p| p == crate::snapshot::snapshot_path(2), how);
+            let r2 = to_committable(&[write_round(&storage, &t, 1, &[4, 5], 0)]).unwrap();
+            let res = PaimonCommitter::new(&lossy, vec![])
+                .commit(&r2, &props(2), Some(1))
+                .unwrap();
+            assert!(lossy.lost().is_some());
+            assert_eq!(res.snapshot_id, 2, "{how:?}");
+            assert_eq!(readable_rows(&storage, 2), 5, "{how:?}");
+            assert_eq!(latest_snapshot_id(&storage).unwrap(), Some(2));
+            let missing = PaimonCommitter::new(&storage, vec![])
+                .get_missing_lake_snapshot(Some(1))
+                .unwrap()
+                .unwrap();
+            assert_eq!(missing.snapshot_id, 2);
+        }
+    }
+
+    /// When neither the put nor reading it back answers, the outcome is unknown: the commit
+    /// fails and keeps every file it wrote.
+    #[test]
+    fn an_unknown_outcome_keeps_the_commit_files() {
+        use fluss_lake_guest_sdk::testing::{LostAck, LostAckStorage};
+        let storage = MemoryStorage::new();
+        let t = table();
+        create_table_if_missing(&storage, &t, &[]).unwrap();
+        let lossy = LostAckStorage::new(
+            &storage,
+            |p| p == crate::snapshot::snapshot_path(1),
+            LostAck::Unreadable,
+        );
+        let r1 = to_committable(&[write_round(&storage, &t, 0, &[1, 2, 3], 0)]).unwrap();
+        let e = PaimonCommitter::new(&lossy, vec![])
+            .commit(&r1, &props(1), None)
+            .unwrap_err();
+        assert!(
+            e.message()
+                .contains(fluss_lake_guest_sdk::commit::UNKNOWN_OUTCOME),
+            "{e}"
+        );
+        let manifests = storage.list("manifest").unwrap().len();
+        assert_eq!(
+            manifests, 3,
+            "delta manifest, delta list and base list are kept"
+        );
     }
 
     #[test]

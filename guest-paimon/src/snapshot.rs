@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result, ResultExt};
+use fluss_lake_guest_sdk::{Error, Result, ResultExt};
 use serde::{Deserialize, Serialize};
 
 /// Directory of snapshot files.
@@ -189,19 +189,6 @@ pub fn set_earliest_hint(storage: &dyn Storage, id: i64) {
     }
 }
 
-/// Publishes a snapshot atomically; `Conflict` when another committer took the id.
-pub fn publish(storage: &dyn Storage, snapshot: &Snapshot) -> Result<()> {
-    let path = snapshot_path(snapshot.id);
-    match storage.put_if_absent(&path, &snapshot.to_json()?) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(Error::conflict(format!(
-            "snapshot {} was committed concurrently",
-            snapshot.id
-        ))),
-        Err(e) => Err(e.context(format!("publishing {path}"))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use fluss_lake_guest_sdk::storage::MemoryStorage;
@@ -277,16 +264,14 @@ mod tests {
         let s = MemoryStorage::new();
         assert_eq!(latest_snapshot_id(&s).unwrap(), None);
         for id in 1..=3 {
-            publish(&s, &sample(id)).unwrap();
+            let snapshot = sample(id);
+            s.put_if_absent(&snapshot_path(id), &snapshot.to_json().unwrap())
+                .unwrap();
         }
         assert_eq!(latest_snapshot_id(&s).unwrap(), Some(3));
         update_hints(&s, 1);
         assert_eq!(latest_snapshot_id(&s).unwrap(), Some(3));
         assert_eq!(earliest_snapshot_id(&s).unwrap(), Some(1));
-        assert_eq!(
-            publish(&s, &sample(3)).unwrap_err().kind(),
-            ErrorKind::Conflict
-        );
         s.delete(&snapshot_path(1)).unwrap();
         assert_eq!(earliest_snapshot_id(&s).unwrap(), Some(2));
     }

@@ -12,6 +12,8 @@
 //! * [`parquet`], [`stats`], [`avro`] — data and metadata file writing; [`parquet_read`] —
 //!   reading data files back a row group at a time (compaction).
 //! * [`ord`] — ordering rows the way Java orders keys, for formats that sort their files.
+//! * [`commit`] — the commit kit: attempts, lost races, unknown outcomes and cleanup, once
+//!   for every format.
 //! * [`maintenance`] — what every format's table maintenance shares.
 //! * [`config`], [`datatype`], [`log`], [`clock`] — small helpers.
 
@@ -19,6 +21,7 @@ pub mod arrow_util;
 pub mod avro;
 pub mod bindings;
 pub mod clock;
+pub mod commit;
 pub mod config;
 pub mod convert;
 pub mod datatype;

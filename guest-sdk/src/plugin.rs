@@ -84,20 +84,13 @@ pub trait FormatCommitter<S: Storage>: Sized {
     /// is newer than `tiered_base`: another round tiered offsets this one holds too.
     fn check_tiered_base(&self, tiered_base: Option<i64>) -> Result<()> {
         match self.get_missing_lake_snapshot(tiered_base)? {
-            Some(found) => Err(overlapping_round(tiered_base, found.snapshot_id)),
+            Some(found) => Err(crate::commit::overlapping_round(
+                tiered_base,
+                found.snapshot_id,
+            )),
             None => Ok(()),
         }
     }
-}
-
-/// The error of a commit attempt that found `found`, a snapshot committed by another tiering
-/// round, newer than the `tiered_base` it must publish on.
-fn overlapping_round(tiered_base: Option<i64>, found: i64) -> Error {
-    let base = tiered_base.map_or("none".to_string(), |b| b.to_string());
-    Error::conflict(format!(
-        "lake snapshot {found} was committed by another tiering round after snapshot {base}, \
-         the one this round planned from: not retried, as a retry would store the same rows twice"
-    ))
 }
 
 /// The WIT exports of format `F`; export it with [`export_lake_format!`](crate::export_lake_format).

@@ -202,3 +202,199 @@ impl crate::storage::Storage for RacingStorage<'_> {
         self.inner.head(p)
     }
 }
+
+/// How [`LostAckStorage`] loses the answer to a selected `put-if-absent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostAck {
+    /// The object is written, the caller gets an I/O error (a timeout, a dropped connection).
+    Io,
+    /// The object is written, the caller gets "already exists" (the store's own retry of the
+    /// request that had landed got 412).
+    AlreadyExists,
+    /// Nothing is written, the caller gets an I/O error, and reading the path back fails too:
+    /// whether the object landed cannot be told.
+    Unreadable,
+}
+
+/// Storage whose first `put-if-absent` of a path `lose_on` selects lands but loses its answer
+/// as `how` says; every other call goes through.
+pub struct LostAckStorage<'a> {
+    inner: &'a dyn crate::storage::Storage,
+    lose_on: Box<dyn Fn(&str) -> bool + 'a>,
+    how: LostAck,
+    lost: std::cell::RefCell<Option<String>>,
+}
+
+impl<'a> LostAckStorage<'a> {
+    pub fn new(
+        inner: &'a dyn crate::storage::Storage,
+        lose_on: impl Fn(&str) -> bool + 'a,
+        how: LostAck,
+    ) -> Self {
+        LostAckStorage {
+            inner,
+            lose_on: Box::new(lose_on),
+            how,
+            lost: std::cell::RefCell::new(None),
+        }
+    }
+
+    /// The path whose answer was lost, once it was.
+    pub fn lost(&self) -> Option<String> {
+        self.lost.borrow().clone()
+    }
+}
+
+impl crate::storage::Storage for LostAckStorage<'_> {
+    fn get(&self, p: &str) -> crate::Result<Vec<u8>> {
+        if self.how == LostAck::Unreadable && self.lost.borrow().as_deref() == Some(p) {
+            return Err(crate::Error::io(format!("reading {p}: connection reset")));
+        }
+        self.inner.get(p)
+    }
+    fn upload(&self, p: &str) -> crate::Result<Box<dyn crate::storage::Upload>> {
+        self.inner.upload(p)
+    }
+    fn put(&self, p: &str, d: &[u8]) -> crate::Result<()> {
+        self.inner.put(p, d)
+    }
+    fn put_if_absent(&self, p: &str, d: &[u8]) -> crate::Result<()> {
+        if self.lost.borrow().is_some() || !(self.lose_on)(p) {
+            return self.inner.put_if_absent(p, d);
+        }
+        *self.lost.borrow_mut() = Some(p.to_string());
+        match self.how {
+            LostAck::Io => {
+                self.inner.put_if_absent(p, d)?;
+                Err(crate::Error::io(format!("putting {p}: connection reset")))
+            }
+            LostAck::AlreadyExists => {
+                self.inner.put_if_absent(p, d)?;
+                Err(crate::Error::already_exists(format!("{p} exists")))
+            }
+            LostAck::Unreadable => Err(crate::Error::io(format!("putting {p}: timed out"))),
+        }
+    }
+    fn list(&self, p: &str) -> crate::Result<Vec<crate::storage::ObjectMeta>> {
+        self.inner.list(p)
+    }
+    fn delete(&self, p: &str) -> crate::Result<()> {
+        self.inner.delete(p)
+    }
+    fn head(&self, p: &str) -> crate::Result<Option<crate::storage::ObjectMeta>> {
+        self.inner.head(p)
+    }
+}
+
+/// Storage that injects faults at random, replayable by seed: a call fails before it reaches
+/// the store, or (`put`, `put-if-absent`, `delete`) is applied and its answer lost. Reads
+/// fail too, but never return wrong data. `fault_per_mille` of the calls fail.
+pub struct FaultyStorage<'a> {
+    inner: &'a dyn crate::storage::Storage,
+    state: std::cell::Cell<u64>,
+    fault_per_mille: u64,
+    enabled: std::cell::Cell<bool>,
+    faults: std::cell::Cell<u64>,
+}
+
+impl<'a> FaultyStorage<'a> {
+    pub fn new(inner: &'a dyn crate::storage::Storage, seed: u64, fault_per_mille: u64) -> Self {
+        FaultyStorage {
+            inner,
+            state: std::cell::Cell::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+            fault_per_mille,
+            enabled: std::cell::Cell::new(true),
+            faults: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Turns fault injection on or off (checks read the table without faults).
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.set(on);
+    }
+
+    /// Faults injected so far.
+    pub fn faults(&self) -> u64 {
+        self.faults.get()
+    }
+
+    /// `None`: no fault; `Some(true)`: apply, then fail; `Some(false)`: fail without applying.
+    fn roll(&self) -> Option<bool> {
+        if !self.enabled.get() {
+            return None;
+        }
+        // xorshift64*
+        let mut x = self.state.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state.set(x);
+        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        if r % 1000 >= self.fault_per_mille {
+            return None;
+        }
+        self.faults.set(self.faults.get() + 1);
+        Some((r >> 32) & 1 == 1)
+    }
+
+    fn fail(what: &str, p: &str) -> crate::Error {
+        crate::Error::io(format!("{what} {p}: injected fault"))
+    }
+}
+
+impl crate::storage::Storage for FaultyStorage<'_> {
+    fn get(&self, p: &str) -> crate::Result<Vec<u8>> {
+        match self.roll() {
+            None => self.inner.get(p),
+            Some(_) => Err(Self::fail("reading", p)),
+        }
+    }
+    fn get_range(&self, p: &str, offset: u64, length: u64) -> crate::Result<Vec<u8>> {
+        match self.roll() {
+            None => self.inner.get_range(p, offset, length),
+            Some(_) => Err(Self::fail("reading", p)),
+        }
+    }
+    fn upload(&self, p: &str) -> crate::Result<Box<dyn crate::storage::Upload>> {
+        match self.roll() {
+            None => self.inner.upload(p),
+            Some(_) => Err(Self::fail("uploading", p)),
+        }
+    }
+    fn put(&self, p: &str, d: &[u8]) -> crate::Result<()> {
+        match self.roll() {
+            None => self.inner.put(p, d),
+            Some(true) => self.inner.put(p, d).and(Err(Self::fail("putting", p))),
+            Some(false) => Err(Self::fail("putting", p)),
+        }
+    }
+    fn put_if_absent(&self, p: &str, d: &[u8]) -> crate::Result<()> {
+        match self.roll() {
+            None => self.inner.put_if_absent(p, d),
+            Some(true) => self
+                .inner
+                .put_if_absent(p, d)
+                .and(Err(Self::fail("putting", p))),
+            Some(false) => Err(Self::fail("putting", p)),
+        }
+    }
+    fn list(&self, p: &str) -> crate::Result<Vec<crate::storage::ObjectMeta>> {
+        match self.roll() {
+            None => self.inner.list(p),
+            Some(_) => Err(Self::fail("listing", p)),
+        }
+    }
+    fn delete(&self, p: &str) -> crate::Result<()> {
+        match self.roll() {
+            None => self.inner.delete(p),
+            Some(true) => self.inner.delete(p).and(Err(Self::fail("deleting", p))),
+            Some(false) => Err(Self::fail("deleting", p)),
+        }
+    }
+    fn head(&self, p: &str) -> crate::Result<Option<crate::storage::ObjectMeta>> {
+        match self.roll() {
+            None => self.inner.head(p),
+            Some(_) => Err(Self::fail("reading", p)),
+        }
+    }
+}

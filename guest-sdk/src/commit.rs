@@ -1,0 +1,512 @@
+//! The commit kit: the one place where a format's commit is retried, recognised and cleaned
+//! up, so that a format author writes format logic only.
+//!
+//! Every lake format commits the same way: read the newest version (the *base*), check that
+//! the commit still applies to it, write the files of an attempt, and publish one final object
+//! with put-if-absent (Paimon `snapshot/snapshot-N`, Iceberg `metadata/vN.metadata.json`,
+//! Lance `_versions/N.manifest`, Delta `_delta_log/N.json`). What goes wrong is shared too,
+//! and decided here once ([`commit`]):
+//!
+//! * **A lost race** (a rival published that version first) is the only thing retried, on a
+//!   new base, at most [`RetryPolicy::max_attempts`] times. It is not an error: publishing
+//!   answers [`Published::Theirs`].
+//! * **A refused check** ([`Attempt::check`], e.g. "another tiering round committed after the
+//!   snapshot this round planned from") and any other error of an attempt end the commit:
+//!   errors of an attempt are final by type, whatever their kind, so no format can retry a
+//!   refusal by accident.
+//! * **An unknown outcome**: the store failed or timed out on the final put, or answered
+//!   "already exists" to a retried request that had landed. The object at the path is read
+//!   back: the attempt's own bytes mean it was published ([`Published::Ours`]; every final
+//!   object names files unique to its attempt, so no rival writes the same bytes), a rival's
+//!   bytes mean the race was lost, and when that cannot be told the commit fails with
+//!   [`UNKNOWN_OUTCOME`] in its message and **nothing is deleted**: a file a published
+//!   snapshot references must never go, and an orphan only costs space (Java Paimon and
+//!   Iceberg do the same with `CommitStateUnknownException`).
+//! * **Cleanup**: files are registered in a [`Written`] as they are written and deleted only
+//!   when the commit provably did not publish them: an attempt's own files after a lost race,
+//!   every file after a refusal, an error before the final put, or too many lost races.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::storage::Storage;
+
+/// Words every error of a commit whose outcome is unknown carries, for logs and tests.
+pub const UNKNOWN_OUTCOME: &str = "commit outcome unknown";
+
+/// How often a commit retries a lost race: a table's own `commit.retry.*` option, else the
+/// format's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first one included (at least 1).
+    pub max_attempts: u32,
+}
+
+impl RetryPolicy {
+    /// Attempts bounded by `retries` more after the first.
+    pub fn retries(retries: u32) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: retries.saturating_add(1),
+        }
+    }
+
+    /// The policy of a table whose option `key` (a number of retries after the first attempt,
+    /// as Paimon's `commit.max-retries` and Iceberg's `commit.retry.num-retries` count them)
+    /// is looked up in `sources` in order, else `default_retries`. A value that is not a
+    /// non-negative integer is `invalid-input`, naming the option.
+    pub fn from_options<'a>(
+        sources: impl IntoIterator<Item = Option<&'a str>>,
+        key: &str,
+        default_retries: u32,
+    ) -> Result<RetryPolicy> {
+        match sources.into_iter().flatten().next() {
+            None => Ok(RetryPolicy::retries(default_retries)),
+            Some(v) => v
+                .trim()
+                .parse::<u32>()
+                .map(RetryPolicy::retries)
+                .map_err(|_| {
+                    Error::invalid_input(format!(
+                        "{key}={v:?} is not a number of commit retries (a non-negative integer)"
+                    ))
+                }),
+        }
+    }
+}
+
+/// What publishing a final object with put-if-absent found at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// The object is this attempt's: the version is published.
+    Ours,
+    /// A rival published that version first: this attempt lost the race.
+    Theirs,
+}
+
+/// How many times [`publish`] repeats a final put whose request failed while the object is
+/// still absent (a timeout or a dropped connection that never reached the store).
+const PUT_REPEATS: u32 = 3;
+
+/// Publishes `bytes` at `path` unless an object is there, and tells whose object is there
+/// afterwards. `bytes` must be unique to the attempt (it names the attempt's own files). An
+/// error means the outcome is unknown: the caller must keep every file it wrote.
+pub fn publish(storage: &dyn Storage, path: &str, bytes: &[u8]) -> Result<Published> {
+    let mut last_failure = None;
+    for _ in 0..PUT_REPEATS {
+        match storage.put_if_absent(path, bytes) {
+            Ok(()) => return Ok(Published::Ours),
+            Err(e) => {
+                // "Already exists" may answer a retried request of ours that landed, and any
+                // other failure may hide a write that landed: the object tells.
+                let existed = e.kind() == ErrorKind::AlreadyExists;
+                match storage.get_opt(path) {
+                    Ok(Some(found)) if found == bytes => return Ok(Published::Ours),
+                    Ok(Some(_)) => return Ok(Published::Theirs),
+                    // Absent after "already exists": deleted since (an expiry?); absent after a
+                    // failure: the write may still be in flight. Putting again is safe either
+                    // way: it lands once, and a landed copy is recognised as ours.
+                    Ok(None) => {
+                        last_failure = Some(if existed {
+                            Error::io(format!("{path} existed, then did not"))
+                        } else {
+                            e
+                        })
+                    }
+                    Err(read) => {
+                        return Err(unknown(
+                            path,
+                            &format!("{e}; reading it back failed too: {read}"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let why = last_failure.map_or_else(|| "no answer".to_string(), |e| e.to_string());
+    Err(unknown(path, &why))
+}
+
+fn unknown(path: &str, why: &str) -> Error {
+    Error::io(format!(
+        "{UNKNOWN_OUTCOME}: publishing {path} failed ({why}) and whether it was published \
+         cannot be told; every file of the commit is kept"
+    ))
+}
+
+/// Files written for a commit, deleted when it is dropped unless they were [`kept`](Self::keep)
+/// (the commit published them, or cannot tell whether it did).
+pub struct Written<'s> {
+    storage: &'s dyn Storage,
+    paths: Vec<String>,
+}
+
+impl<'s> Written<'s> {
+    /// No files yet.
+    pub fn new(storage: &'s dyn Storage) -> Written<'s> {
+        Written {
+            storage,
+            paths: Vec::new(),
+        }
+    }
+
+    /// Registers `path`, before writing it (a failed write may leave a partial object).
+    pub fn add(&mut self, path: impl Into<String>) {
+        self.paths.push(path.into());
+    }
+
+    /// Registers `path` and writes `data` there.
+    pub fn put(&mut self, path: impl Into<String>, data: &[u8]) -> Result<()> {
+        let path = path.into();
+        self.paths.push(path.clone());
+        self.storage
+            .put(&path, data)
+            .map_err(|e| e.context(format!("writing {path}")))
+    }
+
+    /// The files registered so far.
+    pub fn paths(&self) -> &[String] {
+        &self.paths
+    }
+
+    /// Keeps every file: none is deleted on drop.
+    pub fn keep(mut self) {
+        self.paths.clear();
+    }
+
+    /// Deletes every file now (best effort: a file left behind is an orphan, never a loss).
+    pub fn discard(mut self) {
+        self.delete_all();
+    }
+
+    fn delete_all(&mut self) {
+        for path in self.paths.drain(..) {
+            if let Err(e) = self.storage.delete(&path) {
+                crate::warn!("could not delete {path} of an unpublished commit: {e}");
+            }
+        }
+    }
+}
+
+impl Drop for Written<'_> {
+    fn drop(&mut self) {
+        self.delete_all();
+    }
+}
+
+/// The final object an attempt publishes, and what the commit returns if it lands.
+pub struct Proposal<T> {
+    /// The object's path (the version's file).
+    pub path: String,
+    /// Its bytes; they must name at least one file unique to the attempt.
+    pub bytes: Vec<u8>,
+    /// Files the attempt wrote that the published object does not reference (manifests a
+    /// merge folded into others): deleted once it is published.
+    pub unreferenced: Vec<String>,
+    /// The commit's result.
+    pub output: T,
+}
+
+/// What an attempt does after checking its base.
+pub enum Plan<T> {
+    /// Publish this.
+    Publish(Proposal<T>),
+    /// The base changed while the attempt read it (a version vanished under it): try again on
+    /// a new base, as after a lost race. The string says what moved, for the log.
+    BaseMoved(String),
+}
+
+/// One kind of commit of a format (a tiering commit, a compaction, an expiry...). The kit
+/// calls, for every attempt, [`read_base`](Self::read_base), then [`check`](Self::check),
+/// then [`build`](Self::build), then publishes; the order is the kit's, so no attempt can
+/// check a base older than the one it publishes on. Every error is final.
+pub trait Attempt {
+    /// What an attempt builds on (the newest version and what it holds).
+    type Base;
+    /// What a published commit returns.
+    type Output;
+
+    /// Reads the newest version.
+    fn read_base(&mut self, storage: &dyn Storage) -> Result<Self::Base>;
+
+    /// Fails when the commit must not be published on `base` at all (another tiering round
+    /// committed after the planned snapshot, a compaction's inputs are gone). Never retried.
+    fn check(&mut self, storage: &dyn Storage, base: &Self::Base) -> Result<()>;
+
+    /// Writes the attempt's files (registered in `written`) and proposes the final object of
+    /// the version after `base`.
+    fn build(
+        &mut self,
+        storage: &dyn Storage,
+        base: &Self::Base,
+        written: &mut Written<'_>,
+    ) -> Result<Plan<Self::Output>>;
+
+    /// Runs after the version was published (hints, logs); it cannot fail the commit.
+    fn published(&mut self, storage: &dyn Storage, output: &Self::Output) {
+        let _ = (storage, output);
+    }
+}
+
+/// A published commit.
+#[derive(Debug)]
+pub struct Committed<T> {
+    pub output: T,
+    /// Attempts it took (1 when no race was lost).
+    pub attempts: u32,
+}
+
+/// Runs `attempt` until it publishes, at most `policy.max_attempts` times; `prepared` holds
+/// the files written before the first attempt (kept when published or when the outcome is
+/// unknown, deleted otherwise). `what` names the commit in logs and errors.
+pub fn commit<A: Attempt>(
+    storage: &dyn Storage,
+    policy: RetryPolicy,
+    what: &str,
+    prepared: Written<'_>,
+    attempt: &mut A,
+) -> Result<Committed<A::Output>> {
+    let max_attempts = policy.max_attempts.max(1);
+    let mut last_race = String::new();
+    for n in 1..=max_attempts {
+        let base = attempt.read_base(storage)?;
+        attempt.check(storage, &base)?;
+        let mut written = Written::new(storage);
+        let proposal = match attempt.build(storage, &base, &mut written)? {
+            Plan::Publish(p) => p,
+            Plan::BaseMoved(why) => {
+                crate::warn!("{what}: attempt {n} found its base moved ({why}); retrying");
+                last_race = why;
+                continue;
+            }
+        };
+        match publish(storage, &proposal.path, &proposal.bytes) {
+            Ok(Published::Ours) => {
+                written.keep();
+                prepared.keep();
+                for path in &proposal.unreferenced {
+                    if let Err(e) = storage.delete(path) {
+                        crate::warn!("{what}: could not delete unreferenced {path}: {e}");
+                    }
+                }
+                attempt.published(storage, &proposal.output);
+                return Ok(Committed {
+                    output: proposal.output,
+                    attempts: n,
+                });
+            }
+            Ok(Published::Theirs) => {
+                crate::warn!(
+                    "{what}: attempt {n} lost the race for {}; retrying on the new version",
+                    proposal.path
+                );
+                last_race = format!("{} was published by another writer", proposal.path);
+                written.discard();
+            }
+            Err(e) => {
+                written.keep();
+                prepared.keep();
+                return Err(e.context(what));
+            }
+        }
+    }
+    Err(Error::conflict(format!(
+        "{what}: gave up after {max_attempts} attempts lost races ({last_race})"
+    )))
+}
+
+/// The error of a tiering commit that found `found`, a snapshot committed by another tiering
+/// round, newer than the `tiered_base` it must publish on: never retried, as a retry would
+/// store the same rows twice.
+pub fn overlapping_round(tiered_base: Option<i64>, found: i64) -> Error {
+    let base = tiered_base.map_or("none".to_string(), |b| b.to_string());
+    Error::conflict(format!(
+        "lake snapshot {found} was committed by another tiering round after snapshot {base}, \
+         the one this round planned from: not retried, as a retry would store the same rows twice"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::storage::MemoryStorage;
+    use crate::testing::{LostAck, LostAckStorage};
+
+    /// A toy format: version `v/N` holds "N:<attempt id>" and lists its file `f/<id>`.
+    struct Toy {
+        check_fails: bool,
+        attempts: u32,
+    }
+
+    impl Attempt for Toy {
+        type Base = u32;
+        type Output = u32;
+        fn read_base(&mut self, storage: &dyn Storage) -> Result<u32> {
+            Ok(storage.list("v")?.len() as u32)
+        }
+        fn check(&mut self, _: &dyn Storage, _: &u32) -> Result<()> {
+            if self.check_fails {
+                return Err(Error::conflict("refused"));
+            }
+            Ok(())
+        }
+        fn build(
+            &mut self,
+            _: &dyn Storage,
+            base: &u32,
+            written: &mut Written<'_>,
+        ) -> Result<Plan<u32>> {
+            self.attempts += 1;
+            let id = uuid::Uuid::new_v4();
+            written.put(format!("f/{id}"), b"data")?;
+            Ok(Plan::Publish(Proposal {
+                path: format!("v/{}", base + 1),
+                bytes: format!("{}:{id}", base + 1).into_bytes(),
+                unreferenced: Vec::new(),
+                output: base + 1,
+            }))
+        }
+    }
+
+    fn toy() -> Toy {
+        Toy {
+            check_fails: false,
+            attempts: 0,
+        }
+    }
+
+    fn files(s: &dyn Storage) -> usize {
+        s.list("f").unwrap().len()
+    }
+
+    #[test]
+    fn a_lost_acknowledgement_is_recognised_as_ours() {
+        for lost in [LostAck::Io, LostAck::AlreadyExists] {
+            let inner = MemoryStorage::new();
+            let storage = LostAckStorage::new(&inner, |p| p == "v/1", lost);
+            let prepared = {
+                let mut w = Written::new(&storage);
+                w.put("f/prepared", b"x").unwrap();
+                w
+            };
+            let mut t = toy();
+            let c = commit(&storage, RetryPolicy::retries(3), "toy", prepared, &mut t).unwrap();
+            assert_eq!((c.output, c.attempts), (1, 1), "{lost:?}");
+            assert_eq!(files(&inner), 2, "nothing deleted ({lost:?})");
+            assert_eq!(inner.list("v").unwrap().len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_lost_race_is_retried_and_its_files_deleted() {
+        let inner = MemoryStorage::new();
+        let rival_done = Cell::new(false);
+        let storage = crate::testing::RacingStorage::new(
+            &inner,
+            |p| p == "v/1",
+            || {
+                inner.put("v/1", b"rival").unwrap();
+                rival_done.set(true);
+            },
+        );
+        let mut t = toy();
+        let c = commit(
+            &storage,
+            RetryPolicy::retries(3),
+            "toy",
+            Written::new(&storage),
+            &mut t,
+        )
+        .unwrap();
+        assert!(rival_done.get());
+        assert_eq!((c.output, c.attempts), (2, 2));
+        assert_eq!(files(&inner), 1, "the losing attempt's file is gone");
+    }
+
+    #[test]
+    fn a_refused_check_is_final_and_deletes_the_prepared_files() {
+        let storage = MemoryStorage::new();
+        let mut prepared = Written::new(&storage);
+        prepared.put("f/prepared", b"x").unwrap();
+        let mut t = Toy {
+            check_fails: true,
+            attempts: 0,
+        };
+        let e = commit(&storage, RetryPolicy::retries(9), "toy", prepared, &mut t).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict);
+        assert_eq!(t.attempts, 0, "never built, never retried");
+        assert_eq!(files(&storage), 0);
+    }
+
+    #[test]
+    fn an_unknown_outcome_keeps_every_file() {
+        let inner = MemoryStorage::new();
+        // The put fails without writing, and reading back fails too.
+        let storage = LostAckStorage::new(&inner, |p| p == "v/1", LostAck::Unreadable);
+        let mut prepared = Written::new(&storage);
+        prepared.put("f/prepared", b"x").unwrap();
+        let e = commit(
+            &storage,
+            RetryPolicy::retries(3),
+            "toy",
+            prepared,
+            &mut toy(),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io);
+        assert!(e.message().contains(UNKNOWN_OUTCOME), "{e}");
+        assert_eq!(files(&inner), 2, "no file deleted");
+    }
+
+    #[test]
+    fn too_many_lost_races_end_in_a_conflict_and_clean_up() {
+        let storage = MemoryStorage::new();
+        // Every version this commit proposes is already taken by a rival.
+        struct Always;
+        impl Attempt for Always {
+            type Base = ();
+            type Output = ();
+            fn read_base(&mut self, _: &dyn Storage) -> Result<()> {
+                Ok(())
+            }
+            fn check(&mut self, _: &dyn Storage, _: &()) -> Result<()> {
+                Ok(())
+            }
+            fn build(
+                &mut self,
+                _: &dyn Storage,
+                _: &(),
+                written: &mut Written<'_>,
+            ) -> Result<Plan<()>> {
+                written.put(format!("f/{}", uuid::Uuid::new_v4()), b"x")?;
+                Ok(Plan::Publish(Proposal {
+                    path: "v/1".into(),
+                    bytes: uuid::Uuid::new_v4().as_bytes().to_vec(),
+                    unreferenced: Vec::new(),
+                    output: (),
+                }))
+            }
+        }
+        storage.put("v/1", b"rival").unwrap();
+        let e = commit(
+            &storage,
+            RetryPolicy::retries(2),
+            "toy",
+            Written::new(&storage),
+            &mut Always,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict);
+        assert!(e.message().contains("after 3 attempts"), "{e}");
+        assert_eq!(files(&storage), 0);
+    }
+
+    #[test]
+    fn retry_policy_from_table_options() {
+        let p = RetryPolicy::from_options([None, Some("4")], "commit.max-retries", 10).unwrap();
+        assert_eq!(p.max_attempts, 5);
+        let p = RetryPolicy::from_options([None, None], "commit.max-retries", 10).unwrap();
+        assert_eq!(p.max_attempts, 11);
+        let e = RetryPolicy::from_options([Some("-1")], "commit.max-retries", 10).unwrap_err();
+        assert!(e.message().contains("commit.max-retries"), "{e}");
+    }
+}
