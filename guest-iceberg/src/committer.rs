@@ -8,26 +8,28 @@
 //! tables stay bounded without maintenance; it reads at most the small manifests of one bin
 //! once every `commit.manifest.min-count-to-merge` rounds.
 //!
-//! Optimistic concurrency: the metadata version is published with put-if-absent; on a
-//! conflict the round's manifests are rebuilt on the new current metadata and retried.
+//! Optimistic concurrency is the SDK's commit kit's (through
+//! [`commit_snapshot`](crate::producer::commit_snapshot)): the metadata version is published
+//! with put-if-absent; on a lost race the round's manifests are rebuilt on the new current
+//! metadata.
 
+use fluss_lake_guest_sdk::commit::Written;
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
     ReadableSnapshot, TieringStats,
 };
-use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result};
+use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result};
 
 use crate::hadoop_tables::{self, Loaded};
 use crate::manifest::{DataFile, FileContent, MANIFEST_DATA, MANIFEST_DELETES, ManifestFile};
 use crate::merge::MergePolicy;
-use crate::producer::SnapshotAttempt;
+use crate::producer::{Outcome, Planned, SnapshotAttempt, SnapshotChange, commit_snapshot};
 use crate::summary::{Change, summary};
 use crate::writer::WritePayload;
 
 pub use crate::summary::COMMIT_USER;
-const MAX_COMMIT_ATTEMPTS: usize = 10;
 
 /// Merges the splits' write results into one committable.
 pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
@@ -77,22 +79,41 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
         tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
         let files = WritePayload::decode(committable)?.files;
-        let mut last_conflict = None;
-        for _ in 0..MAX_COMMIT_ATTEMPTS {
-            // The base first, then the check: metadata landing after the base was read takes
-            // the version this attempt puts.
-            let base = self.load()?;
-            self.check_tiered_base(tiered_base)?;
-            match self.try_commit(&base, &files, properties) {
-                Ok(result) => return Ok(result),
-                Err(e) if e.kind() == ErrorKind::Conflict => {
-                    fluss_lake_guest_sdk::warn!("{e}; retrying on the new table metadata");
-                    last_conflict = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last_conflict.unwrap_or_else(|| Error::conflict("Iceberg commit kept conflicting")))
+        let mut round = Round {
+            committer: self,
+            files: &files,
+            properties,
+            tiered_base,
+            planned: None,
+        };
+        let outcome = commit_snapshot(
+            &self.storage,
+            "Iceberg tiering commit",
+            Written::new(&self.storage),
+            &mut round,
+        )?;
+        let (operation, manifests) = round.planned.unwrap_or(("append", 0));
+        let snapshot = match outcome {
+            Outcome::Committed(snapshot) => snapshot,
+            Outcome::Nothing(never) => match never {},
+        };
+        fluss_lake_guest_sdk::info!(
+            "committed Iceberg snapshot {} (sequence {}, {operation}: {} files, {manifests} \
+             manifests)",
+            snapshot.snapshot_id,
+            snapshot.sequence_number,
+            files.len(),
+        );
+        let stat = |k: &str| snapshot.summary_value(k).and_then(|v| v.parse().ok());
+        Ok(CommitResult {
+            snapshot_id: snapshot.snapshot_id,
+            readable: ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: None,
+            stats: TieringStats {
+                file_size: stat("total-files-size"),
+                record_count: stat("total-records"),
+            },
+        })
     }
 
     /// Deletes the round's files (nothing refers to them).
@@ -151,76 +172,8 @@ impl<S: Storage> IcebergCommitter<S> {
             .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
     }
 
-    /// One attempt: the round's files as new manifests (data, deletes) in front of the
-    /// parent's, merged as Java's `MergeAppend` / `RowDelta` merge them
-    /// ([`MergePolicy::on_commit`]); manifests left with no live file are dropped.
-    fn try_commit(
-        &self,
-        base: &Loaded,
-        files: &[DataFile],
-        properties: &[(String, String)],
-    ) -> Result<CommitResult> {
-        let m = &base.metadata;
-        let spec = m.default_spec()?;
-        if let Some(f) = files.iter().find(|f| f.spec_id != spec.spec_id) {
-            return Err(Error::conflict(format!(
-                "{} was written for partition spec {}, the table's is now {}",
-                f.file_path, f.spec_id, spec.spec_id
-            )));
-        }
-        let policy = MergePolicy::of(&self.config, m)?;
-        let mut attempt = SnapshotAttempt::new(&self.storage, base)?;
-        let (data, deletes): (Vec<DataFile>, Vec<DataFile>) = files
-            .iter()
-            .cloned()
-            .partition(|f| f.content == FileContent::Data);
-        let planned = self.plan_manifests(&mut attempt, &policy, &data, &deletes);
-        let manifests = match planned {
-            Ok(manifests) => manifests,
-            Err(e) => {
-                attempt.discard();
-                return Err(e);
-            }
-        };
-        let operation = match (data.is_empty(), deletes.is_empty()) {
-            (_, true) => "append",
-            (false, false) => "overwrite",
-            (true, false) => "delete",
-        };
-        let (snapshot_id, sequence_number) = (attempt.snapshot_id, attempt.sequence_number);
-        let summary = summary(
-            operation,
-            Change {
-                added: files,
-                removed: &[],
-            },
-            attempt.parent.as_ref(),
-            FLUSS_COMMIT_USER,
-            properties,
-        );
-        let snapshot = attempt.commit(&manifests, summary)?;
-        fluss_lake_guest_sdk::info!(
-            "committed Iceberg snapshot {snapshot_id} (sequence {sequence_number}, {operation}: \
-             {} data and {} delete files, {} manifests)",
-            data.len(),
-            deletes.len(),
-            manifests.len()
-        );
-        let stat = |k: &str| snapshot.summary_value(k).and_then(|v| v.parse().ok());
-        Ok(CommitResult {
-            snapshot_id,
-            readable: ReadableSnapshot::Committed,
-            earliest_snapshot_to_keep: None,
-            stats: TieringStats {
-                file_size: stat("total-files-size"),
-                record_count: stat("total-records"),
-            },
-        })
-    }
-
     /// The new snapshot's manifest list: merged data manifests, then merged delete manifests.
     fn plan_manifests(
-        &self,
         attempt: &mut SnapshotAttempt<'_>,
         policy: &MergePolicy,
         data: &[DataFile],
@@ -252,6 +205,61 @@ impl<S: Storage> IcebergCommitter<S> {
     }
 }
 
+/// A round's files committed as one snapshot: its manifests in front of the parent's, merged
+/// as Java's `MergeAppend` / `RowDelta` merge them ([`MergePolicy::on_commit`]); manifests
+/// left with no live file are dropped.
+struct Round<'a, S: Storage> {
+    committer: &'a IcebergCommitter<S>,
+    files: &'a [DataFile],
+    properties: &'a [(String, String)],
+    tiered_base: Option<i64>,
+    /// The operation and manifest count the last attempt planned, for the log.
+    planned: Option<(&'static str, usize)>,
+}
+
+impl<S: Storage> SnapshotChange for Round<'_, S> {
+    type Nothing = std::convert::Infallible;
+
+    fn check(&mut self, _: &dyn Storage, base: &Loaded) -> Result<()> {
+        self.committer.check_tiered_base(self.tiered_base)?;
+        let spec = base.metadata.default_spec()?;
+        if let Some(f) = self.files.iter().find(|f| f.spec_id != spec.spec_id) {
+            return Err(Error::conflict(format!(
+                "{} was written for partition spec {}, the table's is now {}",
+                f.file_path, f.spec_id, spec.spec_id
+            )));
+        }
+        Ok(())
+    }
+
+    fn plan(&mut self, attempt: &mut SnapshotAttempt<'_>) -> Result<Planned<Self::Nothing>> {
+        let policy = MergePolicy::of(&self.committer.config, &attempt.base.metadata)?;
+        let (data, deletes): (Vec<DataFile>, Vec<DataFile>) = self
+            .files
+            .iter()
+            .cloned()
+            .partition(|f| f.content == FileContent::Data);
+        let manifests = IcebergCommitter::<S>::plan_manifests(attempt, &policy, &data, &deletes)?;
+        let operation = match (data.is_empty(), deletes.is_empty()) {
+            (_, true) => "append",
+            (false, false) => "overwrite",
+            (true, false) => "delete",
+        };
+        self.planned = Some((operation, manifests.len()));
+        let summary = summary(
+            operation,
+            Change {
+                added: self.files,
+                removed: &[],
+            },
+            attempt.parent.as_ref(),
+            FLUSS_COMMIT_USER,
+            self.properties,
+        );
+        Ok(Planned::Snapshot { manifests, summary })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -262,6 +270,8 @@ mod tests {
     use fluss_lake_guest_sdk::plugin::FormatWriter;
     use fluss_lake_guest_sdk::storage::MemoryStorage;
     use fluss_lake_guest_sdk::testing::{committer_context, pk_table, writer_context};
+
+    use fluss_lake_guest_sdk::ErrorKind;
 
     use super::*;
     use crate::catalog::create_table_if_missing;

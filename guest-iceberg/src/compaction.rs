@@ -308,16 +308,14 @@ pub fn compact(
             done.committed_snapshots.push(snapshot.snapshot_id);
             Ok(done)
         }
+        // The commit kit deleted the new files when the rewrite was abandoned or provably not
+        // published, and kept them when whether it was published cannot be told.
         Ok(Outcome::Abandoned(why)) => {
             fluss_lake_guest_sdk::warn!("compaction abandoned: {why}; the next call plans again");
-            delete_files(storage, &table.location, &added);
             done.more_to_do = true;
             Ok(done)
         }
-        Err(e) => {
-            delete_files(storage, &table.location, &added);
-            Err(e)
-        }
+        Err(e) => Err(e),
     }
 }
 

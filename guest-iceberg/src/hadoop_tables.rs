@@ -7,8 +7,9 @@
 //! (readers, like Java's, probe forward from it), so a crash between the two writes loses
 //! nothing.
 
+use fluss_lake_guest_sdk::commit::{self, Published};
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
+use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::metadata::TableMetadata;
 
@@ -93,32 +94,38 @@ pub fn load(storage: &dyn Storage) -> Result<Option<Loaded>> {
     Ok(Some(Loaded { version, metadata }))
 }
 
-/// Publishes `metadata` as the version after `base` (or as version 1 for a new table).
-/// Fails with `conflict` when another writer published that version first.
+/// Publishes `metadata` as the version after `base` (or as version 1 for a new table)
+/// through the commit kit's put-if-absent; `conflict` when another writer published that
+/// version first. Commits of snapshots go through [`commit_snapshot`](crate::producer::commit_snapshot).
 pub fn publish(storage: &dyn Storage, base: Option<u64>, metadata: &TableMetadata) -> Result<u64> {
     let version = base.map_or(1, |v| v + 1);
-    match storage.put_if_absent(&metadata_path(version), &metadata.to_bytes()?) {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+    match commit::publish(storage, &metadata_path(version), &metadata.to_bytes()?)? {
+        Published::Ours => {}
+        Published::Theirs => {
             return Err(Error::conflict(format!(
                 "Iceberg metadata version {version} was committed concurrently"
             )));
         }
-        Err(e) => return Err(e),
     }
-    // Best effort, like Java's: readers probe past a stale hint. Hadoop's local file system
-    // keeps a `.crc` checksum beside files Java wrote; a stale one would make Java distrust
-    // the new hint, so it goes (Java reads files without a checksum file unverified).
+    update_hint(storage, version);
+    Ok(version)
+}
+
+/// Points the version hint at `version`, best effort like Java's: readers probe past a stale
+/// hint. Hadoop's local file system keeps a `.crc` checksum beside files Java wrote; a stale
+/// one would make Java distrust the new hint, so it goes (Java reads files without a checksum
+/// file unverified).
+pub fn update_hint(storage: &dyn Storage, version: u64) {
     let _ = storage.delete(VERSION_HINT_CRC);
     if let Err(e) = storage.put(VERSION_HINT, version.to_string().as_bytes()) {
         fluss_lake_guest_sdk::warn!("could not update {VERSION_HINT}: {e}");
     }
-    Ok(version)
 }
 
 #[cfg(test)]
 mod tests {
     use fluss_lake_guest_sdk::storage::MemoryStorage;
+    use fluss_lake_guest_sdk::ErrorKind;
     use fluss_lake_guest_sdk::testing::log_table;
 
     use super::*;
@@ -135,8 +142,12 @@ mod tests {
         let m = TableMetadata::new_table("file:/x", &schema, &spec, vec![], "u", 1);
         assert_eq!(publish(&s, None, &m).unwrap(), 1);
         assert_eq!(s.get(VERSION_HINT).unwrap(), b"1");
+        // The same bytes again are this writer's own version (a retried request that landed);
+        // another writer's version 1 is a conflict.
+        assert_eq!(publish(&s, None, &m).unwrap(), 1);
+        let rival = TableMetadata::new_table("file:/x", &schema, &spec, vec![], "u2", 1);
         assert_eq!(
-            publish(&s, None, &m).unwrap_err().kind(),
+            publish(&s, None, &rival).unwrap_err().kind(),
             ErrorKind::Conflict
         );
         assert_eq!(publish(&s, Some(1), &m).unwrap(), 2);

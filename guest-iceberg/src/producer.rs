@@ -1,12 +1,15 @@
 //! One attempt at committing a snapshot on a loaded table version (Java's
 //! `SnapshotProducer`): the new snapshot's id and sequence number, the manifests and the
 //! manifest list it writes (named as Java names them: `{commit-uuid}-m{n}.avro`,
-//! `snap-{id}-1-{commit-uuid}.avro`), and the metadata version it publishes with
-//! put-if-absent. An attempt that does not land deletes every file it wrote, so a lost race
-//! leaves nothing behind; the caller plans again on the new version.
+//! `snap-{id}-1-{commit-uuid}.avro`), and the metadata version it proposes. Retries, the
+//! put-if-absent of the metadata and the cleanup of attempts that did not land are the SDK's
+//! commit kit's ([`commit_snapshot`]).
 
+use std::collections::HashSet;
+
+use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, Written};
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Result, ResultExt, clock};
+use fluss_lake_guest_sdk::{Error, Result, ResultExt, clock};
 
 use crate::committer::relative_path;
 use crate::hadoop_tables::{self, Loaded};
@@ -28,7 +31,7 @@ pub struct SnapshotAttempt<'a> {
     pub parent: Option<Snapshot>,
     commit_id: uuid::Uuid,
     manifests_written: u32,
-    /// Files this attempt wrote (relative paths), deleted when it does not land.
+    /// Files this attempt wrote (relative paths), handed to the commit kit.
     written: Vec<String>,
 }
 
@@ -113,36 +116,15 @@ impl<'a> SnapshotAttempt<'a> {
         Ok(manifest)
     }
 
-    /// Writes the manifest list of `manifests` and publishes the snapshot with `summary` as
-    /// the next metadata version; `Conflict` when another commit took that version (this
-    /// attempt's files are deleted then, as on any failure).
-    pub fn commit(
-        mut self,
-        manifests: &[ManifestFile],
-        summary: Vec<(String, String)>,
-    ) -> Result<Snapshot> {
-        let result = self.publish(manifests, summary);
-        if result.is_err() {
-            self.discard();
-            return result;
-        }
-        // Manifests this attempt wrote that a merge then folded into another one (Java's
-        // `cleanUncommitted`): nothing lists them.
-        let listed: std::collections::HashSet<&str> =
-            manifests.iter().map(|m| m.manifest_path.as_str()).collect();
-        let location = self.location.clone();
-        self.written.retain(|rel| {
-            !rel.contains("/snap-") && !listed.contains(format!("{location}/{rel}").as_str())
-        });
-        self.discard();
-        result
-    }
-
-    fn publish(
+    /// Writes the manifest list of `manifests` and proposes the snapshot with `summary` as
+    /// the next metadata version; the files this attempt wrote that the snapshot does not
+    /// list (manifests a merge folded into another one: Java's `cleanUncommitted`) go once
+    /// it is published.
+    fn propose(
         &mut self,
         manifests: &[ManifestFile],
         summary: Vec<(String, String)>,
-    ) -> Result<Snapshot> {
+    ) -> Result<Proposal<Snapshot>> {
         let m = &self.base.metadata;
         let parent_id = self.parent.as_ref().map(|p| p.snapshot_id);
         let list_rel = format!(
@@ -152,7 +134,9 @@ impl<'a> SnapshotAttempt<'a> {
         let list =
             write_manifest_list(manifests, self.snapshot_id, parent_id, self.sequence_number)?;
         self.written.push(list_rel.clone());
-        self.storage.put(&list_rel, &list)?;
+        self.storage
+            .put(&list_rel, &list)
+            .with_context(|| format!("writing {list_rel}"))?;
         let snapshot = Snapshot {
             snapshot_id: self.snapshot_id,
             parent_snapshot_id: parent_id,
@@ -163,17 +147,149 @@ impl<'a> SnapshotAttempt<'a> {
             schema_id: Some(m.current_schema()?.schema_id),
         };
         let next = m.with_snapshot(&snapshot, &self.base.metadata_file()?);
-        hadoop_tables::publish(self.storage, Some(self.base.version), &next)?;
-        Ok(snapshot)
+        let listed: HashSet<&str> = manifests.iter().map(|m| m.manifest_path.as_str()).collect();
+        let location = &self.location;
+        let unreferenced = self
+            .written
+            .iter()
+            .filter(|rel| {
+                *rel != &list_rel && !listed.contains(format!("{location}/{rel}").as_str())
+            })
+            .cloned()
+            .collect();
+        // The manifest list's name is unique to this attempt, so the metadata's bytes are too:
+        // the commit kit recognises them as ours after a lost acknowledgement.
+        Ok(Proposal {
+            path: hadoop_tables::metadata_path(self.base.version + 1),
+            bytes: next.to_bytes()?,
+            unreferenced,
+            output: snapshot,
+        })
+    }
+}
+
+/// A change committed as one Iceberg snapshot (a tiering round, a rewrite, a manifest merge):
+/// the format logic of one commit kind. [`commit_snapshot`] runs it through the SDK's commit
+/// kit, which retries lost races on the new version and decides what is cleaned up.
+pub trait SnapshotChange {
+    /// What a change that publishes nothing ends with.
+    type Nothing;
+
+    /// Refuses the change on `base` (another tiering round committed after the planned
+    /// snapshot...): final, never retried.
+    fn check(&mut self, storage: &dyn Storage, base: &Loaded) -> Result<()> {
+        let _ = (storage, base);
+        Ok(())
     }
 
-    /// Deletes every file this attempt wrote (nothing refers to them) that is still
-    /// tracked: all of them before publishing, the unlisted ones after.
-    pub fn discard(&mut self) {
-        for rel in self.written.drain(..) {
-            if let Err(e) = self.storage.delete(&rel) {
-                fluss_lake_guest_sdk::warn!("could not delete {rel} of a failed commit: {e}");
+    /// The new snapshot's manifests (written through `attempt`) and summary, or nothing to
+    /// publish.
+    fn plan(&mut self, attempt: &mut SnapshotAttempt<'_>) -> Result<Planned<Self::Nothing>>;
+}
+
+/// What a [`SnapshotChange`] plans on one table version.
+pub enum Planned<T> {
+    /// A snapshot listing `manifests`, with `summary`.
+    Snapshot {
+        manifests: Vec<ManifestFile>,
+        summary: Vec<(String, String)>,
+    },
+    /// Nothing to publish.
+    Nothing(T),
+}
+
+/// How a [`SnapshotChange`] ended.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    /// Published as this snapshot.
+    Committed(Snapshot),
+    /// Nothing was published.
+    Nothing(T),
+}
+
+/// The commit retry policy of a table: its `commit.retry.num-retries` (Java's default, 4).
+pub fn retry_policy(metadata: &crate::metadata::TableMetadata) -> Result<RetryPolicy> {
+    RetryPolicy::from_options(
+        [metadata.property(COMMIT_RETRIES)],
+        COMMIT_RETRIES,
+        DEFAULT_COMMIT_RETRIES,
+    )
+}
+
+const COMMIT_RETRIES: &str = "commit.retry.num-retries";
+const DEFAULT_COMMIT_RETRIES: u32 = 4;
+
+/// Commits `change` on the newest table version through the commit kit; `prepared` holds the
+/// files written for it before (a rewrite's new data files), kept when published or when the
+/// outcome is unknown, deleted otherwise.
+pub fn commit_snapshot<C: SnapshotChange>(
+    storage: &dyn Storage,
+    what: &str,
+    prepared: Written<'_>,
+    change: &mut C,
+) -> Result<Outcome<C::Nothing>> {
+    let current = hadoop_tables::load(storage)?
+        .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
+    let policy = retry_policy(&current.metadata)?;
+    let mut attempt = ChangeAttempt {
+        change,
+        version: current.version,
+    };
+    Ok(commit::commit(storage, policy, what, prepared, &mut attempt)?.output)
+}
+
+/// The commit kit's view of a [`SnapshotChange`].
+struct ChangeAttempt<'c, C> {
+    change: &'c mut C,
+    /// The version the last attempt proposed.
+    version: u64,
+}
+
+impl<C: SnapshotChange> Attempt for ChangeAttempt<'_, C> {
+    type Base = Loaded;
+    type Output = Outcome<C::Nothing>;
+
+    fn read_base(&mut self, storage: &dyn Storage) -> Result<Loaded> {
+        hadoop_tables::load(storage)?
+            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
+    }
+
+    fn check(&mut self, storage: &dyn Storage, base: &Loaded) -> Result<()> {
+        self.change.check(storage, base)
+    }
+
+    fn build(
+        &mut self,
+        storage: &dyn Storage,
+        base: &Loaded,
+        written: &mut Written<'_>,
+    ) -> Result<Plan<Self::Output>> {
+        self.version = base.version + 1;
+        let mut attempt = SnapshotAttempt::new(storage, base)?;
+        let planned = self.change.plan(&mut attempt);
+        let planned = match planned {
+            Ok(Planned::Snapshot { manifests, summary }) => attempt.propose(&manifests, summary),
+            Ok(Planned::Nothing(t)) => {
+                for path in attempt.written.drain(..) {
+                    written.add(path);
+                }
+                return Ok(Plan::Done(Outcome::Nothing(t)));
             }
+            Err(e) => Err(e),
+        };
+        for path in attempt.written.drain(..) {
+            written.add(path);
         }
+        let proposal = planned?;
+        Ok(Plan::Publish(Proposal {
+            path: proposal.path,
+            bytes: proposal.bytes,
+            unreferenced: proposal.unreferenced,
+            output: Outcome::Committed(proposal.output),
+        }))
+    }
+
+    fn published(&mut self, storage: &dyn Storage, _: &Self::Output) {
+        hadoop_tables::update_hint(storage, self.version);
     }
 }

@@ -5,7 +5,8 @@
 //! snapshot therefore still apply to the new files, and earlier ones (already applied while
 //! rewriting) do not apply again.
 //!
-//! On a lost race the commit is planned again on the new table version after validating it
+//! On a lost race (the SDK's commit kit retries) the commit is planned again on the new table
+//! version after validating it
 //! (Java's `validateNoNewDeletesForDataFiles` with equality deletes ignored, and its check
 //! that every replaced file is still live): the rewrite is abandoned when a rewritten file was
 //! removed meanwhile, or a position delete committed since the start deletes rows of one.
@@ -18,9 +19,11 @@
 
 use std::collections::{HashMap, HashSet};
 
+use fluss_lake_guest_sdk::commit::Written;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
+use fluss_lake_guest_sdk::{Error, Result};
 
+use crate::committer::relative_path;
 use crate::deletes::{DeleteSource, position_delete_references};
 use crate::hadoop_tables::{self, Loaded};
 use crate::manifest::{
@@ -29,10 +32,8 @@ use crate::manifest::{
 use crate::merge::MergePolicy;
 use crate::metadata::Snapshot;
 use crate::partition::PartitionValue;
-use crate::producer::SnapshotAttempt;
+use crate::producer::{self, SnapshotAttempt, SnapshotChange, commit_snapshot};
 use crate::summary::{Change, MAINTENANCE_COMMIT_USER, summary};
-
-const MAX_ATTEMPTS: usize = 5;
 
 /// A rewrite ready to commit.
 pub struct Rewrite<'a> {
@@ -69,37 +70,62 @@ enum Planned {
     Abandon(String),
 }
 
-/// Commits `rewrite` on the current table version, retrying on lost races.
+/// Commits `rewrite` on the newest table version through the commit kit, validating it again
+/// after every lost race. The rewrite's new data files (`added`) are the kit's to keep or
+/// delete: deleted when the rewrite is abandoned or provably not published, kept when
+/// published or when the outcome is unknown.
 pub fn commit(
     storage: &dyn Storage,
     plugin_config: &[(String, String)],
     rewrite: &Rewrite<'_>,
 ) -> Result<Outcome> {
-    let mut last_conflict = None;
-    for _ in 0..MAX_ATTEMPTS {
-        let base = hadoop_tables::load(storage)?
-            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
-        if let Some(why) = not_descended_from(&base, rewrite.start)? {
-            return Ok(Outcome::Abandoned(why));
+    let base = hadoop_tables::load(storage)?
+        .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
+    let location = base.metadata.location()?.to_string();
+    let mut prepared = Written::new(storage);
+    for f in rewrite.added {
+        match relative_path(&location, &f.file_path) {
+            Ok(rel) => prepared.add(rel),
+            Err(e) => fluss_lake_guest_sdk::warn!("not tracking {}: {e}", f.file_path),
         }
-        let policy = MergePolicy::of(plugin_config, &base.metadata)?;
-        let mut attempt = SnapshotAttempt::new(storage, &base)?;
-        let planned = plan(storage, &mut attempt, &policy, rewrite);
-        let (manifests, dropped_deletes) = match planned {
-            Ok(Planned::Manifests {
+    }
+    let mut change = RewriteChange {
+        storage,
+        plugin_config,
+        rewrite,
+    };
+    let outcome = commit_snapshot(storage, "Iceberg rewrite", prepared, &mut change)?;
+    Ok(match outcome {
+        producer::Outcome::Committed(snapshot) => Outcome::Committed(snapshot),
+        producer::Outcome::Nothing(why) => Outcome::Abandoned(why),
+    })
+}
+
+/// A rewrite as the commit kit runs it.
+struct RewriteChange<'a> {
+    storage: &'a dyn Storage,
+    plugin_config: &'a [(String, String)],
+    rewrite: &'a Rewrite<'a>,
+}
+
+impl SnapshotChange for RewriteChange<'_> {
+    type Nothing = String;
+
+    fn plan(&mut self, attempt: &mut SnapshotAttempt<'_>) -> Result<producer::Planned<String>> {
+        if let Some(why) = not_descended_from(attempt.base, self.rewrite.start)? {
+            return Ok(producer::Planned::Nothing(why));
+        }
+        let policy = MergePolicy::of(self.plugin_config, &attempt.base.metadata)?;
+        let (manifests, dropped_deletes) = match plan(self.storage, attempt, &policy, self.rewrite)?
+        {
+            Planned::Manifests {
                 manifests,
                 dropped_deletes,
-            }) => (manifests, dropped_deletes),
-            Ok(Planned::Abandon(why)) => {
-                attempt.discard();
-                return Ok(Outcome::Abandoned(why));
-            }
-            Err(e) => {
-                attempt.discard();
-                return Err(e);
-            }
+            } => (manifests, dropped_deletes),
+            Planned::Abandon(why) => return Ok(producer::Planned::Nothing(why)),
         };
-        let removed: Vec<DataFile> = rewrite
+        let removed: Vec<DataFile> = self
+            .rewrite
             .removed
             .iter()
             .map(|e| e.file.clone())
@@ -108,23 +134,15 @@ pub fn commit(
         let summary = summary(
             "replace",
             Change {
-                added: rewrite.added,
+                added: self.rewrite.added,
                 removed: &removed,
             },
             attempt.parent.as_ref(),
             MAINTENANCE_COMMIT_USER,
             &[],
         );
-        match attempt.commit(&manifests, summary) {
-            Ok(snapshot) => return Ok(Outcome::Committed(snapshot)),
-            Err(e) if e.kind() == ErrorKind::Conflict => {
-                fluss_lake_guest_sdk::warn!("{e}; validating the rewrite on the new table version");
-                last_conflict = Some(e);
-            }
-            Err(e) => return Err(e),
-        }
+        Ok(producer::Planned::Snapshot { manifests, summary })
     }
-    Err(last_conflict.unwrap_or_else(|| Error::conflict("Iceberg rewrite kept conflicting")))
 }
 
 /// Why `base` cannot take a rewrite started at `start`: `start` is not its current

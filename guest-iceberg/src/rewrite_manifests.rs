@@ -5,17 +5,15 @@
 //! commits merge as Java's `MergeAppend` does already; this catches tables whose manifests
 //! piled up anyway (merging switched off on commit, other writers' fast appends).
 
+use fluss_lake_guest_sdk::Result;
+use fluss_lake_guest_sdk::commit::Written;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
 
-use crate::hadoop_tables;
 use crate::manifest::{MANIFEST_DATA, ManifestFile};
 use crate::merge::{MergePolicy, merge_manifests};
 use crate::metadata::Snapshot;
-use crate::producer::SnapshotAttempt;
+use crate::producer::{Outcome, Planned, SnapshotAttempt, SnapshotChange, commit_snapshot};
 use crate::summary::{Change, MAINTENANCE_COMMIT_USER, summary};
-
-const MAX_ATTEMPTS: usize = 5;
 
 /// Merges the current snapshot's manifests when it lists more than the table's
 /// `commit.manifest.min-count-to-merge`; the committed `replace` snapshot, if any.
@@ -23,14 +21,38 @@ pub fn merge_if_too_many(
     storage: &dyn Storage,
     plugin_config: &[(String, String)],
 ) -> Result<Option<Snapshot>> {
-    let mut last_conflict = None;
-    for _ in 0..MAX_ATTEMPTS {
-        let base = hadoop_tables::load(storage)?
-            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
-        let policy = MergePolicy::of(plugin_config, &base.metadata)?;
-        let mut attempt = SnapshotAttempt::new(storage, &base)?;
+    let mut change = ManifestMerge {
+        plugin_config,
+        before: 0,
+    };
+    let what = "Iceberg manifest merge";
+    match commit_snapshot(storage, what, Written::new(storage), &mut change)? {
+        Outcome::Committed(s) => {
+            fluss_lake_guest_sdk::info!(
+                "merged {} manifests (replace snapshot {})",
+                change.before,
+                s.snapshot_id
+            );
+            Ok(Some(s))
+        }
+        Outcome::Nothing(()) => Ok(None),
+    }
+}
+
+/// A manifest merge as the commit kit runs it.
+struct ManifestMerge<'a> {
+    plugin_config: &'a [(String, String)],
+    /// Manifests the last attempt merged, for the log.
+    before: usize,
+}
+
+impl SnapshotChange for ManifestMerge<'_> {
+    type Nothing = ();
+
+    fn plan(&mut self, attempt: &mut SnapshotAttempt<'_>) -> Result<Planned<()>> {
+        let policy = MergePolicy::of(self.plugin_config, &attempt.base.metadata)?;
         if attempt.parent.is_none() {
-            return Ok(None);
+            return Ok(Planned::Nothing(()));
         }
         let before = attempt.parent_manifests()?;
         let kept: Vec<ManifestFile> = before
@@ -39,19 +61,13 @@ pub fn merge_if_too_many(
             .cloned()
             .collect();
         if kept.len() <= policy.min_count_to_merge {
-            return Ok(None);
+            return Ok(Planned::Nothing(()));
         }
-        let merged = match merge_all(&mut attempt, &policy, kept) {
-            Ok(merged) => merged,
-            Err(e) => {
-                attempt.discard();
-                return Err(e);
-            }
-        };
+        let merged = merge_all(attempt, &policy, kept)?;
         if merged.len() >= before.len() {
-            attempt.discard();
-            return Ok(None); // every manifest is as large as the target already
+            return Ok(Planned::Nothing(())); // every manifest is as large as the target already
         }
+        self.before = before.len();
         let created = merged
             .iter()
             .filter(|m| m.added_snapshot_id == attempt.snapshot_id)
@@ -78,21 +94,11 @@ pub fn merge_if_too_many(
             ),
             ("entries-processed".to_string(), entries.to_string()),
         ]);
-        match attempt.commit(&merged, summary) {
-            Ok(s) => {
-                fluss_lake_guest_sdk::info!(
-                    "merged {} manifests into {} (replace snapshot {})",
-                    before.len(),
-                    merged.len(),
-                    s.snapshot_id
-                );
-                return Ok(Some(s));
-            }
-            Err(e) if e.kind() == ErrorKind::Conflict => last_conflict = Some(e),
-            Err(e) => return Err(e),
-        }
+        Ok(Planned::Snapshot {
+            manifests: merged,
+            summary,
+        })
     }
-    Err(last_conflict.unwrap_or_else(|| Error::conflict("Iceberg manifest merge kept conflicting")))
 }
 
 /// Data manifests merged, then delete manifests, every bin of more than one merged.

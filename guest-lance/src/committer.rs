@@ -6,22 +6,25 @@
 
 use std::collections::HashMap;
 
+use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, Written};
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
     ReadableSnapshot, TieringStats,
 };
-use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, clock};
+use fluss_lake_guest_sdk::{ErrorKind, FLUSS_COMMIT_USER, Result, clock};
 
 use crate::file_writer::{FILE_MAJOR_VERSION, FILE_MINOR_VERSION};
 use crate::proto::lance::table as pb;
-use crate::versions::{self, Naming};
+use crate::versions::{self, Head, Naming};
 use crate::writer::WritePayload;
 
 /// Transaction property naming who committed (Java: `commit-user`).
 pub const COMMIT_USER: &str = "commit-user";
-const MAX_COMMIT_ATTEMPTS: usize = 10;
+/// Commit retries after the first attempt: Lance's `commit_retries` default (20) is for
+/// writers that rebase without re-planning; a tiering round re-plans only its manifest.
+pub const DEFAULT_COMMIT_RETRIES: u32 = 20;
 
 pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
     let mut all = WritePayload::default();
@@ -80,26 +83,42 @@ pub struct LanceCommitter<S: Storage> {
     config: Vec<(String, String)>,
 }
 
-impl<S: Storage> LanceCommitter<S> {
-    fn try_commit(
-        &self,
-        (read_version, naming): (u64, Naming),
-        files: &WritePayload,
-        properties: &[(String, String)],
-    ) -> Result<CommitResult> {
-        let raw = self.storage.get(&naming.path(read_version))?;
-        let base = versions::decode_manifest(&raw)?;
-        let index_section = match base.index_section {
-            Some(pos) => Some(versions::index_section(&raw, pos)?),
-            None => None,
-        };
+/// A round's files appended as the next version (an `Append` transaction), as the commit kit
+/// runs it.
+struct Append<'a, S: Storage> {
+    committer: &'a LanceCommitter<S>,
+    files: &'a WritePayload,
+    properties: &'a [(String, String)],
+    tiered_base: Option<i64>,
+}
+
+impl<S: Storage> Attempt for Append<'_, S> {
+    type Base = Head;
+    type Output = pb::Manifest;
+
+    fn read_base(&mut self, storage: &dyn Storage) -> Result<Head> {
+        versions::read_head(storage)
+    }
+
+    fn check(&mut self, _: &dyn Storage, _: &Head) -> Result<()> {
+        self.committer.check_tiered_base(self.tiered_base)
+    }
+
+    fn build(
+        &mut self,
+        _: &dyn Storage,
+        head: &Head,
+        written: &mut Written<'_>,
+    ) -> Result<Plan<pb::Manifest>> {
+        let base = &head.manifest;
         let field_ids: Vec<i32> = base.fields.iter().map(|f| f.id).collect();
         let mut next_id = base
             .max_fragment_id
             .map(|m| m as u64 + 1)
             .or_else(|| base.fragments.iter().map(|f| f.id + 1).max())
             .unwrap_or(0);
-        let new_fragments: Vec<pb::DataFragment> = files
+        let new_fragments: Vec<pb::DataFragment> = self
+            .files
             .files
             .iter()
             .map(|f| {
@@ -108,10 +127,10 @@ impl<S: Storage> LanceCommitter<S> {
                 new_fragment(id, f.path.clone(), f.rows, f.size, &field_ids)
             })
             .collect();
-        let mut tx_properties: HashMap<String, String> = properties.iter().cloned().collect();
+        let mut tx_properties: HashMap<String, String> = self.properties.iter().cloned().collect();
         tx_properties.insert(COMMIT_USER.to_string(), FLUSS_COMMIT_USER.to_string());
         let tx = pb::Transaction {
-            read_version,
+            read_version: head.version,
             uuid: uuid::Uuid::new_v4().to_string(),
             transaction_properties: tx_properties,
             operation: Some(pb::transaction::Operation::Append(
@@ -121,48 +140,30 @@ impl<S: Storage> LanceCommitter<S> {
             )),
             ..Default::default()
         };
-        let tx_file = versions::write_transaction(&self.storage, &tx)?;
+        let (tx_name, tx_path, tx_bytes) = versions::transaction_file(&tx);
+        written.put(tx_path, &tx_bytes)?;
         let mut manifest = base.clone();
-        manifest.version = read_version + 1;
+        manifest.version = head.version + 1;
         manifest.fragments.extend(new_fragments);
         manifest.max_fragment_id = next_id
             .checked_sub(1)
             .map(|m| m as u32)
             .or(base.max_fragment_id);
-        manifest.transaction_file = tx_file.clone();
+        // The transaction file's name is unique to this attempt, so the manifest's bytes are
+        // too: the commit kit recognises them as ours after a lost acknowledgement.
+        manifest.transaction_file = tx_name;
         manifest.transaction_section = None;
         manifest.timestamp = Some(now());
         manifest.writer_version = Some(writer_version());
         manifest.tag = String::new();
-        if let Err(e) =
-            versions::publish(&self.storage, &manifest, index_section.as_deref(), naming)
-        {
-            let _ = self
-                .storage
-                .delete(&format!("{}/{tx_file}", versions::TRANSACTIONS_DIR));
-            return Err(e);
-        }
-        let rows: u64 = manifest.fragments.iter().map(|f| f.physical_rows).sum();
-        let size: u64 = manifest
-            .fragments
-            .iter()
-            .flat_map(|f| &f.files)
-            .map(|f| f.file_size_bytes)
-            .sum();
-        fluss_lake_guest_sdk::info!(
-            "committed Lance version {} ({} new fragments)",
-            manifest.version,
-            files.files.len()
-        );
-        Ok(CommitResult {
-            snapshot_id: manifest.version as i64,
-            readable: ReadableSnapshot::Committed,
-            earliest_snapshot_to_keep: None,
-            stats: TieringStats {
-                file_size: Some(size as i64),
-                record_count: Some(rows as i64),
-            },
-        })
+        let (path, bytes) =
+            versions::proposal(&manifest, head.index_section.as_deref(), head.naming);
+        Ok(Plan::Publish(Proposal {
+            path,
+            bytes,
+            unreferenced: Vec::new(),
+            output: manifest,
+        }))
     }
 }
 
@@ -185,22 +186,43 @@ impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
         tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
         let files = WritePayload::decode(committable)?;
-        let mut last = None;
-        for _ in 0..MAX_COMMIT_ATTEMPTS {
-            // The base first, then the check: a version landing after the base was read
-            // takes the one this attempt puts.
-            let base = versions::latest(&self.storage)?
-                .ok_or_else(|| Error::not_found("Lance dataset has no versions"))?;
-            self.check_tiered_base(tiered_base)?;
-            match self.try_commit(base, &files, properties) {
-                Err(e) if e.kind() == ErrorKind::Conflict => {
-                    fluss_lake_guest_sdk::warn!("{e}; retrying on the new version");
-                    last = Some(e);
-                }
-                other => return other,
-            }
-        }
-        Err(last.unwrap_or_else(|| Error::conflict("Lance commit kept conflicting")))
+        let policy = RetryPolicy::retries(DEFAULT_COMMIT_RETRIES);
+        let mut append = Append {
+            committer: self,
+            files: &files,
+            properties,
+            tiered_base,
+        };
+        let storage: &dyn Storage = &self.storage;
+        let manifest = commit::commit(
+            storage,
+            policy,
+            "Lance tiering commit",
+            Written::new(storage),
+            &mut append,
+        )?
+        .output;
+        let rows: u64 = manifest.fragments.iter().map(|f| f.physical_rows).sum();
+        let size: u64 = manifest
+            .fragments
+            .iter()
+            .flat_map(|f| &f.files)
+            .map(|f| f.file_size_bytes)
+            .sum();
+        fluss_lake_guest_sdk::info!(
+            "committed Lance version {} ({} new fragments)",
+            manifest.version,
+            files.files.len()
+        );
+        Ok(CommitResult {
+            snapshot_id: manifest.version as i64,
+            readable: ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: None,
+            stats: TieringStats {
+                file_size: Some(size as i64),
+                record_count: Some(rows as i64),
+            },
+        })
     }
 
     /// Deletes the round's data files (no manifest refers to them).

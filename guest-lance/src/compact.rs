@@ -36,8 +36,9 @@ use std::collections::{HashMap, HashSet};
 
 use arrow_array::{BooleanArray, RecordBatch};
 use arrow_schema::SchemaRef;
+use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, Written};
 use fluss_lake_guest_sdk::storage::{ObjectWriter, Storage};
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result, config};
+use fluss_lake_guest_sdk::{Error, Result, config};
 use prost::Message;
 
 use crate::committer::{COMMIT_USER, new_fragment, now, writer_version};
@@ -47,7 +48,7 @@ use crate::file_writer::{FILE_MAJOR_VERSION, FILE_MINOR_VERSION, LanceFileWriter
 use crate::proto::lance::file as pbfile;
 use crate::proto::lance::table as pb;
 use crate::schema::{arrow_schema, check_flat};
-use crate::versions::{self, Naming, TRANSACTIONS_DIR};
+use crate::versions::{self, Head};
 use crate::writer::DEFAULT_MAX_BYTES_PER_FILE;
 
 pub use fluss_lake_guest_sdk::MAINTENANCE_COMMIT_USER;
@@ -58,7 +59,6 @@ pub const CONFIG_PREFIX: &str = "lance.compaction.";
 pub const DEFAULT_MAX_SOURCE_BYTES: u64 = 256 << 20;
 /// Rows gathered into one page of a new file.
 const PAGE_ROWS: usize = 64 * 1024;
-const MAX_COMMIT_ATTEMPTS: usize = 10;
 /// Feature flags compaction understands: deletion files and table config.
 const KNOWN_FLAGS: u64 = 1 | 8;
 const FLAG_DELETION_FILES: u64 = 1;
@@ -556,27 +556,45 @@ fn rewrite_manifest(
     Some((m, tx_groups))
 }
 
-/// Publishes the rewrite on the newest version; the version it committed.
-fn commit(storage: &dyn Storage, planned: &pb::Manifest, groups: &[Rewritten]) -> Result<u64> {
-    let mut last = None;
-    for _ in 0..MAX_COMMIT_ATTEMPTS {
-        let (head, naming): (u64, Naming) = versions::latest(storage)?
-            .ok_or_else(|| Error::not_found("Lance dataset has no versions"))?;
-        let raw = storage.get(&naming.path(head))?;
-        let base = versions::decode_manifest(&raw)?;
-        let index_section = match base.index_section {
-            Some(pos) => Some(versions::index_section(&raw, pos)?),
-            None => None,
-        };
-        let Some((mut manifest, tx_groups)) = rewrite_manifest(&base, planned, groups) else {
-            return Err(Error::conflict(format!(
-                "Lance version {head} changed fragments this compaction rewrote (planned on \
+/// A rewrite published as the next version (a `Rewrite` transaction by the maintenance commit
+/// user), as the commit kit runs it; `None` when a newer version changed fragments it
+/// rewrote (then it is abandoned, planned again next time).
+struct RewriteVersion<'a> {
+    planned: &'a pb::Manifest,
+    groups: &'a [Rewritten],
+}
+
+impl Attempt for RewriteVersion<'_> {
+    type Base = Head;
+    type Output = Option<u64>;
+
+    fn read_base(&mut self, storage: &dyn Storage) -> Result<Head> {
+        versions::read_head(storage)
+    }
+
+    fn check(&mut self, _: &dyn Storage, _: &Head) -> Result<()> {
+        Ok(())
+    }
+
+    fn build(
+        &mut self,
+        _: &dyn Storage,
+        head: &Head,
+        written: &mut Written<'_>,
+    ) -> Result<Plan<Option<u64>>> {
+        let Some((mut manifest, tx_groups)) =
+            rewrite_manifest(&head.manifest, self.planned, self.groups)
+        else {
+            fluss_lake_guest_sdk::warn!(
+                "Lance version {} changed fragments this compaction rewrote (planned on \
                  version {}); its files are deleted and it is planned again next time",
-                planned.version
-            )));
+                head.version,
+                self.planned.version
+            );
+            return Ok(Plan::Done(None));
         };
         let tx = pb::Transaction {
-            read_version: planned.version,
+            read_version: self.planned.version,
             uuid: uuid::Uuid::new_v4().to_string(),
             transaction_properties: HashMap::from([(
                 COMMIT_USER.to_string(),
@@ -590,21 +608,36 @@ fn commit(storage: &dyn Storage, planned: &pb::Manifest, groups: &[Rewritten]) -
             )),
             ..Default::default()
         };
-        let tx_file = versions::write_transaction(storage, &tx)?;
-        manifest.transaction_file = tx_file.clone();
-        match versions::publish(storage, &manifest, index_section.as_deref(), naming) {
-            Ok(()) => return Ok(manifest.version),
-            Err(e) => {
-                let _ = storage.delete(&format!("{TRANSACTIONS_DIR}/{tx_file}"));
-                if e.kind() != ErrorKind::Conflict {
-                    return Err(e);
-                }
-                fluss_lake_guest_sdk::warn!("{e}; compaction retries on the new version");
-                last = Some(e);
-            }
-        }
+        let (tx_name, tx_path, tx_bytes) = versions::transaction_file(&tx);
+        written.put(tx_path, &tx_bytes)?;
+        manifest.transaction_file = tx_name;
+        let (path, bytes) =
+            versions::proposal(&manifest, head.index_section.as_deref(), head.naming);
+        Ok(Plan::Publish(Proposal {
+            path,
+            bytes,
+            unreferenced: Vec::new(),
+            output: Some(manifest.version),
+        }))
     }
-    Err(last.unwrap_or_else(|| Error::conflict("Lance compaction kept conflicting")))
+}
+
+/// Publishes the rewrite on the newest version through the commit kit; the version it
+/// committed, or `None` when it was abandoned. The new data and deletion files (`written`)
+/// are the kit's: kept when published or when the outcome is unknown, deleted otherwise.
+fn commit(
+    storage: &dyn Storage,
+    planned: &pb::Manifest,
+    groups: &[Rewritten],
+    written: &[String],
+) -> Result<Option<u64>> {
+    let mut prepared = Written::new(storage);
+    for path in written {
+        prepared.add(path.clone());
+    }
+    let policy = RetryPolicy::retries(crate::committer::DEFAULT_COMMIT_RETRIES);
+    let mut attempt = RewriteVersion { planned, groups };
+    Ok(commit::commit(storage, policy, "Lance compaction", prepared, &mut attempt)?.output)
 }
 
 /// Compacts the dataset's small fragments as `plugin_config` and the manifest config say.
@@ -675,36 +708,36 @@ pub fn compact(
         }
         Ok(groups)
     })();
-    let committed = result.and_then(|groups| {
-        if groups.is_empty() {
-            return Ok((None, groups));
-        }
-        commit(storage, &manifest, &groups).map(|v| (Some(v), groups))
-    });
-    match committed {
-        Ok((v, groups)) => {
-            done.version = v;
-            for g in &groups {
-                done.files_compacted += g.old.iter().map(|f| f.files.len() as u64).sum::<u64>();
-                done.files_written += g.new.len() as u64;
-                done.bytes_written += g.new.iter().map(source_bytes).sum::<u64>();
-            }
-            if let Some(v) = v {
-                fluss_lake_guest_sdk::info!(
-                    "compacted {} Lance fragments into {} in version {v}",
-                    groups.iter().map(|g| g.old.len()).sum::<usize>(),
-                    done.files_written
-                );
-            }
-            Ok(done)
-        }
+    let groups = match result {
+        Ok(groups) => groups,
         Err(e) => {
+            // Nothing was published: what this call wrote goes.
             for path in &written {
                 if let Err(d) = storage.delete(path) {
                     fluss_lake_guest_sdk::warn!("could not delete {path}: {d}");
                 }
             }
-            Err(e)
+            return Err(e);
         }
+    };
+    if groups.is_empty() {
+        return Ok(done);
     }
+    match commit(storage, &manifest, &groups, &written)? {
+        Some(v) => {
+            done.version = Some(v);
+            for g in &groups {
+                done.files_compacted += g.old.iter().map(|f| f.files.len() as u64).sum::<u64>();
+                done.files_written += g.new.len() as u64;
+                done.bytes_written += g.new.iter().map(source_bytes).sum::<u64>();
+            }
+            fluss_lake_guest_sdk::info!(
+                "compacted {} Lance fragments into {} in version {v}",
+                groups.iter().map(|g| g.old.len()).sum::<usize>(),
+                done.files_written
+            );
+        }
+        None => done.more_to_do = true,
+    }
+    Ok(done)
 }

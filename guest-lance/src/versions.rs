@@ -4,11 +4,12 @@
 //! version 0.2 and `LANC`), and transaction files (`_transactions/<read_version>-<uuid>.txn`,
 //! a bare `Transaction` protobuf).
 //!
-//! A version is published with put-if-absent: of two writers racing for version `v` exactly
-//! one creates its manifest, the other sees `already-exists` and retries on top of it.
+//! A version is published with put-if-absent through the SDK's commit kit: of two writers
+//! racing for version `v` exactly one creates its manifest, the other retries on top of it.
 
+use fluss_lake_guest_sdk::commit::{self, Published};
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
+use fluss_lake_guest_sdk::{Error, Result};
 use prost::Message;
 
 use crate::proto::lance::table as pb;
@@ -129,27 +130,78 @@ pub fn read(storage: &dyn Storage, version: u64, naming: Naming) -> Result<pb::M
         .map_err(|e| e.context(naming.path(version)))
 }
 
+/// The path and bytes of `manifest` (whose `version` is set), as the commit kit publishes
+/// them.
+pub fn proposal(
+    manifest: &pb::Manifest,
+    index_section: Option<&[u8]>,
+    naming: Naming,
+) -> (String, Vec<u8>) {
+    (
+        naming.path(manifest.version),
+        encode_manifest(manifest, index_section),
+    )
+}
+
 /// Publishes `manifest` (whose `version` is set) unless that version exists: `conflict`.
+/// Commits on an existing dataset go through the commit kit.
 pub fn publish(
     storage: &dyn Storage,
     manifest: &pb::Manifest,
     index_section: Option<&[u8]>,
     naming: Naming,
 ) -> Result<()> {
-    let bytes = encode_manifest(manifest, index_section);
-    match storage.put_if_absent(&naming.path(manifest.version), &bytes) {
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(Error::conflict(format!(
+    let (path, bytes) = proposal(manifest, index_section, naming);
+    match commit::publish(storage, &path, &bytes)? {
+        Published::Ours => Ok(()),
+        Published::Theirs => Err(Error::conflict(format!(
             "Lance version {} was committed concurrently",
             manifest.version
         ))),
-        other => other,
     }
+}
+
+/// The newest version as a commit builds on it.
+pub struct Head {
+    pub version: u64,
+    pub naming: Naming,
+    pub manifest: pb::Manifest,
+    /// The index section to carry over, if the dataset has indices.
+    pub index_section: Option<Vec<u8>>,
+}
+
+/// Reads the newest version; `not-found` when the dataset has none.
+pub fn read_head(storage: &dyn Storage) -> Result<Head> {
+    let (version, naming) =
+        latest(storage)?.ok_or_else(|| Error::not_found("Lance dataset has no versions"))?;
+    let raw = storage.get(&naming.path(version))?;
+    let manifest = decode_manifest(&raw).map_err(|e| e.context(naming.path(version)))?;
+    let index_section = match manifest.index_section {
+        Some(pos) => Some(index_section(&raw, pos)?),
+        None => None,
+    };
+    Ok(Head {
+        version,
+        naming,
+        manifest,
+        index_section,
+    })
+}
+
+/// A transaction file: its name (relative to `_transactions/`), path and bytes.
+pub fn transaction_file(tx: &pb::Transaction) -> (String, String, Vec<u8>) {
+    let name = format!("{}-{}.txn", tx.read_version, tx.uuid);
+    (
+        name.clone(),
+        format!("{TRANSACTIONS_DIR}/{name}"),
+        tx.encode_to_vec(),
+    )
 }
 
 /// Writes a transaction file; returns its name (relative to `_transactions/`).
 pub fn write_transaction(storage: &dyn Storage, tx: &pb::Transaction) -> Result<String> {
-    let name = format!("{}-{}.txn", tx.read_version, tx.uuid);
-    storage.put(&format!("{TRANSACTIONS_DIR}/{name}"), &tx.encode_to_vec())?;
+    let (name, path, bytes) = transaction_file(tx);
+    storage.put(&path, &bytes)?;
     Ok(name)
 }
 

@@ -385,7 +385,8 @@ fn a_race_lost_to_an_append_is_retried_and_one_lost_to_a_rewrite_leaves_no_files
     assert_eq!(tx.read_version, 4, "planned on version 4");
     assert!(orphans(&storage).is_empty());
 
-    // Another compaction rewrites the same fragments first: this one gives up, files deleted.
+    // Another compaction rewrites the same fragments first: this one is abandoned (planned
+    // again next call), its files deleted.
     write_round(&storage, &t, 4, 2, 5);
     let racing = RacingStorage::new(
         &storage,
@@ -394,8 +395,8 @@ fn a_race_lost_to_an_append_is_retried_and_one_lost_to_a_rewrite_leaves_no_files
             maintain(&storage, &t, &[], false, true, None).unwrap();
         },
     );
-    let e = maintain(&racing, &t, &[], false, true, None).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    let r = maintain(&racing, &t, &[], false, true, None).unwrap();
+    assert!(r.committed_snapshots.is_empty() && r.more_to_do, "{r:?}");
     assert_eq!(
         versions::latest(&storage).unwrap().unwrap().0,
         8,

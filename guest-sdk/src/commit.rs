@@ -211,6 +211,9 @@ pub enum Plan<T> {
     /// The base changed while the attempt read it (a version vanished under it): try again on
     /// a new base, as after a lost race. The string says what moved, for the log.
     BaseMoved(String),
+    /// Publish nothing (the change no longer applies, or there is nothing to change): the
+    /// commit ends with this output, and every file it wrote is deleted.
+    Done(T),
 }
 
 /// One kind of commit of a format (a tiering commit, a compaction, an expiry...). The kit
@@ -275,6 +278,14 @@ pub fn commit<A: Attempt>(
                 crate::warn!("{what}: attempt {n} found its base moved ({why}); retrying");
                 last_race = why;
                 continue;
+            }
+            Plan::Done(output) => {
+                written.discard();
+                prepared.discard();
+                return Ok(Committed {
+                    output,
+                    attempts: n,
+                });
             }
         };
         match publish(storage, &proposal.path, &proposal.bytes) {
