@@ -10,13 +10,15 @@
 //! write. Cumulative table statistics are not reported either: they need every live file,
 //! i.e. replaying the whole log.
 
+use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, Written};
 use fluss_lake_guest_sdk::deps::serde_json::{Map, Value, json};
+use fluss_lake_guest_sdk::deps::uuid;
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TableInfo, TieringStats,
 };
-use fluss_lake_guest_sdk::{Error, ErrorKind, FLUSS_COMMIT_USER, Result, clock};
+use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result, clock};
 
 use crate::catalog;
 use crate::delta_log::{self, find_action};
@@ -25,8 +27,8 @@ use crate::writer::WritePayload;
 
 /// `commitInfo` entry naming who committed (Fluss's Java lake committers: `commit-user`).
 pub const COMMIT_USER: &str = "commit-user";
-/// Publishing a version is retried this often when other writers keep winning.
-const MAX_COMMIT_ATTEMPTS: usize = 10;
+/// Retries after a lost race (delta-rs's default `max_retries` is 15).
+const COMMIT_RETRIES: u32 = 15;
 
 pub struct DeltaCommitter<S: Storage> {
     storage: S,
@@ -81,6 +83,9 @@ impl<S: Storage> DeltaCommitter<S> {
                 "numOutputBytes": bytes.to_string(),
             },
             "engineInfo": crate::ENGINE_INFO,
+            // Unique to the attempt, so the commit kit recognises its own version after a
+            // lost acknowledgement.
+            "txnId": uuid::Uuid::new_v4().to_string(),
             COMMIT_USER: FLUSS_COMMIT_USER,
         });
         for (k, v) in standard.as_object().expect("an object") {
@@ -91,6 +96,47 @@ impl<S: Storage> DeltaCommitter<S> {
         let mut actions = vec![json!({ "commitInfo": info })];
         actions.extend(payload.adds.iter().map(|a| json!({"add": a.to_json()})));
         actions
+    }
+}
+
+/// A round's files appended as the next version, as the commit kit runs it.
+struct BlindAppend<'a, S: Storage> {
+    committer: &'a DeltaCommitter<S>,
+    /// Versions up to this one are known not to change what the files depend on.
+    checked: Option<u64>,
+    payload: &'a WritePayload,
+    properties: &'a [(String, String)],
+    tiered_base: Option<i64>,
+}
+
+impl<S: Storage> Attempt for BlindAppend<'_, S> {
+    type Base = u64;
+    type Output = u64;
+
+    fn read_base(&mut self, storage: &dyn Storage) -> Result<u64> {
+        delta_log::latest(storage)?.ok_or_else(|| catalog::missing(&self.committer.table))
+    }
+
+    fn check(&mut self, _: &dyn Storage, latest: &u64) -> Result<()> {
+        self.committer.check_tiered_base(self.tiered_base)?;
+        if let Some(from) = self.checked {
+            self.committer.check_no_table_change(from + 1..=*latest)?;
+        }
+        self.checked = Some(*latest);
+        Ok(())
+    }
+
+    fn build(&mut self, _: &dyn Storage, latest: &u64, _: &mut Written<'_>) -> Result<Plan<u64>> {
+        let version = latest + 1;
+        let actions = self
+            .committer
+            .actions(self.payload, self.properties, *latest);
+        Ok(Plan::Publish(Proposal {
+            path: delta_log::commit_path(version),
+            bytes: delta_log::encode_commit(&actions),
+            unreferenced: Vec::new(),
+            output: version,
+        }))
     }
 }
 
@@ -126,8 +172,9 @@ impl<S: Storage> FormatCommitter<S> for DeltaCommitter<S> {
         WritePayload::merge(payloads).encode()
     }
 
-    /// Publishes the next version with put-if-absent; a lost race re-reads the latest
-    /// version, checks the winners changed nothing the files depend on, and retries on top.
+    /// Publishes the next version through the SDK's commit kit: a lost race re-reads the
+    /// latest version, checks the winners changed nothing the files depend on, and retries on
+    /// top; a lost acknowledgement is recognised by the version's bytes (its `txnId`).
     fn commit(
         &mut self,
         committable: &[u8],
@@ -135,44 +182,35 @@ impl<S: Storage> FormatCommitter<S> for DeltaCommitter<S> {
         tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
         let payload = WritePayload::decode(committable)?;
-        // versions up to this one are known not to conflict with the files
-        let mut checked = payload.read_version;
-        let mut last = None;
-        for _ in 0..MAX_COMMIT_ATTEMPTS {
-            let latest =
-                delta_log::latest(&self.storage)?.ok_or_else(|| catalog::missing(&self.table))?;
-            // After reading the base: a version landing later takes the one this attempt puts.
-            self.check_tiered_base(tiered_base)?;
-            if let Some(from) = checked {
-                self.check_no_table_change(from + 1..=latest)?;
-            }
-            checked = Some(latest);
-            let version = latest + 1;
-            let actions = self.actions(&payload, properties, latest);
-            match delta_log::publish(&self.storage, version, &actions) {
-                Ok(()) => {
-                    fluss_lake_guest_sdk::info!(
-                        "committed Delta version {version} ({} files)",
-                        payload.adds.len()
-                    );
-                    return Ok(CommitResult {
-                        snapshot_id: version as i64,
-                        readable: ReadableSnapshot::Committed,
-                        earliest_snapshot_to_keep: None,
-                        stats: TieringStats {
-                            file_size: None,
-                            record_count: None,
-                        },
-                    });
-                }
-                Err(e) if e.kind() == ErrorKind::Conflict => {
-                    fluss_lake_guest_sdk::warn!("{e}; retrying on the new version");
-                    last = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| Error::conflict("Delta commit kept conflicting")))
+        let mut append = BlindAppend {
+            committer: self,
+            checked: payload.read_version,
+            payload: &payload,
+            properties,
+            tiered_base,
+        };
+        let storage: &dyn Storage = &self.storage;
+        let version = commit::commit(
+            storage,
+            RetryPolicy::retries(COMMIT_RETRIES),
+            "Delta tiering commit",
+            Written::new(storage),
+            &mut append,
+        )?
+        .output;
+        fluss_lake_guest_sdk::info!(
+            "committed Delta version {version} ({} files)",
+            payload.adds.len()
+        );
+        Ok(CommitResult {
+            snapshot_id: version as i64,
+            readable: ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: None,
+            stats: TieringStats {
+                file_size: None,
+                record_count: None,
+            },
+        })
     }
 
     /// Deletes the round's data files (no commit refers to them).
@@ -213,7 +251,7 @@ mod tests {
     use fluss_lake_guest_sdk::testing::{
         RacingStorage, committer_context, id_name_batch, id_name_table, pairs, writer_context,
     };
-    use fluss_lake_guest_sdk::{FLUSS_OFFSETS_PROPERTY, config};
+    use fluss_lake_guest_sdk::{ErrorKind, FLUSS_OFFSETS_PROPERTY, config};
 
     use super::*;
     use crate::catalog::create_table_if_missing;
@@ -302,6 +340,25 @@ mod tests {
             2
         );
         assert!(c.get_missing_lake_snapshot(Some(2)).unwrap().is_none());
+    }
+
+    /// The store applies the put of version 2 but its answer is lost: the commit is
+    /// recognised as published (not retried as version 3, which would tier the rows twice).
+    #[test]
+    fn a_lost_acknowledgement_is_recognised_as_ours() {
+        use fluss_lake_guest_sdk::testing::{LostAck, LostAckStorage};
+        for how in [LostAck::Io, LostAck::AlreadyExists] {
+            let storage = MemoryStorage::new();
+            let t = table();
+            assert!(create_table_if_missing(&storage, &t).unwrap());
+            let r1 = write(&storage, &t, &[1]);
+            assert_eq!(commit(&storage, &t, &[r1], 1), 1);
+            let lossy = LostAckStorage::new(&storage, |p| p == delta_log::commit_path(2), how);
+            let r2 = write(&storage, &t, &[2, 3]);
+            assert_eq!(commit(&lossy, &t, &[r2], 2), 2, "{how:?}");
+            assert!(lossy.lost().is_some());
+            assert_eq!(delta_log::latest(&storage).unwrap(), Some(2), "{how:?}");
+        }
     }
 
     #[test]

@@ -12,9 +12,10 @@
 //! checkpoint are fine: `*.checkpoint.parquet`, `_last_checkpoint` and `*.crc` files are
 //! ignored when listing versions.
 
+use fluss_lake_guest_sdk::commit::{self, Published};
 use fluss_lake_guest_sdk::deps::serde_json::{self, Value};
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
+use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::actions::{Metadata, Protocol};
 
@@ -83,11 +84,11 @@ pub fn encode_commit(actions: &[Value]) -> Vec<u8> {
 /// Publishes `actions` as `version` unless it exists: `conflict` when another writer
 /// committed that version first.
 pub fn publish(storage: &dyn Storage, version: u64, actions: &[Value]) -> Result<()> {
-    match storage.put_if_absent(&commit_path(version), &encode_commit(actions)) {
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(Error::conflict(format!(
+    match commit::publish(storage, &commit_path(version), &encode_commit(actions))? {
+        Published::Ours => Ok(()),
+        Published::Theirs => Err(Error::conflict(format!(
             "Delta version {version} was committed concurrently"
         ))),
-        other => other,
     }
 }
 
@@ -143,6 +144,8 @@ mod tests {
     use fluss_lake_guest_sdk::deps::serde_json::json;
     use fluss_lake_guest_sdk::storage::MemoryStorage;
 
+    use fluss_lake_guest_sdk::ErrorKind;
+
     use super::*;
 
     #[test]
@@ -173,8 +176,11 @@ mod tests {
             json!({"add": {"path": "x"}}),
         ];
         publish(&s, 0, &actions).unwrap();
+        // The same bytes again are this writer's own version (a retried request that landed);
+        // other bytes are another writer's.
+        publish(&s, 0, &actions).unwrap();
         assert_eq!(
-            publish(&s, 0, &actions).unwrap_err().kind(),
+            publish(&s, 0, &actions[..1]).unwrap_err().kind(),
             ErrorKind::Conflict
         );
         assert_eq!(read_commit(&s, 0).unwrap(), actions);
