@@ -5,14 +5,25 @@
 //! `snapshot.time-retained`, at most `snapshot.expire.limit` per call; never one a consumer
 //! (`consumer/consumer-*`) still reads, nor the snapshot Fluss needs or any newer one.
 //!
-//! Each expiry removes the earliest snapshot `E`, with `R = E + 1` the next one, in an order
-//! that keeps `R` and every later snapshot whole at every step (a crash in between leaves
-//! only unreferenced files, which the next expiry deletes again):
+//! Each expiry removes the earliest snapshot `E`, with `R = E + 1` the next one, in phases
+//! that keep `R` and every later snapshot whole at every step, each deleting the files the
+//! next phase's metadata names (the order of Paimon's `ExpireSnapshotsImpl`):
 //! 1. data files that `R`'s delta deletes (and does not add back: a file moved to another
-//!    level is deleted and added under the same name), with their extra files;
-//! 2. `E`'s changelog files (Fluss's primary-key tables have `changelog-producer = input`);
-//! 3. `E`'s manifest lists and the manifests `R` does not list;
+//!    level is deleted and added under the same name), with their extra files, and `E`'s
+//!    changelog files (Fluss's primary-key tables have `changelog-producer = input`);
+//! 2. `E`'s changelog manifests and the manifests of `E` that `R` does not list;
+//! 3. `E`'s manifest lists;
 //! 4. the snapshot file, then the `EARLIEST` hint.
+//!
+//! Expiry resumes wherever an earlier one stopped: a crash, a failed delete or the deadline
+//! (checked before every file) can stop it inside a snapshot, and a Paimon job can be
+//! interrupted the same way. What is left of `E` then still names every file not yet
+//! deleted, and what `E` names but is gone counts as deleted (Paimon's
+//! `tryReadManifestList`), so the next call finishes `E`. What must be kept is only ever
+//! learnt from `R`: when `R`'s metadata cannot be read, nothing is deleted on its account
+//! (the files are left behind, never a live one deleted). A failed delete does not stop the
+//! other deletes of its phase, but does stop the snapshot's expiry and is returned, so that
+//! the metadata naming the file stays for the next call to delete it again.
 //!
 //! Not handled, so refused with a clear reason instead of guessed: tables with tags (their
 //! snapshots pin files) and changelogs kept longer than snapshots (`changelog.num-retained.*`
@@ -23,9 +34,11 @@ use std::collections::{BTreeMap, HashSet};
 
 use fluss_lake_guest_sdk::maintenance::Expired;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, Result, ResultExt, config};
+use fluss_lake_guest_sdk::{Error, ErrorKind, Result, ResultExt, config};
 
-use crate::manifest::{FileKind, ManifestEntry, manifest_path, read_manifest, read_manifest_list};
+use crate::manifest::{
+    FileKind, ManifestEntry, ManifestFileMeta, manifest_path, read_manifest, read_manifest_list,
+};
 use crate::schema::TableSchema;
 use crate::snapshot::{
     Snapshot, earliest_snapshot_id, latest_snapshot_id, read_snapshot, set_earliest_hint,
@@ -192,6 +205,29 @@ fn entry_paths(schema: &TableSchema, e: &ManifestEntry) -> Result<Option<Vec<Str
     Ok(Some(paths))
 }
 
+/// `Ok(None)` for an object that is gone (`not-found`), other errors unchanged.
+fn unless_gone<T>(result: Result<T>) -> Result<Option<T>> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads a manifest list of the snapshot being expired, empty when it is gone: an earlier
+/// expiry stopped after deleting it (a crash, a failed delete, the deadline, or a Paimon job
+/// interrupted the same way), and its manifests went before it (Paimon's
+/// `tryReadManifestList`). Other errors are returned rather than read as "empty": the next
+/// call can read it again, while skipping it now would leak its manifests for good.
+fn try_read_manifest_list(storage: &dyn Storage, list: &str) -> Result<Vec<ManifestFileMeta>> {
+    Ok(
+        unless_gone(read_manifest_list(storage, list))?.unwrap_or_else(|| {
+            fluss_lake_guest_sdk::warn!("manifest list {list} is gone: taken as already deleted");
+            Vec::new()
+        }),
+    )
+}
+
 /// Entries of every manifest a manifest list names.
 fn entries_of(storage: &dyn Storage, list: &str) -> Result<Vec<ManifestEntry>> {
     let mut entries = Vec::new();
@@ -203,9 +239,21 @@ fn entries_of(storage: &dyn Storage, list: &str) -> Result<Vec<ManifestEntry>> {
 
 /// Files the delta of `next` deletes for good: deleted and not added back in the same delta
 /// (Paimon's `getDataFileToDelete`: entries in order, an ADD cancels an earlier DELETE).
-fn deleted_by_delta(storage: &dyn Storage, next: &Snapshot) -> Result<Vec<ManifestEntry>> {
+///
+/// `None` when a manifest (list) of that delta is gone: with part of the delta unread, a
+/// DELETE could lack the ADD that cancels it and a live file would go, so no data file is
+/// deleted (Paimon's `planDeletedInDeltaManifest` cancels too; the files are left behind).
+fn deleted_by_delta(storage: &dyn Storage, next: &Snapshot) -> Result<Option<Vec<ManifestEntry>>> {
+    let Some(entries) = unless_gone(entries_of(storage, &next.delta_manifest_list))? else {
+        fluss_lake_guest_sdk::warn!(
+            "snapshot {}: a manifest of its delta is gone, so the data files it deleted are \
+             left in place",
+            next.id
+        );
+        return Ok(None);
+    };
     let mut deleted: BTreeMap<(Vec<u8>, i32, String), ManifestEntry> = BTreeMap::new();
-    for e in entries_of(storage, &next.delta_manifest_list)? {
+    for e in entries {
         let key = (e.partition.clone(), e.bucket, e.file.file_name.clone());
         match e.kind {
             FileKind::Add => {
@@ -216,69 +264,54 @@ fn deleted_by_delta(storage: &dyn Storage, next: &Snapshot) -> Result<Vec<Manife
             }
         }
     }
-    Ok(deleted.into_values().collect())
+    Ok(Some(deleted.into_values().collect()))
 }
 
 /// Manifest lists and manifests snapshot `s` uses (Paimon's `manifestSkippingSet`).
-fn manifests_used_by(storage: &dyn Storage, s: &Snapshot) -> Result<HashSet<String>> {
+///
+/// `None` when one of its manifest lists is gone: what `s` keeps is then unknown, so nothing
+/// may be deleted on its account (Paimon skips cleaning manifests when it cannot build the
+/// skipping set). Any other error is returned, never read as "keeps nothing".
+fn manifests_used_by(storage: &dyn Storage, s: &Snapshot) -> Result<Option<HashSet<String>>> {
     let mut used = HashSet::from([s.base_manifest_list.clone(), s.delta_manifest_list.clone()]);
     for list in [&s.base_manifest_list, &s.delta_manifest_list] {
-        used.extend(
-            read_manifest_list(storage, list)?
-                .into_iter()
-                .map(|m| m.file_name),
-        );
+        let Some(metas) = unless_gone(read_manifest_list(storage, list))? else {
+            fluss_lake_guest_sdk::warn!(
+                "snapshot {}: manifest list {list} is gone, so the manifests of the snapshot \
+                 before it are left in place",
+                s.id
+            );
+            return Ok(None);
+        };
+        used.extend(metas.into_iter().map(|m| m.file_name));
     }
-    Ok(used)
+    Ok(Some(used))
 }
 
-struct Deleter<'a> {
-    storage: &'a dyn Storage,
-    done: Expired,
+/// What expiring one snapshot deletes, phase by phase: a later phase deletes the metadata
+/// that names the files of an earlier one, so that wherever the deletions stop, what is left
+/// still names everything not yet deleted and the next call picks up from there.
+#[derive(Default)]
+struct Doomed {
+    /// Data files `next`'s delta deleted, and the expiring snapshot's changelog files.
+    data: Vec<(String, i64)>,
+    /// The expiring snapshot's changelog manifests, and its manifests `next` does not list.
+    manifests: Vec<(String, i64)>,
+    /// Its manifest lists (any `next` uses excepted, as for manifests).
+    lists: Vec<(String, i64)>,
+    seen: HashSet<String>,
 }
 
-impl Deleter<'_> {
-    fn delete(&mut self, path: &str, size: i64) -> Result<()> {
-        self.storage
-            .delete(path)
-            .with_context(|| format!("deleting {path}"))?;
-        self.done.files_deleted += 1;
-        self.done.bytes_deleted += size.max(0) as u64;
-        Ok(())
-    }
-
-    fn delete_manifest_list(
-        &mut self,
-        list: &str,
-        size: Option<i64>,
-        used: &HashSet<String>,
-    ) -> Result<()> {
-        for m in read_manifest_list(self.storage, list)? {
-            if !used.contains(&m.file_name) {
-                self.delete(&manifest_path(&m.file_name), m.file_size)?;
-            }
-        }
-        if !used.contains(list) {
-            self.delete(&manifest_path(list), size.unwrap_or(0))?;
-        }
-        Ok(())
-    }
-}
-
-/// Expires snapshot `id` (the earliest), keeping `next` (`id + 1`) and everything after it
-/// whole.
-fn expire_one(
-    d: &mut Deleter<'_>,
-    schema: &TableSchema,
-    expiring: &Snapshot,
-    next: &Snapshot,
-) -> Result<()> {
-    for e in deleted_by_delta(d.storage, next)? {
-        match entry_paths(schema, &e)? {
+impl Doomed {
+    /// Adds a data file's paths (with its extra files; its size counted once).
+    fn data_file(&mut self, schema: &TableSchema, e: &ManifestEntry) -> Result<()> {
+        match entry_paths(schema, e)? {
             Some(paths) => {
                 let mut size = e.file.file_size;
                 for p in paths {
-                    d.delete(&p, std::mem::take(&mut size))?;
+                    if self.seen.insert(p.clone()) {
+                        self.data.push((p, std::mem::take(&mut size)));
+                    }
                 }
             }
             None => fluss_lake_guest_sdk::warn!(
@@ -286,47 +319,154 @@ fn expire_one(
                 e.file.file_name
             ),
         }
+        Ok(())
+    }
+
+    fn manifest(&mut self, name: &str, size: i64) {
+        let path = manifest_path(name);
+        if self.seen.insert(path.clone()) {
+            self.manifests.push((path, size));
+        }
+    }
+
+    fn list(&mut self, name: &str, size: Option<i64>) {
+        let path = manifest_path(name);
+        if self.seen.insert(path.clone()) {
+            self.lists.push((path, size.unwrap_or(0)));
+        }
+    }
+}
+
+/// Everything expiring `expiring` deletes, with `next` (`expiring.id + 1`) kept whole. Only
+/// reads; files already gone (an earlier expiry of `expiring` stopped half way) are skipped.
+fn doomed_by(
+    storage: &dyn Storage,
+    schema: &TableSchema,
+    expiring: &Snapshot,
+    next: &Snapshot,
+) -> Result<Doomed> {
+    let mut doomed = Doomed::default();
+    for e in deleted_by_delta(storage, next)?.unwrap_or_default() {
+        doomed.data_file(schema, &e)?;
     }
     if let Some(changelog) = &expiring.changelog_manifest_list {
-        for e in entries_of(d.storage, changelog)? {
-            if e.kind == FileKind::Add
-                && let Some(paths) = entry_paths(schema, &e)?
-            {
-                let mut size = e.file.file_size;
-                for p in paths {
-                    d.delete(&p, std::mem::take(&mut size))?;
+        for m in try_read_manifest_list(storage, changelog)? {
+            // A changelog manifest is gone only after its files (Paimon ignores it too).
+            match unless_gone(read_manifest(storage, &m.file_name))? {
+                Some(entries) => {
+                    for e in entries.iter().filter(|e| e.kind == FileKind::Add) {
+                        doomed.data_file(schema, e)?;
+                    }
+                }
+                None => fluss_lake_guest_sdk::warn!(
+                    "changelog manifest {} is gone: taken as already deleted",
+                    m.file_name
+                ),
+            }
+            doomed.manifest(&m.file_name, m.file_size);
+        }
+        doomed.list(changelog, expiring.changelog_manifest_list_size);
+    }
+    // What `next` uses comes from `next` itself, never from the snapshot going: a manifest
+    // `next` lists is kept whether or not the expiring snapshot's lists can still be read.
+    if let Some(used) = manifests_used_by(storage, next)? {
+        for (list, size) in [
+            (
+                &expiring.base_manifest_list,
+                expiring.base_manifest_list_size,
+            ),
+            (
+                &expiring.delta_manifest_list,
+                expiring.delta_manifest_list_size,
+            ),
+        ] {
+            for m in try_read_manifest_list(storage, list)? {
+                if !used.contains(&m.file_name) {
+                    doomed.manifest(&m.file_name, m.file_size);
+                }
+            }
+            if !used.contains(list.as_str()) {
+                doomed.list(list, size);
+            }
+        }
+    }
+    Ok(doomed)
+}
+
+struct Deleter<'a> {
+    storage: &'a dyn Storage,
+    now: &'a dyn Fn() -> i64,
+    deadline_millis: i64,
+    done: Expired,
+}
+
+impl Deleter<'_> {
+    /// Deletes one phase's files; `Ok(false)` when the deadline stopped it (`more_to_do`).
+    ///
+    /// The deadline is checked before every file, so that one large snapshot cannot overrun
+    /// it; the phase order makes any stop resumable. A failed delete is logged and the other
+    /// files are still deleted (as Paimon's `deleteQuietly` does), but the phase then fails:
+    /// going on to the next phase would delete the metadata that names the file and leak it
+    /// for good, while stopping lets the next call delete it again.
+    fn delete_all(&mut self, what: &str, files: &[(String, i64)]) -> Result<bool> {
+        let mut failed: Option<(Error, usize)> = None;
+        for (path, size) in files {
+            if (self.now)() >= self.deadline_millis {
+                if failed.is_none() {
+                    self.done.more_to_do = true;
+                    return Ok(false);
+                }
+                break;
+            }
+            match self.storage.delete(path) {
+                Ok(()) => {
+                    self.done.files_deleted += 1;
+                    self.done.bytes_deleted += (*size).max(0) as u64;
+                }
+                Err(e) => {
+                    fluss_lake_guest_sdk::warn!("could not delete {path}: {e}");
+                    let e = e.context(format!("deleting {path}"));
+                    failed.get_or_insert((e, 0)).1 += 1;
                 }
             }
         }
-        d.delete_manifest_list(
-            changelog,
-            expiring.changelog_manifest_list_size,
-            &HashSet::new(),
-        )?;
+        match failed {
+            None => Ok(true),
+            Some((e, n)) => Err(e.context(format!(
+                "{n} of {} {what} not deleted (the next expiry deletes them again)",
+                files.len()
+            ))),
+        }
     }
-    let used = manifests_used_by(d.storage, next)?;
-    d.delete_manifest_list(
-        &expiring.base_manifest_list,
-        expiring.base_manifest_list_size,
-        &used,
-    )?;
-    d.delete_manifest_list(
-        &expiring.delta_manifest_list,
-        expiring.delta_manifest_list_size,
-        &used,
-    )?;
-    let path = snapshot_path(expiring.id);
-    d.storage
-        .delete(&path)
-        .with_context(|| format!("deleting {path}"))?;
-    d.done.files_deleted += 1;
+}
+
+/// Expires snapshot `expiring` (the earliest), keeping `next` (`expiring.id + 1`) and
+/// everything after it whole; `Ok(false)` when the deadline stopped it half way.
+fn expire_one(
+    d: &mut Deleter<'_>,
+    schema: &TableSchema,
+    expiring: &Snapshot,
+    next: &Snapshot,
+) -> Result<bool> {
+    let doomed = doomed_by(d.storage, schema, expiring, next)?;
+    let snapshot = [(snapshot_path(expiring.id), 0)];
+    for (what, files) in [
+        ("data files", &doomed.data[..]),
+        ("manifests", &doomed.manifests[..]),
+        ("manifest lists", &doomed.lists[..]),
+        ("snapshot file", &snapshot[..]),
+    ] {
+        if !d.delete_all(what, files)? {
+            return Ok(false);
+        }
+    }
     d.done.snapshots += 1;
     set_earliest_hint(d.storage, next.id);
-    Ok(())
+    Ok(true)
 }
 
 /// Expires what `retention` no longer keeps, oldest first, never `keep_since` or anything
-/// newer, stopping between two snapshots once `deadline_millis` has passed.
+/// newer, stopping once `deadline_millis` has passed (between two snapshots or inside one).
 pub fn expire(
     storage: &dyn Storage,
     schema: &TableSchema,
@@ -337,6 +477,8 @@ pub fn expire(
 ) -> Result<Expired> {
     let mut d = Deleter {
         storage,
+        now,
+        deadline_millis,
         done: Expired::default(),
     };
     let Some((earliest, end)) = plan(storage, retention, keep_since, now())? else {
@@ -353,14 +495,18 @@ pub fn expire(
         else {
             continue;
         };
-        expire_one(&mut d, schema, &expiring, &next)
-            .with_context(|| format!("expiring snapshot {id}"))?;
+        if !expire_one(&mut d, schema, &expiring, &next)
+            .with_context(|| format!("expiring snapshot {id}"))?
+        {
+            break;
+        }
     }
     Ok(d.done)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
     use std::collections::HashSet;
     use std::sync::Arc;
 
@@ -370,6 +516,8 @@ mod tests {
     use fluss_lake_guest_sdk::storage::MemoryStorage;
     use fluss_lake_guest_sdk::testing::{id_name_batch, id_name_table, pk_table, writer_context};
     use fluss_lake_guest_sdk::wit::TableInfo;
+
+    use fluss_lake_guest_sdk::ErrorKind;
 
     use super::*;
     use crate::catalog::create_table_if_missing;
@@ -440,8 +588,17 @@ mod tests {
     /// Every file the remaining snapshots use: manifest lists, manifests, live data files
     /// and changelog files. Panics when one of them is missing.
     fn referenced(storage: &MemoryStorage, schema: &TableSchema) -> HashSet<String> {
+        referenced_by(storage, schema, snapshot_ids(storage))
+    }
+
+    /// [`referenced`] for the snapshots `ids` only.
+    fn referenced_by(
+        storage: &MemoryStorage,
+        schema: &TableSchema,
+        ids: impl IntoIterator<Item = i64>,
+    ) -> HashSet<String> {
         let mut used = HashSet::new();
-        for id in snapshot_ids(storage) {
+        for id in ids {
             let s = read_snapshot(storage, id).unwrap().unwrap();
             let mut data = Vec::new();
             for list in [&s.base_manifest_list, &s.delta_manifest_list] {
@@ -584,29 +741,272 @@ mod tests {
         assert_eq!(snapshot_ids(&storage), (5..=10).collect::<Vec<_>>());
     }
 
+    /// Storage that records the paths deleted through it and fails the delete of each path
+    /// `fail_once` named, once, as a transient storage error would.
+    struct Watched<'a> {
+        inner: &'a MemoryStorage,
+        deleted: RefCell<Vec<String>>,
+        fail: RefCell<HashSet<String>>,
+    }
+
+    impl<'a> Watched<'a> {
+        fn new(inner: &'a MemoryStorage) -> Self {
+            Watched {
+                inner,
+                deleted: RefCell::default(),
+                fail: RefCell::default(),
+            }
+        }
+
+        fn fail_once(&self, path: String) {
+            self.fail.borrow_mut().insert(path);
+        }
+
+        fn deleted_where(&self, pred: impl Fn(&str) -> bool) -> usize {
+            self.deleted.borrow().iter().filter(|p| pred(p)).count()
+        }
+    }
+
+    impl Storage for Watched<'_> {
+        fn get(&self, p: &str) -> Result<Vec<u8>> {
+            self.inner.get(p)
+        }
+        fn upload(&self, p: &str) -> Result<Box<dyn fluss_lake_guest_sdk::storage::Upload>> {
+            self.inner.upload(p)
+        }
+        fn put(&self, p: &str, d: &[u8]) -> Result<()> {
+            self.inner.put(p, d)
+        }
+        fn put_if_absent(&self, p: &str, d: &[u8]) -> Result<()> {
+            self.inner.put_if_absent(p, d)
+        }
+        fn list(&self, p: &str) -> Result<Vec<fluss_lake_guest_sdk::storage::ObjectMeta>> {
+            self.inner.list(p)
+        }
+        fn delete(&self, p: &str) -> Result<()> {
+            if self.fail.borrow_mut().remove(p) {
+                return Err(Error::io(format!("injected failure deleting {p}")));
+            }
+            self.deleted.borrow_mut().push(p.to_string());
+            self.inner.delete(p)
+        }
+        fn head(&self, p: &str) -> Result<Option<fluss_lake_guest_sdk::storage::ObjectMeta>> {
+            self.inner.head(p)
+        }
+    }
+
+    fn is_snapshot_file(p: &str) -> bool {
+        p.starts_with("snapshot/snapshot-")
+    }
+
+    fn is_data_file(p: &str) -> bool {
+        p.starts_with("bucket-")
+    }
+
+    fn is_manifest(p: &str) -> bool {
+        p.starts_with("manifest/") && !is_manifest_list(p)
+    }
+
+    fn is_manifest_list(p: &str) -> bool {
+        p.starts_with("manifest/manifest-list-")
+    }
+
+    fn gone(storage: &MemoryStorage, name: &str) -> bool {
+        storage.head(&manifest_path(name)).unwrap().is_none()
+    }
+
     #[test]
     fn the_deadline_stops_expiry_between_two_snapshots() {
         let storage = table_with_rounds(&id_name_table(), 10);
         let schema = schema_of(&storage);
-        let calls = std::cell::Cell::new(0);
-        // Planning reads the clock once, then once per snapshot: the third expiry is late.
-        let now = || {
-            calls.set(calls.get() + 1);
-            FAR_FUTURE + calls.get()
-        };
-        let done = expire(
-            &storage,
-            &schema,
-            &retention(1, 100),
-            None,
-            &now,
-            FAR_FUTURE + 4,
-        )
-        .unwrap();
+        let w = Watched::new(&storage);
+        // The clock advances by one per snapshot expired: late once two went.
+        let now = || FAR_FUTURE + w.deleted_where(is_snapshot_file) as i64;
+        let done = expire(&w, &schema, &retention(1, 100), None, &now, FAR_FUTURE + 2).unwrap();
         assert_eq!(done.snapshots, 2);
         assert!(done.more_to_do);
         assert_eq!(snapshot_ids(&storage), (3..=10).collect::<Vec<_>>());
         assert!(unreferenced(&storage, &schema).is_empty());
+    }
+
+    /// A deadline passing inside one snapshot's deletions (after a data file, a manifest or
+    /// a manifest list) stops right there, and the next call finishes what it left.
+    #[test]
+    fn a_deadline_inside_a_snapshot_stops_it_where_the_next_call_resumes() {
+        let t = pk_table("db", "pk", &[("id", "INT", false)], &["id"], 1, &[]);
+        let stops = [
+            ("a data file", is_data_file as fn(&str) -> bool),
+            ("a manifest", is_manifest),
+            ("a manifest list", is_manifest_list),
+        ];
+        for (what, stop_after) in stops {
+            let storage = table_with_rounds(&t, 12);
+            let schema = schema_of(&storage);
+            let w = Watched::new(&storage);
+            let now = || FAR_FUTURE + (w.deleted_where(stop_after) > 0) as i64;
+            let done = expire(
+                &w,
+                &schema,
+                &retention(4, 4),
+                Some(12),
+                &now,
+                FAR_FUTURE + 1,
+            )
+            .unwrap();
+            assert!(done.more_to_do, "{what}");
+            let deleted = w.deleted.borrow().clone();
+            let last = deleted.last().unwrap();
+            assert!(
+                stop_after(last) && deleted.iter().filter(|p| stop_after(p)).count() == 1,
+                "after {what}: expiry went on to delete {last}"
+            );
+            let first = snapshot_ids(&storage)[0];
+            assert_eq!(done.snapshots as i64, first - 1, "{what}");
+            // The retained snapshots are whole, the stopped one only in part.
+            referenced_by(&storage, &schema, first + 1..=12);
+
+            let rest = expire(
+                &storage,
+                &schema,
+                &retention(4, 4),
+                Some(12),
+                &|| FAR_FUTURE,
+                NO_DEADLINE,
+            )
+            .unwrap();
+            assert_eq!(snapshot_ids(&storage), [9, 10, 11, 12], "{what}");
+            assert_eq!(rest.snapshots as i64, 9 - first, "{what}");
+            assert!(!rest.more_to_do);
+            assert!(unreferenced(&storage, &schema).is_empty(), "{what}");
+        }
+    }
+
+    /// A delete failing half way through a snapshot's manifest lists: the other lists still
+    /// go, the error is returned, and the next call finishes the snapshot although some of
+    /// its manifest lists and all its manifests are gone.
+    #[test]
+    fn a_failed_delete_is_returned_and_the_next_call_finishes_the_snapshot() {
+        let t = pk_table("db", "pk", &[("id", "INT", false)], &["id"], 1, &[]);
+        let storage = table_with_rounds(&t, 12);
+        let schema = schema_of(&storage);
+        let third = read_snapshot(&storage, 3).unwrap().unwrap();
+        let changelog = third.changelog_manifest_list.clone().unwrap();
+        let w = Watched::new(&storage);
+        w.fail_once(manifest_path(&changelog));
+
+        let e = expire(
+            &w,
+            &schema,
+            &retention(4, 4),
+            Some(12),
+            &|| FAR_FUTURE,
+            NO_DEADLINE,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(e.message().contains(&changelog), "{e}");
+        assert_eq!(snapshot_ids(&storage), (3..=12).collect::<Vec<_>>());
+        assert!(!gone(&storage, &changelog));
+        assert!(gone(&storage, &third.base_manifest_list));
+        assert!(gone(&storage, &third.delta_manifest_list));
+        referenced_by(&storage, &schema, 4..=12);
+
+        let done = expire(
+            &storage,
+            &schema,
+            &retention(4, 4),
+            Some(12),
+            &|| FAR_FUTURE,
+            NO_DEADLINE,
+        )
+        .unwrap();
+        assert_eq!(done.snapshots, 6);
+        assert_eq!(snapshot_ids(&storage), [9, 10, 11, 12]);
+        assert!(unreferenced(&storage, &schema).is_empty());
+    }
+
+    /// What a crash in the middle of an expiry (this plugin's or Paimon's, which deletes the
+    /// manifests of many snapshots before their snapshot files) leaves: snapshots whose
+    /// manifests and manifest lists are partly gone. The next call expires them.
+    #[test]
+    fn snapshots_a_crashed_expiry_left_without_manifests_are_expired() {
+        let t = pk_table("db", "pk", &[("id", "INT", false)], &["id"], 1, &[]);
+        let storage = table_with_rounds(&t, 12);
+        let schema = schema_of(&storage);
+        let live = referenced_by(&storage, &schema, 9..=12);
+        for id in 1..=8 {
+            let s = read_snapshot(&storage, id).unwrap().unwrap();
+            let lists = [
+                Some(s.base_manifest_list),
+                Some(s.delta_manifest_list),
+                s.changelog_manifest_list,
+            ];
+            for (i, list) in lists.into_iter().flatten().enumerate() {
+                for m in read_manifest_list(&storage, &list).unwrap() {
+                    if !live.contains(&manifest_path(&m.file_name)) {
+                        storage.delete(&manifest_path(&m.file_name)).unwrap();
+                    }
+                }
+                // Some lists go too, some stay with their manifests gone.
+                if (id as usize + i).is_multiple_of(2) {
+                    storage.delete(&manifest_path(&list)).unwrap();
+                }
+            }
+        }
+
+        let done = expire(
+            &storage,
+            &schema,
+            &retention(4, 4),
+            Some(12),
+            &|| FAR_FUTURE,
+            NO_DEADLINE,
+        )
+        .unwrap();
+        assert_eq!(done.snapshots, 8);
+        assert_eq!(snapshot_ids(&storage), [9, 10, 11, 12]);
+        for path in &live {
+            assert!(
+                storage.head(path).unwrap().is_some(),
+                "{path} is used but gone"
+            );
+        }
+    }
+
+    /// When the snapshot after the one expiring cannot be read whole, what it keeps is
+    /// unknown: nothing is deleted on its account, so no file it may use goes.
+    #[test]
+    fn an_unreadable_next_snapshot_keeps_every_file_it_may_use() {
+        let t = pk_table("db", "pk", &[("id", "INT", false)], &["id"], 1, &[]);
+        let storage = table_with_rounds(&t, 12);
+        let schema = schema_of(&storage);
+        let mut live = referenced_by(&storage, &schema, 9..=12);
+        let ninth = read_snapshot(&storage, 9).unwrap().unwrap();
+        let lost_delta = read_manifest_list(&storage, &ninth.delta_manifest_list).unwrap()[0]
+            .file_name
+            .clone();
+        for name in [&ninth.base_manifest_list, &lost_delta] {
+            storage.delete(&manifest_path(name)).unwrap();
+            live.remove(&manifest_path(name));
+        }
+
+        let done = expire(
+            &storage,
+            &schema,
+            &retention(4, 4),
+            Some(12),
+            &|| FAR_FUTURE,
+            NO_DEADLINE,
+        )
+        .unwrap();
+        assert_eq!(done.snapshots, 8);
+        assert_eq!(snapshot_ids(&storage), [9, 10, 11, 12]);
+        for path in &live {
+            assert!(
+                storage.head(path).unwrap().is_some(),
+                "{path} is used but gone"
+            );
+        }
     }
 
     #[test]
