@@ -6,19 +6,32 @@
 //! `history.expire.max-snapshot-age-ms` (default 5 days); the first one that is neither, and
 //! every older one, expire. The snapshot Fluss needs and everything after it are always kept.
 //! At most [`MAX_EXPIRED_PER_CALL`] go per call, oldest first, so the files to delete stay
-//! bounded and are all deleted before the call returns.
+//! bounded and are all tried before the call returns.
 //!
 //! Order: the new metadata version without them is published first (put-if-absent, so a
-//! concurrent commit wins and expiry is planned again on it), then their files are deleted,
-//! which nothing can read any more: their manifest lists; the manifests they list that the
-//! oldest remaining snapshot does not (a manifest dropped once never comes back); the data
-//! and delete files they deleted (entries `DELETED` by them); their statistics files; and,
-//! with `write.metadata.delete-after-commit.enabled`, metadata files `metadata-log` no longer
+//! concurrent commit wins and expiry is planned again on it), then the files only they
+//! referenced are deleted (every read done before the first delete), which nothing can read
+//! any more: what the expired snapshots reference minus what the metadata that stays still
+//! does. In Java's order: the data and delete files they deleted (entries `DELETED` by them)
+//! that no retained snapshot off main's line (a rolled-back one) still has live; the
+//! manifests they list that neither the oldest remaining snapshot on the line (a manifest
+//! dropped once never comes back) nor a retained snapshot off it lists; their manifest lists;
+//! the statistics files (`statistics`, `partition-statistics`) listed for them that the
+//! remaining metadata does not list for another snapshot too, as Java's
+//! `expiredStatisticsFilesLocations` does; and, with
+//! `write.metadata.delete-after-commit.enabled`, metadata files `metadata-log` no longer
 //! names.
+//!
+//! Deletes are best effort, as Java's (`suppressFailureWhenFinished`): a file that cannot be
+//! read or deleted once the new metadata is published is logged and counted, and the rest
+//! still go; the call reports the snapshots removed and the files actually deleted. As in
+//! Java, such a file is an orphan from then on: no metadata names it, so a later expiry does
+//! not find it either, and only orphan-file removal (Iceberg's `DeleteOrphanFiles`, which
+//! this plugin does not run) deletes it.
 //!
 //! Not handled, so refused with a reason: tables with refs besides `main` (tags, branches).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use fluss_lake_guest_sdk::maintenance::Expired;
 use fluss_lake_guest_sdk::storage::Storage;
@@ -27,7 +40,7 @@ use fluss_lake_guest_sdk::{Error, ErrorKind, Result, ResultExt, config};
 use crate::committer::relative_path;
 use crate::hadoop_tables::{self, Loaded, METADATA_DIR, metadata_path};
 use crate::manifest::{STATUS_DELETED, read_manifest_entries, read_manifest_list};
-use crate::metadata::Snapshot;
+use crate::metadata::{Snapshot, TableMetadata};
 
 /// Iceberg `history.expire.max-snapshot-age-ms` default: 5 days.
 const DEFAULT_MAX_SNAPSHOT_AGE_MS: i64 = 5 * 24 * 3_600_000;
@@ -170,28 +183,41 @@ pub fn plan(
     }))
 }
 
+/// Deletes files best effort, as Java's `FileCleanupStrategy.deleteFiles` does
+/// (`suppressFailureWhenFinished`, failures logged): once the new metadata is published no
+/// metadata names them, so a file that cannot be deleted is an orphan, not a broken table,
+/// and the others still go.
 struct Deleter<'a> {
     storage: &'a dyn Storage,
     location: String,
     done: Expired,
+    /// Deletes that failed (each logged).
+    failed: u64,
 }
 
 impl Deleter<'_> {
-    /// Deletes the file at absolute `uri`, inside the table.
-    fn delete(&mut self, uri: &str, size: i64) -> Result<()> {
+    /// Deletes the `what` file at absolute `uri`, inside the table.
+    fn delete(&mut self, uri: &str, size: i64, what: &str) {
         let rel = match relative_path(&self.location, uri) {
             Ok(rel) => rel,
             Err(e) => {
-                fluss_lake_guest_sdk::warn!("not deleting {uri}: {e}");
-                return Ok(());
+                fluss_lake_guest_sdk::warn!("not deleting {what} file {uri}: {e}");
+                return;
             }
         };
-        self.storage
-            .delete(rel)
-            .with_context(|| format!("deleting {rel}"))?;
-        self.done.files_deleted += 1;
-        self.done.bytes_deleted += size.max(0) as u64;
-        Ok(())
+        match self.storage.delete(rel) {
+            Ok(()) => {
+                self.done.files_deleted += 1;
+                self.done.bytes_deleted += size.max(0) as u64;
+            }
+            Err(e) => {
+                self.failed += 1;
+                fluss_lake_guest_sdk::warn!(
+                    "could not delete {what} file {rel}, which no metadata names any more; \
+                     it is left as an orphan: {e}"
+                );
+            }
+        }
     }
 
     fn read(&self, uri: &str) -> Result<Vec<u8>> {
@@ -200,69 +226,257 @@ impl Deleter<'_> {
             .get(rel)
             .with_context(|| format!("reading {rel}"))
     }
+
+    /// What was deleted; the failures, each logged already, are logged once more in sum.
+    fn report(self) -> Expired {
+        if self.failed > 0 {
+            fluss_lake_guest_sdk::warn!(
+                "snapshot expiry deleted {} files and could not delete {}, left as orphans \
+                 (Iceberg's orphan-file removal deletes them)",
+                self.done.files_deleted,
+                self.failed
+            );
+        }
+        self.done
+    }
 }
 
-/// Publishes the metadata without `expired`; `Conflict` when another commit came first.
+/// Publishes the metadata without `expired` and returns it; `Conflict` when another commit
+/// came first.
 fn publish(
     storage: &dyn Storage,
     loaded: &Loaded,
     expired: &[Snapshot],
     now_ms: i64,
-) -> Result<()> {
+) -> Result<TableMetadata> {
     let ids: HashSet<i64> = expired.iter().map(|s| s.snapshot_id).collect();
     let next = loaded
         .metadata
         .without_snapshots(&ids, &loaded.metadata_file()?, now_ms);
-    hadoop_tables::publish(storage, Some(loaded.version), &next).map(|_| ())
+    hadoop_tables::publish(storage, Some(loaded.version), &next)?;
+    Ok(next)
 }
 
-/// Deletes what only `expired` used, now that no metadata names them.
-fn delete_files(
-    d: &mut Deleter<'_>,
-    loaded: &Loaded,
+/// Every statistics file (`statistics` and `partition-statistics`, whatever snapshot the
+/// entry is for) `metadata` lists: what Java's `FileCleanupStrategy.statsFileLocations` reads.
+fn all_statistics_files(metadata: &TableMetadata) -> Result<HashSet<String>> {
+    let json: serde_json::Value = serde_json::from_slice(&metadata.to_bytes()?)
+        .map_err(|e| Error::internal(format!("re-reading table metadata: {e}")))?;
+    Ok(["statistics", "partition-statistics"]
+        .iter()
+        .filter_map(|key| json.get(key)?.as_array())
+        .flatten()
+        .filter_map(|e| e.get("statistics-path")?.as_str().map(str::to_string))
+        .collect())
+}
+
+/// What the retained snapshots reference, so it is never deleted.
+struct Kept {
+    /// Manifests listed by the oldest snapshot kept on the current line or by a retained
+    /// snapshot off that line. A newer snapshot on the line lists no manifest of an expired
+    /// one that the oldest kept does not: a manifest dropped once never comes back.
+    manifests: HashSet<String>,
+    /// Live data and delete files of retained snapshots off the current line (rolled back
+    /// ones): a file an expired ancestor deleted may still be live there.
+    files: HashSet<String>,
+}
+
+/// Reads what the retained snapshots reference; `None` (logged) when some of it cannot be
+/// read, as then no manifest or data file is known to be unused.
+fn kept_references(d: &Deleter<'_>, oldest_kept: &Snapshot, off_line: &[Snapshot]) -> Option<Kept> {
+    let read = || -> Result<Kept> {
+        let mut kept = Kept {
+            manifests: read_manifest_list(&d.read(&oldest_kept.manifest_list)?)?
+                .into_iter()
+                .map(|m| m.manifest_path)
+                .collect(),
+            files: HashSet::new(),
+        };
+        for s in off_line {
+            for m in read_manifest_list(&d.read(&s.manifest_list)?)? {
+                for e in read_manifest_entries(&d.read(&m.manifest_path)?)? {
+                    if e.status != STATUS_DELETED {
+                        kept.files.insert(e.file_path);
+                    }
+                }
+                kept.manifests.insert(m.manifest_path);
+            }
+        }
+        Ok(kept)
+    };
+    read()
+        .inspect_err(|e| {
+            fluss_lake_guest_sdk::warn!(
+                "could not read what the retained snapshots use ({e}); the manifests and data \
+                 files of the expired snapshots are not deleted and are left as orphans"
+            )
+        })
+        .ok()
+}
+
+/// The files to delete: what the expired snapshots reference minus what the metadata that
+/// stays, `after`, still does. Paths as metadata names them, with sizes where known.
+#[derive(Debug, Default)]
+struct Unused {
+    data: BTreeMap<String, i64>,
+    manifests: BTreeMap<String, i64>,
+    manifest_lists: BTreeSet<String>,
+    statistics: BTreeSet<String>,
+}
+
+/// Plans the deletes of [`Unused`] (reading every file it needs before anything is deleted);
+/// what cannot be read is logged and stays.
+fn unused_files(
+    d: &Deleter<'_>,
+    before: &TableMetadata,
+    after: &TableMetadata,
     expired: &[Snapshot],
     oldest_kept: &Snapshot,
-) -> Result<()> {
-    let kept: HashSet<String> = read_manifest_list(&d.read(&oldest_kept.manifest_list)?)?
-        .into_iter()
-        .map(|m| m.manifest_path)
+) -> Unused {
+    let mut unused = Unused::default();
+    let expired_ids: HashSet<i64> = expired.iter().map(|s| s.snapshot_id).collect();
+    let retained: Vec<Snapshot> = match after.snapshots() {
+        Ok(all) => all
+            .into_iter()
+            .filter(|s| !expired_ids.contains(&s.snapshot_id))
+            .collect(),
+        Err(e) => {
+            fluss_lake_guest_sdk::warn!(
+                "could not read the retained snapshots ({e}); no file of the expired ones is \
+                 deleted"
+            );
+            return unused;
+        }
+    };
+
+    // Statistics: Java's `expiredStatisticsFilesLocations`, the files listed before minus
+    // those listed after (one path may be listed for several snapshots).
+    match all_statistics_files(after) {
+        Ok(kept) => {
+            unused.statistics = before
+                .statistics_files(&expired_ids)
+                .into_iter()
+                .filter(|p| !kept.contains(p))
+                .collect();
+        }
+        Err(e) => {
+            fluss_lake_guest_sdk::warn!("statistics files of expired snapshots not deleted: {e}")
+        }
+    }
+
+    let kept_lists: HashSet<&str> = retained.iter().map(|s| s.manifest_list.as_str()).collect();
+    let line: HashSet<i64> = ancestry(&retained, after.current_snapshot_id())
+        .iter()
+        .map(|s| s.snapshot_id)
         .collect();
-    let mut deleted_manifests = HashSet::new();
+    let off_line: Vec<Snapshot> = retained
+        .iter()
+        .filter(|s| !line.contains(&s.snapshot_id))
+        .cloned()
+        .collect();
+    let kept = kept_references(d, oldest_kept, &off_line);
     for s in expired {
-        let manifests = read_manifest_list(&d.read(&s.manifest_list)?)?;
+        let Some(kept) = &kept else {
+            // Manifests stay unread: the manifest lists need no reading.
+            if !kept_lists.contains(s.manifest_list.as_str()) {
+                unused.manifest_lists.insert(s.manifest_list.clone());
+            }
+            continue;
+        };
+        let manifests = match d
+            .read(&s.manifest_list)
+            .and_then(|b| read_manifest_list(&b))
+        {
+            Ok(m) => m,
+            Err(e) => {
+                // As Java: the list stays too; what it lists is orphaned.
+                fluss_lake_guest_sdk::warn!(
+                    "could not read the manifest list of expired snapshot {}: {e}; its \
+                     manifests and the files it deleted are left as orphans",
+                    s.snapshot_id
+                );
+                continue;
+            }
+        };
         for m in &manifests {
             // Files this snapshot deleted are in the manifests it wrote.
             if m.added_snapshot_id == s.snapshot_id && m.deleted_files_count > 0 {
-                for e in read_manifest_entries(&d.read(&m.manifest_path)?)? {
-                    if e.status == STATUS_DELETED
-                        && e.snapshot_id.is_none_or(|id| id == s.snapshot_id)
-                    {
-                        d.delete(&e.file_path, e.file_size_in_bytes)?;
+                match d
+                    .read(&m.manifest_path)
+                    .and_then(|b| read_manifest_entries(&b))
+                {
+                    Ok(entries) => {
+                        for e in entries {
+                            if e.status == STATUS_DELETED
+                                && e.snapshot_id.is_none_or(|id| id == s.snapshot_id)
+                                && !kept.files.contains(&e.file_path)
+                            {
+                                unused.data.insert(e.file_path, e.file_size_in_bytes);
+                            }
+                        }
                     }
+                    Err(e) => fluss_lake_guest_sdk::warn!(
+                        "could not read manifest {} of expired snapshot {}: {e}; the files it \
+                         deleted are left as orphans",
+                        m.manifest_path,
+                        s.snapshot_id
+                    ),
                 }
             }
-        }
-        for m in manifests {
-            if !kept.contains(&m.manifest_path) && deleted_manifests.insert(m.manifest_path.clone())
-            {
-                d.delete(&m.manifest_path, m.manifest_length)?;
+            if !kept.manifests.contains(&m.manifest_path) {
+                unused
+                    .manifests
+                    .insert(m.manifest_path.clone(), m.manifest_length);
             }
         }
-        d.delete(&s.manifest_list, 0)?;
+        if !kept_lists.contains(s.manifest_list.as_str()) {
+            unused.manifest_lists.insert(s.manifest_list.clone());
+        }
     }
-    let ids: HashSet<i64> = expired.iter().map(|s| s.snapshot_id).collect();
-    for stats in loaded.metadata.statistics_files(&ids) {
-        d.delete(&stats, 0)?;
+    unused
+}
+
+/// Deletes what only `expired` used, now that the published metadata no longer names them:
+/// `before` is the metadata expiry started from, `after` the one that stays. Best effort:
+/// every file is tried, in Java's order (data, manifests, manifest lists, statistics).
+fn delete_files(
+    d: &mut Deleter<'_>,
+    before: &TableMetadata,
+    after: &TableMetadata,
+    expired: &[Snapshot],
+    oldest_kept: &Snapshot,
+) {
+    let unused = unused_files(d, before, after, expired, oldest_kept);
+    for (path, size) in &unused.data {
+        d.delete(path, *size, "data");
     }
-    Ok(())
+    for (path, size) in &unused.manifests {
+        d.delete(path, *size, "manifest");
+    }
+    for path in &unused.manifest_lists {
+        d.delete(path, 0, "manifest list");
+    }
+    for path in &unused.statistics {
+        d.delete(path, 0, "statistics");
+    }
 }
 
 /// With `write.metadata.delete-after-commit.enabled`: deletes metadata files older than the
-/// current one that `metadata-log` no longer names.
-fn delete_old_metadata(d: &mut Deleter<'_>, current: &Loaded) -> Result<()> {
+/// current one that `metadata-log` no longer names (best effort, as Java's
+/// `deleteRemovedMetadataFiles`).
+fn delete_old_metadata(d: &mut Deleter<'_>, current: &Loaded) {
     let named: HashSet<String> = current.metadata.metadata_log_files().into_iter().collect();
-    let current_file = current.metadata_file()?;
-    for object in d.storage.list(METADATA_DIR)? {
+    let (current_file, objects) = match current
+        .metadata_file()
+        .and_then(|f| Ok((f, d.storage.list(METADATA_DIR)?)))
+    {
+        Ok(found) => found,
+        Err(e) => {
+            fluss_lake_guest_sdk::warn!("old metadata files not deleted: {e}");
+            return;
+        }
+    };
+    for object in objects {
         let name = object.path.rsplit('/').next().unwrap_or("");
         let Some(version) = name
             .strip_prefix('v')
@@ -273,13 +487,15 @@ fn delete_old_metadata(d: &mut Deleter<'_>, current: &Loaded) -> Result<()> {
         };
         let uri = format!("{}/{}", d.location, metadata_path(version));
         if version < current.version && uri != current_file && !named.contains(&uri) {
-            d.delete(&uri, object.size as i64)?;
+            d.delete(&uri, object.size as i64, "metadata");
         }
     }
-    Ok(())
 }
 
 /// Expires what `retention` no longer keeps, never `keep_since` or anything after it.
+///
+/// Once the new metadata is published the call succeeds: files that cannot be read or
+/// deleted after that are logged and left as orphans (the report counts what was deleted).
 pub fn expire(
     storage: &dyn Storage,
     plugin_config: &[(String, String)],
@@ -301,6 +517,7 @@ pub fn expire(
             storage,
             location: loaded.metadata.location()?.to_string(),
             done: Expired::default(),
+            failed: 0,
         };
         let Some(Plan {
             expired,
@@ -309,39 +526,49 @@ pub fn expire(
         }) = plan(&loaded, &retention, keep_since, now())?
         else {
             if retention.delete_old_metadata {
-                delete_old_metadata(&mut d, &loaded)?;
+                delete_old_metadata(&mut d, &loaded);
             }
-            return Ok(d.done);
+            return Ok(d.report());
         };
         if now() >= deadline_millis {
             d.done.more_to_do = true;
             return Ok(d.done);
         }
-        match publish(storage, &loaded, &expired, now()) {
-            Ok(()) => {}
+        // The commit first; only then the files, which nothing reads any more.
+        let next = match publish(storage, &loaded, &expired, now()) {
+            Ok(next) => next,
             Err(e) if e.kind() == ErrorKind::Conflict => {
                 last_conflict = Some(e);
                 continue;
             }
             Err(e) => return Err(e),
-        }
+        };
         d.done.snapshots = expired.len() as u64;
-        delete_files(&mut d, &loaded, &expired, &oldest_kept)?;
+        // As Java, the metadata after expiry is the table's as it is now (a newer commit may
+        // have followed ours); ours when it cannot be read.
+        let current = hadoop_tables::load(storage).unwrap_or_else(|e| {
+            fluss_lake_guest_sdk::warn!("could not re-read the table after expiry: {e}");
+            None
+        });
+        let after = current.as_ref().map_or(&next, |c| &c.metadata);
+        delete_files(&mut d, &loaded.metadata, after, &expired, &oldest_kept);
         if retention.delete_old_metadata
-            && let Some(current) = hadoop_tables::load(storage)?
+            && let Some(current) = &current
         {
-            delete_old_metadata(&mut d, &current)?;
+            delete_old_metadata(&mut d, current);
         }
         d.done.more_to_do = more_due;
-        return Ok(d.done);
+        return Ok(d.report());
     }
     Err(last_conflict.unwrap_or_else(|| Error::conflict("Iceberg expiry kept conflicting")))
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::cell::RefCell;
+
     use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter};
-    use fluss_lake_guest_sdk::storage::MemoryStorage;
+    use fluss_lake_guest_sdk::storage::{MemoryStorage, ObjectMeta, Upload};
     use fluss_lake_guest_sdk::testing::{
         committer_context, id_name_batch, id_name_table, pairs, writer_context,
     };
@@ -440,6 +667,95 @@ mod tests {
         pairs(pairs_)
     }
 
+    /// Storage whose deletes of the paths `fails` selects fail (as a file the store refuses to
+    /// delete would, every time); everything else goes to `inner`.
+    pub(crate) struct FailingDeletes<'a> {
+        inner: &'a MemoryStorage,
+        fails: Box<dyn Fn(&str) -> bool + 'a>,
+        /// The deletes that failed.
+        pub(crate) failed: RefCell<Vec<String>>,
+    }
+
+    impl<'a> FailingDeletes<'a> {
+        pub(crate) fn new(inner: &'a MemoryStorage, fails: impl Fn(&str) -> bool + 'a) -> Self {
+            FailingDeletes {
+                inner,
+                fails: Box::new(fails),
+                failed: RefCell::new(Vec::new()),
+            }
+        }
+    }
+
+    impl Storage for FailingDeletes<'_> {
+        fn get(&self, p: &str) -> Result<Vec<u8>> {
+            self.inner.get(p)
+        }
+        fn get_range(&self, p: &str, offset: u64, length: u64) -> Result<Vec<u8>> {
+            self.inner.get_range(p, offset, length)
+        }
+        fn upload(&self, p: &str) -> Result<Box<dyn Upload>> {
+            self.inner.upload(p)
+        }
+        fn put(&self, p: &str, d: &[u8]) -> Result<()> {
+            self.inner.put(p, d)
+        }
+        fn put_if_absent(&self, p: &str, d: &[u8]) -> Result<()> {
+            self.inner.put_if_absent(p, d)
+        }
+        fn list(&self, p: &str) -> Result<Vec<ObjectMeta>> {
+            self.inner.list(p)
+        }
+        fn delete(&self, p: &str) -> Result<()> {
+            if (self.fails)(p) {
+                self.failed.borrow_mut().push(p.to_string());
+                return Err(Error::internal(format!("injected failure deleting {p}")));
+            }
+            self.inner.delete(p)
+        }
+        fn head(&self, p: &str) -> Result<Option<ObjectMeta>> {
+            self.inner.head(p)
+        }
+    }
+
+    /// Lists statistics files `(snapshot, name)` in the table's `statistics` and
+    /// `partition-statistics` (a new metadata version, as a Java engine computing them would
+    /// commit it) and writes them, as `metadata/<name>`.
+    fn add_statistics(
+        storage: &MemoryStorage,
+        statistics: &[(i64, &str)],
+        partition_statistics: &[(i64, &str)],
+    ) {
+        let l = loaded(storage);
+        let location = l.metadata.location().unwrap().to_string();
+        let entry = |(id, name): &(i64, &str), puffin: bool| {
+            let rel = format!("{METADATA_DIR}/{name}");
+            storage.put(&rel, name.as_bytes()).unwrap();
+            let mut e = serde_json::json!({
+                "snapshot-id": id,
+                "statistics-path": format!("{location}/{rel}"),
+                "file-size-in-bytes": name.len(),
+            });
+            if puffin {
+                e["file-footer-size-in-bytes"] = 0.into();
+                e["blob-metadata"] = serde_json::json!([]);
+            }
+            e
+        };
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&l.metadata.to_bytes().unwrap()).unwrap();
+        json["statistics"] = statistics.iter().map(|s| entry(s, true)).collect();
+        json["partition-statistics"] = partition_statistics
+            .iter()
+            .map(|s| entry(s, false))
+            .collect();
+        let m = crate::metadata::TableMetadata::parse(&serde_json::to_vec(&json).unwrap()).unwrap();
+        hadoop_tables::publish(storage, Some(l.version), &m).unwrap();
+    }
+
+    fn exists(storage: &MemoryStorage, rel: &str) -> bool {
+        storage.head(rel).unwrap().is_some()
+    }
+
     #[test]
     fn expiry_keeps_the_newest_snapshots_whole_and_deletes_what_only_old_ones_used() {
         let storage = table_with_rounds(8, &[]);
@@ -529,5 +845,88 @@ mod tests {
         let e = expire(&storage, &[], None, &|| FAR_FUTURE, NO_DEADLINE).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         assert!(e.message().contains("nightly"), "{e}");
+    }
+
+    #[test]
+    fn statistics_files_a_retained_snapshot_still_lists_survive_expiry() {
+        let storage = table_with_rounds(5, &[]);
+        let all = snapshot_ids(&storage);
+        // One statistics file per snapshot and list, as Java keeps them; a path may be listed
+        // for several snapshots (statistics carried over to a newer snapshot).
+        add_statistics(
+            &storage,
+            &[
+                (all[0], "shared.stats"),
+                (all[1], "expired-only.stats"),
+                (all[4], "shared.stats"),
+            ],
+            &[
+                (all[1], "expired-only-partition.stats"),
+                (all[2], "shared-partition.stats"),
+                (all[3], "shared-partition.stats"),
+            ],
+        );
+        let done = expire(&storage, &[], Some(all[3]), &|| FAR_FUTURE, NO_DEADLINE).unwrap();
+        assert_eq!(done.snapshots, 3);
+        assert_eq!(snapshot_ids(&storage), all[3..]);
+        for kept in ["shared.stats", "shared-partition.stats"] {
+            assert!(
+                exists(&storage, &format!("{METADATA_DIR}/{kept}")),
+                "{kept}, which a retained snapshot lists, was deleted"
+            );
+        }
+        for gone in ["expired-only.stats", "expired-only-partition.stats"] {
+            assert!(
+                !exists(&storage, &format!("{METADATA_DIR}/{gone}")),
+                "{gone} is left behind"
+            );
+        }
+        let l = loaded(&storage);
+        let location = l.metadata.location().unwrap().to_string();
+        let mut listed = l
+            .metadata
+            .statistics_files(&all[3..].iter().copied().collect());
+        listed.sort();
+        assert_eq!(
+            listed,
+            [
+                format!("{location}/{METADATA_DIR}/shared-partition.stats"),
+                format!("{location}/{METADATA_DIR}/shared.stats"),
+            ]
+        );
+        // Three manifest lists (snapshot 3 carries every manifest) and two statistics files.
+        assert_eq!(done.files_deleted, 5, "{done:?}");
+        assert!(unreferenced(&storage).is_empty());
+    }
+
+    #[test]
+    fn a_failed_delete_leaves_one_orphan_and_the_rest_is_deleted() {
+        let storage = table_with_rounds(8, &[]);
+        let all = snapshot_ids(&storage);
+        add_statistics(&storage, &[(all[4], "expired.stats")], &[]);
+        let l = loaded(&storage);
+        let location = l.metadata.location().unwrap().to_string();
+        let stuck = relative_path(
+            &location,
+            &l.metadata.snapshot(all[1]).unwrap().unwrap().manifest_list,
+        )
+        .unwrap()
+        .to_string();
+        let failing = FailingDeletes::new(&storage, |p| p == stuck);
+        let cfg = config(&[("history.expire.min-snapshots-to-keep", "3")]);
+        let done = expire(&failing, &cfg, None, &|| FAR_FUTURE, NO_DEADLINE).unwrap();
+        assert_eq!(*failing.failed.borrow(), std::slice::from_ref(&stuck));
+        assert_eq!(done.snapshots, 5);
+        // The other four manifest lists and the statistics file went all the same.
+        assert_eq!(done.files_deleted, 5, "{done:?}");
+        assert!(!exists(&storage, &format!("{METADATA_DIR}/expired.stats")));
+        assert_eq!(snapshot_ids(&storage), all[5..]);
+        // The table reads whole; the file that could not go is unreferenced.
+        assert_eq!(unreferenced(&storage), std::slice::from_ref(&stuck));
+        // As in Java, no metadata names it any more, so a later expiry does not find it: it is
+        // an orphan, for orphan-file removal.
+        let again = expire(&storage, &cfg, None, &|| FAR_FUTURE, NO_DEADLINE).unwrap();
+        assert_eq!(again, Expired::default());
+        assert_eq!(unreferenced(&storage), std::slice::from_ref(&stuck));
     }
 }

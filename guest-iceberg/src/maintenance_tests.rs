@@ -879,3 +879,72 @@ fn expiry_after_compaction_deletes_the_replaced_files() {
     assert_eq!(rows_at(&s, &current(&s)), rows);
     assert!(unreferenced(&s).is_empty(), "{:?}", unreferenced(&s));
 }
+
+#[test]
+fn a_failed_delete_of_a_replaced_file_does_not_stop_expiry_cleanup() {
+    let mut lake = Lake::log(1, &[]);
+    for r in 0..4 {
+        lake.inserts(r * 10..r * 10 + 2);
+    }
+    let s = lake.storage.clone();
+    let old: Vec<String> = live(&s, &current(&s), FileContent::Data)
+        .iter()
+        .map(|e| rel(&e.file.file_path))
+        .collect();
+    assert_eq!(lake.maintain(true, false).files_compacted, 4);
+    lake.inserts(100..101);
+    let rows = rows_at(&s, &current(&s));
+    let stuck = old[1].clone();
+    let failing = crate::expire::tests::FailingDeletes::new(&s, |p| p == stuck);
+    let report = lake.maintain_on(&failing, false, true).unwrap();
+    assert_eq!(*failing.failed.borrow(), std::slice::from_ref(&stuck));
+    assert_eq!(report.snapshots_expired, 5);
+    // The other replaced files, the manifests and manifest lists only the expired snapshots
+    // used went all the same.
+    for p in old.iter().filter(|p| **p != stuck) {
+        assert!(s.head(p).unwrap().is_none(), "{p} left behind");
+    }
+    assert_eq!(snapshots(&s).len(), 1);
+    assert_eq!(rows_at(&s, &current(&s)), rows);
+    assert_eq!(unreferenced(&s), std::slice::from_ref(&stuck));
+    // As in Java, no metadata names it any more: a later expiry does not find it, it is an
+    // orphan for orphan-file removal.
+    let report = lake.maintain(false, true);
+    assert_eq!((report.snapshots_expired, report.files_deleted), (0, 0));
+    assert_eq!(unreferenced(&s), std::slice::from_ref(&stuck));
+}
+
+#[test]
+fn expiry_keeps_what_a_rolled_back_snapshot_still_uses() {
+    let mut lake = Lake::log(1, &[]);
+    for r in 0..5 {
+        lake.inserts(r * 10..r * 10 + 2);
+    }
+    let s = lake.storage.clone();
+    let all = snapshots(&s);
+    // Roll main back one snapshot (as Iceberg's `rollback_to_snapshot` does): the last one
+    // stays in the metadata, off main's line.
+    let l = loaded(&s);
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&l.metadata.to_bytes().unwrap()).unwrap();
+    json["current-snapshot-id"] = all[3].snapshot_id.into();
+    json["refs"]["main"]["snapshot-id"] = all[3].snapshot_id.into();
+    let rolled_back =
+        crate::metadata::TableMetadata::parse(&serde_json::to_vec(&json).unwrap()).unwrap();
+    hadoop_tables::publish(&*s, Some(l.version), &rolled_back).unwrap();
+    let off_line = rows_at(&s, &all[4]);
+    // The compaction's replace snapshot lists none of the older manifests.
+    assert_eq!(lake.maintain(true, false).files_compacted, 4);
+    let rows = rows_at(&s, &current(&s));
+    let report = lake.maintain(false, true);
+    assert_eq!(report.snapshots_expired, 4);
+    let left: Vec<i64> = snapshots(&s).iter().map(|x| x.snapshot_id).collect();
+    assert_eq!(left, [all[4].snapshot_id, current(&s).snapshot_id]);
+    assert_eq!(rows_at(&s, &current(&s)), rows);
+    assert_eq!(
+        rows_at(&s, &all[4]),
+        off_line,
+        "the rolled-back snapshot reads whole"
+    );
+    assert!(unreferenced(&s).is_empty(), "{:?}", unreferenced(&s));
+}
