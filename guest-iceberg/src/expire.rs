@@ -33,9 +33,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use fluss_lake_guest_sdk::commit::{self, Written};
 use fluss_lake_guest_sdk::maintenance::Expired;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result, ResultExt, config};
+use fluss_lake_guest_sdk::{Error, Result, ResultExt, config};
 
 use crate::committer::relative_path;
 use crate::hadoop_tables::{self, Loaded, METADATA_DIR, metadata_path};
@@ -48,7 +49,6 @@ const DEFAULT_MAX_SNAPSHOT_AGE_MS: i64 = 5 * 24 * 3_600_000;
 const DEFAULT_MIN_SNAPSHOTS_TO_KEEP: i64 = 1;
 /// Snapshots expired by one call at most (the rest wait for the next call).
 pub const MAX_EXPIRED_PER_CALL: usize = 100;
-const MAX_ATTEMPTS: usize = 5;
 
 /// A table's retention: the plugin configuration first, then the table's properties.
 #[derive(Debug, Clone, PartialEq)]
@@ -239,22 +239,6 @@ impl Deleter<'_> {
         }
         self.done
     }
-}
-
-/// Publishes the metadata without `expired` and returns it; `Conflict` when another commit
-/// came first.
-fn publish(
-    storage: &dyn Storage,
-    loaded: &Loaded,
-    expired: &[Snapshot],
-    now_ms: i64,
-) -> Result<TableMetadata> {
-    let ids: HashSet<i64> = expired.iter().map(|s| s.snapshot_id).collect();
-    let next = loaded
-        .metadata
-        .without_snapshots(&ids, &loaded.metadata_file()?, now_ms);
-    hadoop_tables::publish(storage, Some(loaded.version), &next)?;
-    Ok(next)
 }
 
 /// Every statistics file (`statistics` and `partition-statistics`, whatever snapshot the
@@ -503,64 +487,154 @@ pub fn expire(
     now: &dyn Fn() -> i64,
     deadline_millis: i64,
 ) -> Result<Expired> {
-    let mut last_conflict = None;
-    for _ in 0..MAX_ATTEMPTS {
-        let loaded = hadoop_tables::load(storage)?
-            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
-        if let Some(reason) = unsupported_reason(&loaded) {
-            return Err(Error::unsupported(format!(
-                "snapshots not expired: {reason}"
-            )));
-        }
-        let retention = Retention::of(plugin_config, &loaded)?;
-        let mut d = Deleter {
-            storage,
-            location: loaded.metadata.location()?.to_string(),
-            done: Expired::default(),
-            failed: 0,
-        };
-        let Some(Plan {
-            expired,
-            oldest_kept,
-            more_due,
-        }) = plan(&loaded, &retention, keep_since, now())?
-        else {
+    let current = hadoop_tables::load(storage)?
+        .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
+    let policy = crate::producer::retry_policy(&current.metadata)?;
+    let mut expiry = Expiry {
+        plugin_config,
+        keep_since,
+        now,
+        deadline_millis,
+    };
+    let what = "Iceberg snapshot expiry";
+    let done = commit::commit(storage, policy, what, Written::new(storage), &mut expiry)?;
+    let mut d = Deleter {
+        storage,
+        location: String::new(),
+        done: Expired::default(),
+        failed: 0,
+    };
+    match done.output {
+        ExpiryOutcome::NothingDue { loaded, retention } => {
+            d.location = loaded.metadata.location()?.to_string();
             if retention.delete_old_metadata {
                 delete_old_metadata(&mut d, &loaded);
             }
-            return Ok(d.report());
-        };
-        if now() >= deadline_millis {
+            Ok(d.report())
+        }
+        ExpiryOutcome::OutOfTime => {
             d.done.more_to_do = true;
-            return Ok(d.done);
+            Ok(d.done)
         }
-        // The commit first; only then the files, which nothing reads any more.
-        let next = match publish(storage, &loaded, &expired, now()) {
-            Ok(next) => next,
-            Err(e) if e.kind() == ErrorKind::Conflict => {
-                last_conflict = Some(e);
-                continue;
+        ExpiryOutcome::Published {
+            loaded,
+            retention,
+            plan,
+            next,
+        } => {
+            d.location = loaded.metadata.location()?.to_string();
+            d.done.snapshots = plan.expired.len() as u64;
+            // As Java, the metadata after expiry is the table's as it is now (a newer commit
+            // may have followed ours); ours when it cannot be read.
+            let current = hadoop_tables::load(storage).unwrap_or_else(|e| {
+                fluss_lake_guest_sdk::warn!("could not re-read the table after expiry: {e}");
+                None
+            });
+            let after = current.as_ref().map_or(&next, |c| &c.metadata);
+            delete_files(
+                &mut d,
+                &loaded.metadata,
+                after,
+                &plan.expired,
+                &plan.oldest_kept,
+            );
+            if retention.delete_old_metadata
+                && let Some(current) = &current
+            {
+                delete_old_metadata(&mut d, current);
             }
-            Err(e) => return Err(e),
-        };
-        d.done.snapshots = expired.len() as u64;
-        // As Java, the metadata after expiry is the table's as it is now (a newer commit may
-        // have followed ours); ours when it cannot be read.
-        let current = hadoop_tables::load(storage).unwrap_or_else(|e| {
-            fluss_lake_guest_sdk::warn!("could not re-read the table after expiry: {e}");
-            None
-        });
-        let after = current.as_ref().map_or(&next, |c| &c.metadata);
-        delete_files(&mut d, &loaded.metadata, after, &expired, &oldest_kept);
-        if retention.delete_old_metadata
-            && let Some(current) = &current
-        {
-            delete_old_metadata(&mut d, current);
+            d.done.more_to_do = plan.more_due;
+            Ok(d.report())
         }
-        d.done.more_to_do = more_due;
-        return Ok(d.report());
     }
-    Err(last_conflict.unwrap_or_else(|| Error::conflict("Iceberg expiry kept conflicting")))
+}
+
+/// An expiry as the commit kit runs it: the metadata without the expired snapshots is
+/// published first; the files only they used are deleted after, by [`expire`].
+struct Expiry<'a> {
+    plugin_config: &'a [(String, String)],
+    keep_since: Option<i64>,
+    now: &'a dyn Fn() -> i64,
+    deadline_millis: i64,
+}
+
+/// How the metadata commit of an expiry ended.
+enum ExpiryOutcome {
+    /// Nothing was due on `loaded`.
+    NothingDue {
+        loaded: Loaded,
+        retention: Retention,
+    },
+    /// The deadline passed before the commit.
+    OutOfTime,
+    /// `next`, the metadata without `plan.expired`, was published on `loaded`.
+    Published {
+        loaded: Loaded,
+        retention: Retention,
+        plan: Plan,
+        next: TableMetadata,
+    },
+}
+
+impl commit::Attempt for Expiry<'_> {
+    type Base = Loaded;
+    type Output = ExpiryOutcome;
+
+    fn read_base(&mut self, storage: &dyn Storage) -> Result<Loaded> {
+        hadoop_tables::load(storage)?
+            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
+    }
+
+    fn check(&mut self, _: &dyn Storage, loaded: &Loaded) -> Result<()> {
+        match unsupported_reason(loaded) {
+            Some(reason) => Err(Error::unsupported(format!(
+                "snapshots not expired: {reason}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn build(
+        &mut self,
+        _: &dyn Storage,
+        loaded: &Loaded,
+        _: &mut Written<'_>,
+    ) -> Result<commit::Plan<ExpiryOutcome>> {
+        let retention = Retention::of(self.plugin_config, loaded)?;
+        let now = (self.now)();
+        let Some(plan) = plan(loaded, &retention, self.keep_since, now)? else {
+            return Ok(commit::Plan::Done(ExpiryOutcome::NothingDue {
+                loaded: loaded.clone(),
+                retention,
+            }));
+        };
+        if now >= self.deadline_millis {
+            return Ok(commit::Plan::Done(ExpiryOutcome::OutOfTime));
+        }
+        let ids: HashSet<i64> = plan.expired.iter().map(|s| s.snapshot_id).collect();
+        let next = loaded
+            .metadata
+            .without_snapshots(&ids, &loaded.metadata_file()?, now);
+        // The metadata names the previous metadata file and the time, so its bytes are this
+        // attempt's own: the commit kit recognises them after a lost acknowledgement.
+        Ok(commit::Plan::Publish(commit::Proposal {
+            path: metadata_path(loaded.version + 1),
+            bytes: next.to_bytes()?,
+            unreferenced: Vec::new(),
+            output: ExpiryOutcome::Published {
+                loaded: loaded.clone(),
+                retention,
+                plan,
+                next,
+            },
+        }))
+    }
+
+    fn published(&mut self, storage: &dyn Storage, output: &ExpiryOutcome) {
+        if let ExpiryOutcome::Published { loaded, .. } = output {
+            hadoop_tables::update_hint(storage, loaded.version + 1);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -572,6 +646,8 @@ pub(crate) mod tests {
     use fluss_lake_guest_sdk::testing::{
         committer_context, id_name_batch, id_name_table, pairs, writer_context,
     };
+
+    use fluss_lake_guest_sdk::ErrorKind;
 
     use super::*;
     use crate::catalog::create_table_if_missing;

@@ -92,13 +92,13 @@ impl Lake {
         pairs(&self.config)
     }
 
-    fn committer<'s>(&self, storage: &'s MemoryStorage) -> IcebergCommitter<&'s MemoryStorage> {
+    fn committer<'s>(&self, storage: &'s dyn Storage) -> IcebergCommitter<&'s dyn Storage> {
         IcebergCommitter::open(committer_context(&self.table, &self.config), storage).unwrap()
     }
 
     /// Tiers one round of changes `(kind, id, name)` into `storage` (the lake's own unless a
     /// test races), each row to bucket `id % buckets`; the committed snapshot.
-    fn round_into(&mut self, storage: &MemoryStorage, changes: &[(ChangeType, i32, &str)]) -> i64 {
+    fn round_into(&mut self, storage: &dyn Storage, changes: &[(ChangeType, i32, &str)]) -> i64 {
         let buckets = self.table.num_buckets;
         let mut payloads = Vec::new();
         for b in 0..buckets {
@@ -142,7 +142,7 @@ impl Lake {
 
     fn round(&mut self, changes: &[(ChangeType, i32, &str)]) -> i64 {
         let storage = self.storage.clone();
-        self.round_into(&storage, changes)
+        self.round_into(&*storage, changes)
     }
 
     fn inserts(&mut self, ids: std::ops::Range<i32>) -> i64 {
@@ -444,7 +444,7 @@ fn maintenance_merges_manifests_in_a_replace_snapshot_fluss_recovery_skips() {
     assert_eq!(rows_at(s, &replace), before);
     // Fluss's recovery still finds the last tiering snapshot, and the next round commits
     // on top of the replace snapshot with the tiering snapshot as its base.
-    let c = lake.committer(s);
+    let c = lake.committer(&**s);
     assert_eq!(
         c.get_missing_lake_snapshot(Some(tiered))
             .unwrap()
@@ -947,4 +947,111 @@ fn expiry_keeps_what_a_rolled_back_snapshot_still_uses() {
         "the rolled-back snapshot reads whole"
     );
     assert!(unreferenced(&s).is_empty(), "{:?}", unreferenced(&s));
+}
+
+/// Lost acknowledgements of the final put of Iceberg's commits: a tiering round (its manifests
+/// merged on commit), a compaction (rewrite) and an expiry. The store applies the put of the
+/// next metadata version but the plugin sees an I/O error or "already exists" (the store's
+/// own retry got 412): each commit is recognised as published, nothing it references is
+/// deleted, no round is stored twice, and every snapshot reads as the model says.
+#[test]
+fn lost_acknowledgements_of_commits_are_recognised_as_published() {
+    use fluss_lake_guest_sdk::testing::{LostAck, LostAckStorage};
+    for how in [LostAck::Io, LostAck::AlreadyExists] {
+        let mut lake = Lake::pk(1, &[("commit.manifest.min-count-to-merge", "2")]);
+        for r in 0..4 {
+            lake.round(&[
+                (ChangeType::Insert, r, "x"),
+                (ChangeType::Insert, r + 10, "y"),
+            ]);
+        }
+        let inner = lake.storage.clone();
+        let next_version = || {
+            let v = loaded(&inner).version + 1;
+            hadoop_tables::metadata_path(v)
+        };
+
+        // A tiering round.
+        let path = next_version();
+        let lossy = LostAckStorage::new(&*inner, |p| p == path, how);
+        let before = snapshots(&inner).len();
+        lake.round_into(
+            &lossy,
+            &[(ChangeType::Delete, 0, "x"), (ChangeType::Insert, 20, "z")],
+        );
+        assert_eq!(lossy.lost(), Some(path.clone()), "{how:?}");
+        assert_eq!(
+            snapshots(&inner).len(),
+            before + 1,
+            "one snapshot ({how:?})"
+        );
+        let ids: Vec<i32> = rows_at(&inner, &current(&inner))
+            .iter()
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(ids, [1, 2, 3, 10, 11, 12, 13, 20], "{how:?}");
+        let c = lake.committer(&*inner);
+        let missing = c.get_missing_lake_snapshot(None).unwrap().unwrap();
+        assert_eq!(missing.snapshot_id, current(&inner).snapshot_id);
+        assert!(unreferenced(&inner).is_empty(), "{how:?}");
+
+        // A compaction, then (after one more round, so the files the compaction replaced are
+        // used by expired snapshots only) an expiry of everything before the newest.
+        for maintenance in ["compaction", "expiry"] {
+            if maintenance == "expiry" {
+                lake.round(&[(ChangeType::Insert, 30, "w")]);
+            }
+            let rows = rows_at(&inner, &current(&inner));
+            let path = next_version();
+            let lossy = LostAckStorage::new(&*inner, |p| p == path, how);
+            let (compact, expire) = (maintenance == "compaction", maintenance == "expiry");
+            let report = lake.maintain_on(&lossy, compact, expire).unwrap();
+            assert_eq!(lossy.lost(), Some(path.clone()), "{maintenance} {how:?}");
+            if compact {
+                assert_eq!(report.committed_snapshots.len(), 1, "{report:?}");
+                assert_eq!(current(&inner).snapshot_id, report.committed_snapshots[0]);
+            } else {
+                assert!(report.snapshots_expired > 0, "{report:?}");
+                assert_eq!(snapshots(&inner).len(), 1, "{how:?}");
+            }
+            assert_eq!(
+                rows_at(&inner, &current(&inner)),
+                rows,
+                "{maintenance} {how:?}"
+            );
+            for snap in snapshots(&inner) {
+                rows_at(&inner, &snap);
+            }
+            assert!(
+                unreferenced(&inner).is_empty(),
+                "{maintenance} {how:?} {:?}",
+                unreferenced(&inner)
+            );
+        }
+    }
+}
+
+/// When neither the put of a compaction's metadata nor reading it back answers, whether the
+/// rewrite was published cannot be told: the call fails and its new data files stay.
+#[test]
+fn an_unknown_compaction_outcome_keeps_its_new_files() {
+    use fluss_lake_guest_sdk::testing::{LostAck, LostAckStorage};
+    let mut lake = Lake::log(1, &[]);
+    for r in 0..4 {
+        lake.inserts(r * 10..r * 10 + 3);
+    }
+    let inner = lake.storage.clone();
+    let path = hadoop_tables::metadata_path(loaded(&inner).version + 1);
+    let lossy = LostAckStorage::new(&*inner, |p| p == path, LostAck::Unreadable);
+    let files_before = inner.list("data").unwrap().len();
+    let e = lake.maintain_on(&lossy, true, false).unwrap_err();
+    assert!(
+        e.message()
+            .contains(fluss_lake_guest_sdk::commit::UNKNOWN_OUTCOME),
+        "{e}"
+    );
+    assert!(
+        inner.list("data").unwrap().len() > files_before,
+        "the rewrite's new files are kept"
+    );
 }
