@@ -17,8 +17,7 @@ use fluss_lake_guest_sdk::commit::Written;
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
-    ReadableSnapshot, TieringStats,
+    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
 };
 use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result};
 
@@ -61,10 +60,6 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
             storage,
             config: context.config,
         })
-    }
-
-    fn maintain(&mut self, request: &MaintenanceRequest) -> Result<MaintenanceReport> {
-        crate::maintenance::maintain(&self.storage, &self.config, request)
     }
 
     fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {

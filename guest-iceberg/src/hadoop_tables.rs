@@ -124,8 +124,8 @@ pub fn update_hint(storage: &dyn Storage, version: u64) {
 
 #[cfg(test)]
 mod tests {
-    use fluss_lake_guest_sdk::storage::MemoryStorage;
     use fluss_lake_guest_sdk::ErrorKind;
+    use fluss_lake_guest_sdk::storage::MemoryStorage;
     use fluss_lake_guest_sdk::testing::log_table;
 
     use super::*;

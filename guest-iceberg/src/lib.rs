@@ -41,7 +41,7 @@ use fluss_lake_guest_sdk::Result;
 use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::plugin::LakeFormat;
 use fluss_lake_guest_sdk::storage::HostStorage;
-use fluss_lake_guest_sdk::wit::TableInfo;
+use fluss_lake_guest_sdk::wit::{MaintenanceReport, MaintenanceRequest, TableInfo};
 
 /// The format name this plugin writes (Fluss `table.datalake.format`).
 pub const FORMAT: &str = "iceberg";
@@ -69,6 +69,14 @@ impl LakeFormat for Iceberg {
         config: &[(String, String)],
     ) -> Result<bool> {
         catalog::create_table_if_missing(storage, table, config)
+    }
+    fn maintain(
+        storage: &HostStorage,
+        _table: &TableInfo,
+        config: &[(String, String)],
+        request: &MaintenanceRequest,
+    ) -> Result<MaintenanceReport> {
+        maintenance::maintain(storage, config, request)
     }
 }
 

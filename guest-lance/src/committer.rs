@@ -10,8 +10,7 @@ use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, W
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
-    ReadableSnapshot, TieringStats,
+    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
 };
 use fluss_lake_guest_sdk::{ErrorKind, FLUSS_COMMIT_USER, Result, clock};
 
@@ -79,8 +78,6 @@ pub fn new_fragment(
 
 pub struct LanceCommitter<S: Storage> {
     storage: S,
-    /// The plugin configuration (maintenance options override the dataset's config).
-    config: Vec<(String, String)>,
 }
 
 /// A round's files appended as the next version (an `Append` transaction), as the commit kit
@@ -168,11 +165,8 @@ impl<S: Storage> Attempt for Append<'_, S> {
 }
 
 impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
-    fn open(context: CommitterContext, storage: S) -> Result<Self> {
-        Ok(LanceCommitter {
-            storage,
-            config: context.config,
-        })
+    fn open(_context: CommitterContext, storage: S) -> Result<Self> {
+        Ok(LanceCommitter { storage })
     }
 
     fn to_committable(&self, write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
@@ -265,11 +259,6 @@ impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
             }
         }
         Ok(None)
-    }
-
-    /// Version cleanup and fragment compaction ([`crate::maintenance`]).
-    fn maintain(&mut self, request: &MaintenanceRequest) -> Result<MaintenanceReport> {
-        crate::maintenance::maintain(&self.storage, &self.config, request)
     }
 }
 

@@ -37,7 +37,7 @@ use fluss_lake_guest_sdk::Result;
 use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::plugin::LakeFormat;
 use fluss_lake_guest_sdk::storage::HostStorage;
-use fluss_lake_guest_sdk::wit::TableInfo;
+use fluss_lake_guest_sdk::wit::{MaintenanceReport, MaintenanceRequest, TableInfo};
 
 /// The format name this plugin writes (Fluss `table.datalake.format`).
 pub const FORMAT: &str = "lance";
@@ -65,6 +65,14 @@ impl LakeFormat for Lance {
         _config: &[(String, String)],
     ) -> Result<bool> {
         catalog::create_table_if_missing(storage, table)
+    }
+    fn maintain(
+        storage: &HostStorage,
+        _table: &TableInfo,
+        config: &[(String, String)],
+        request: &MaintenanceRequest,
+    ) -> Result<MaintenanceReport> {
+        maintenance::maintain(storage, config, request)
     }
 }
 

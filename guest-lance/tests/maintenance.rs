@@ -43,19 +43,22 @@ fn local_dataset(t: &TableInfo) -> (PathBuf, PathBuf) {
 
 fn maintain(
     storage: &dyn Storage,
-    t: &TableInfo,
     config: &[(&str, &str)],
     expire: bool,
     compact: bool,
     keep_since: Option<i64>,
 ) -> Result<MaintenanceReport> {
-    let mut c = LanceCommitter::open(committer_context(t, config), storage)?;
-    c.maintain(&MaintenanceRequest {
-        expire_snapshots: expire,
-        compact,
-        keep_since,
-        deadline_millis: NO_DEADLINE,
-    })
+    let config = fluss_lake_guest_sdk::testing::pairs(config);
+    fluss_lake_lance::maintenance::maintain(
+        storage,
+        &config,
+        &MaintenanceRequest {
+            expire_snapshots: expire,
+            compact,
+            keep_since,
+            deadline_millis: NO_DEADLINE,
+        },
+    )
 }
 
 fn manifest(storage: &dyn Storage, version: u64) -> Manifest {
@@ -154,7 +157,7 @@ fn compaction_keeps_every_row_and_cleanup_deletes_only_unreferenced_files() {
     assert_eq!(manifest(&s, 5).fragments.len(), 8);
     assert_eq!(files(&s, "data").len(), 8);
 
-    let report = maintain(&s, &t, &[], false, true, Some(5)).unwrap();
+    let report = maintain(&s, &[], false, true, Some(5)).unwrap();
     assert_eq!(report.committed_snapshots, vec![6]);
     assert_eq!((report.files_compacted, report.files_written), (8, 1));
     let m6 = manifest(&s, 6);
@@ -190,7 +193,7 @@ fn compaction_keeps_every_row_and_cleanup_deletes_only_unreferenced_files() {
     );
     assert!(c.get_missing_lake_snapshot(Some(5)).unwrap().is_none());
     // Nothing more to compact: one fragment is left alone.
-    let again = maintain(&s, &t, &[], false, true, Some(5)).unwrap();
+    let again = maintain(&s, &[], false, true, Some(5)).unwrap();
     assert!(again.committed_snapshots.is_empty());
 
     // Time travel to a version before the rewrite still works, and tiering goes on on top.
@@ -217,7 +220,7 @@ fn compaction_keeps_every_row_and_cleanup_deletes_only_unreferenced_files() {
         ("lance.auto_cleanup.retain_versions", "1"),
         ("lance.auto_cleanup.older_than", "0s"),
     ];
-    let report = maintain(&s, &t, &retain_one, true, false, Some(5)).unwrap();
+    let report = maintain(&s, &retain_one, true, false, Some(5)).unwrap();
     assert_eq!(report.snapshots_expired, 4, "versions 1-4");
     assert_eq!(version_list(&s), [5, 6, 7]);
     assert_eq!(
@@ -235,7 +238,7 @@ fn compaction_keeps_every_row_and_cleanup_deletes_only_unreferenced_files() {
     assert!(!gone.status.success(), "version 3 was cleaned up");
 
     // Once Fluss moves on, the rewritten fragments' files go: only version 7's are left.
-    let report = maintain(&s, &t, &retain_one, true, false, Some(7)).unwrap();
+    let report = maintain(&s, &retain_one, true, false, Some(7)).unwrap();
     assert_eq!(report.snapshots_expired, 2);
     assert_eq!(version_list(&s), [7]);
     let left = files(&s, "data");
@@ -265,7 +268,7 @@ fn cleanup_honours_older_than_and_orphan_age() {
         pause();
     }
     // Default (14 days from the dataset's config): nothing is old enough.
-    let r = maintain(&s, &t, &[], true, false, None).unwrap();
+    let r = maintain(&s, &[], true, false, None).unwrap();
     assert_eq!(r.snapshots_expired, 0);
     // An orphan data file (a failed commit's) goes only once it is 7 days old.
     let fresh = dir.join("data/fresh-orphan.lance");
@@ -281,7 +284,6 @@ fn cleanup_honours_older_than_and_orphan_age() {
     pause();
     let r = maintain(
         &s,
-        &t,
         &[("lance.auto_cleanup.older_than", "0s")],
         true,
         false,
@@ -300,12 +302,7 @@ fn cleanup_honours_older_than_and_orphan_age() {
 }
 
 /// Deletes rows with pylance, compacts, and checks that both readers see the same rows.
-fn delete_then_compact(
-    s: &LocalStorage,
-    t: &TableInfo,
-    d: &str,
-    predicate: &str,
-) -> BTreeSet<String> {
+fn delete_then_compact(s: &LocalStorage, d: &str, predicate: &str) -> BTreeSet<String> {
     python(
         "import lance, sys\nlance.dataset(sys.argv[1]).delete(sys.argv[2])",
         &[d, predicate],
@@ -314,7 +311,7 @@ fn delete_then_compact(
     let deletion_files = files(s, "_deletions");
     let before = lance_read(&["rows", d]);
     let expected = rows(s, head);
-    let report = maintain(s, t, &[], false, true, None).unwrap();
+    let report = maintain(s, &[], false, true, None).unwrap();
     assert_eq!(report.committed_snapshots, vec![head as i64 + 1]);
     let m = manifest(s, head + 1);
     assert_eq!(m.fragments.len(), 1);
@@ -343,13 +340,13 @@ fn deletions_written_by_pylance_are_applied() {
         write_round(&s, &t, round, 1, 999);
     }
     // Few deletions in each of 20 fragments: Arrow deletion files; 20 fragments become 1.
-    let sparse = delete_then_compact(&s, &t, &d, "id % 7 = 0");
+    let sparse = delete_then_compact(&s, &d, "id % 7 = 0");
     assert!(
         sparse.iter().all(|p| p.ends_with(".arrow")) && sparse.len() == 20,
         "{sparse:?}"
     );
     // Most rows of the one fragment: a Roaring bitmap; the fragment is rewritten on its own.
-    let dense = delete_then_compact(&s, &t, &d, "id >= 2000 AND id < 17000");
+    let dense = delete_then_compact(&s, &d, "id >= 2000 AND id < 17000");
     assert!(dense.iter().any(|p| p.ends_with(".bin")), "{dense:?}");
     assert_eq!(lance_read(&["count", &d]).trim(), r#"{"count": 4281}"#);
     std::fs::remove_dir_all(&wh).ok();
@@ -371,7 +368,7 @@ fn a_race_lost_to_an_append_is_retried_and_one_lost_to_a_rewrite_leaves_no_files
             assert_eq!(write_round(&storage, &t, 3, 2, 5), 5);
         },
     );
-    let r = maintain(&racing, &t, &[], false, true, None).unwrap();
+    let r = maintain(&racing, &[], false, true, None).unwrap();
     assert_eq!(r.committed_snapshots, vec![6]);
     let m = manifest(&storage, 6);
     let ids: Vec<u64> = m.fragments.iter().map(|f| f.id).collect();
@@ -392,10 +389,10 @@ fn a_race_lost_to_an_append_is_retried_and_one_lost_to_a_rewrite_leaves_no_files
         &storage,
         |p| p.starts_with(versions::VERSIONS_DIR),
         || {
-            maintain(&storage, &t, &[], false, true, None).unwrap();
+            maintain(&storage, &[], false, true, None).unwrap();
         },
     );
-    let r = maintain(&racing, &t, &[], false, true, None).unwrap();
+    let r = maintain(&racing, &[], false, true, None).unwrap();
     assert!(r.committed_snapshots.is_empty() && r.more_to_do, "{r:?}");
     assert_eq!(
         versions::latest(&storage).unwrap().unwrap().0,
@@ -412,7 +409,7 @@ fn a_race_lost_to_an_append_is_retried_and_one_lost_to_a_rewrite_leaves_no_files
         &storage,
         |p| p.starts_with(versions::VERSIONS_DIR),
         || {
-            let r = maintain(&storage, &t, &[], false, true, None).unwrap();
+            let r = maintain(&storage, &[], false, true, None).unwrap();
             assert_eq!(r.committed_snapshots, vec![10]);
         },
     );
@@ -526,7 +523,7 @@ fn files_this_reader_cannot_decode_are_refused_untouched() {
             .put(&naming.path(4), &versions::encode_manifest(&m4, None))
             .unwrap();
         let before = snapshot(&storage);
-        let e = maintain(&storage, &t, &[], false, true, None).unwrap_err();
+        let e = maintain(&storage, &[], false, true, None).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
         assert!(e.to_string().contains(what), "{e}");
         assert_eq!(snapshot(&storage), before, "nothing written or deleted");
@@ -559,23 +556,25 @@ fn the_deadline_and_the_source_budget_bound_a_call() {
     }
     let data_before = files(&storage, "data");
     // A passed deadline: nothing done, more to do.
-    let mut c = LanceCommitter::open(committer_context(&t, &[]), &storage).unwrap();
-    let r = c
-        .maintain(&MaintenanceRequest {
+    let r = fluss_lake_lance::maintenance::maintain(
+        &storage,
+        &[],
+        &MaintenanceRequest {
             expire_snapshots: true,
             compact: true,
             keep_since: None,
             deadline_millis: 0,
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert!(r.more_to_do && r.committed_snapshots.is_empty());
     assert_eq!(files(&storage, "data"), data_before);
     // At most three fragments per call: two calls compact six into two.
     let budget = [("lance.compaction.max_source_fragments", "3")];
-    let r = maintain(&storage, &t, &budget, false, true, None).unwrap();
+    let r = maintain(&storage, &budget, false, true, None).unwrap();
     assert!(r.more_to_do);
     assert_eq!(r.files_compacted, 3);
-    let r = maintain(&storage, &t, &budget, false, true, None).unwrap();
+    let r = maintain(&storage, &budget, false, true, None).unwrap();
     assert_eq!(r.files_compacted, 3);
     let head = versions::latest(&storage).unwrap().unwrap().0;
     assert_eq!(manifest(&storage, head).fragments.len(), 2);
@@ -602,7 +601,7 @@ fn a_fragment_pylance_appended_is_refused_untouched() {
             .collect::<BTreeSet<_>>()
     };
     let before = listing(&s);
-    let e = maintain(&s, &t, &[], false, true, None).unwrap_err();
+    let e = maintain(&s, &[], false, true, None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
     assert!(e.to_string().contains("dictionary page encoding"), "{e}");
     assert_eq!(listing(&s), before);

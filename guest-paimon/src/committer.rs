@@ -14,8 +14,7 @@ use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, W
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, MaintenanceReport, MaintenanceRequest,
-    ReadableSnapshot, TieringStats,
+    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
 };
 use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result, ResultExt, clock, config};
 
@@ -607,9 +606,6 @@ impl<S: Storage> FormatCommitter<S> for PaimonCommitter<S> {
     }
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>> {
         PaimonCommitter::get_missing_lake_snapshot(self, latest)
-    }
-    fn maintain(&mut self, request: &MaintenanceRequest) -> Result<MaintenanceReport> {
-        crate::maintenance::maintain(&self.storage, &self.config, request)
     }
 }
 

@@ -44,6 +44,22 @@ pub trait LakeFormat: 'static {
         table: &TableInfo,
         config: &[(String, String)],
     ) -> Result<bool>;
+    /// Expires snapshots and compacts the table as `request` asks (the WIT `maintenance`
+    /// export); `config` is the plugin configuration. A table operation of its own, apart
+    /// from the committer, so that a format's maintenance and its commits import the SDK's
+    /// commit kit rather than each other. Formats that do not maintain their tables keep this
+    /// default: `unsupported`, which the host logs once and otherwise ignores.
+    fn maintain(
+        storage: &HostStorage,
+        table: &TableInfo,
+        config: &[(String, String)],
+        request: &MaintenanceRequest,
+    ) -> Result<MaintenanceReport> {
+        let _ = (storage, table, config, request);
+        Err(Error::unsupported(
+            "this plugin does not maintain tables (no snapshot expiry or compaction)",
+        ))
+    }
 }
 
 /// A format's writer for one split, over any [`Storage`] (the host's in the component,
@@ -69,16 +85,6 @@ pub trait FormatCommitter<S: Storage>: Sized {
     ) -> Result<CommitResult>;
     fn abort(&self, committable: &[u8]) -> Result<()>;
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>>;
-
-    /// Expires snapshots and compacts the table as `request` asks (the WIT `maintenance`
-    /// export). Formats that do not maintain their tables keep this default: `unsupported`,
-    /// which the host logs once and otherwise ignores.
-    fn maintain(&mut self, request: &MaintenanceRequest) -> Result<MaintenanceReport> {
-        let _ = request;
-        Err(Error::unsupported(
-            "this plugin does not maintain tables (no snapshot expiry or compaction)",
-        ))
-    }
 
     /// Fails with a `conflict` that must not be retried when a snapshot committed by tiering
     /// is newer than `tiered_base`: another round tiered offsets this one holds too.
@@ -203,7 +209,12 @@ impl<F: LakeFormat> maintenance::Guest for Component<F> {
         context: CommitterContext,
         request: MaintenanceRequest,
     ) -> std::result::Result<MaintenanceReport, LakeError> {
-        wit(F::Committer::open(context, HostStorage).and_then(|mut c| c.maintain(&request)))
+        wit(F::maintain(
+            &HostStorage,
+            &context.table,
+            &context.config,
+            &request,
+        ))
     }
 }
 
