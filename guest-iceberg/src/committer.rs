@@ -14,6 +14,7 @@
 //! metadata.
 
 use fluss_lake_guest_sdk::commit::Written;
+use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
@@ -43,15 +44,6 @@ pub struct IcebergCommitter<S: Storage> {
     storage: S,
     /// The plugin configuration (overrides table properties, e.g. retention).
     config: Vec<(String, String)>,
-}
-
-/// A path inside the table for an absolute file URI of it.
-pub fn relative_path<'a>(location: &str, uri: &'a str) -> Result<&'a str> {
-    uri.strip_prefix(location)
-        .and_then(|r| r.strip_prefix('/'))
-        .ok_or_else(|| {
-            Error::invalid_input(format!("{uri} is not inside the table location {location}"))
-        })
 }
 
 impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {

@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::maintenance::Compacted;
 use fluss_lake_guest_sdk::parquet::ParquetOptions;
 use fluss_lake_guest_sdk::parquet_read::{ParquetFileReader, ReadLimits};
@@ -30,7 +31,6 @@ use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt, config};
 
 use crate::bins::pack;
-use crate::committer::relative_path;
 use crate::deletes::{BucketDeletes, DEFAULT_MAX_DELETE_BYTES, DeleteSource, MAX_DELETE_BYTES};
 use crate::file_rows::project;
 use crate::file_writer::{ContentWriter, SplitTarget};

@@ -15,11 +15,11 @@ use std::collections::{HashMap, HashSet};
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
 use arrow_schema::DataType;
 use fluss_lake_guest_sdk::arrow_util::row_keys;
+use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::parquet_read::{ParquetFileReader, ReadLimits};
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt};
 
-use crate::committer::relative_path;
 use crate::file_rows::{column_of, columns_by_field_id, positions};
 use crate::file_writer::{DELETE_FILE_PATH_ID, DELETE_POS_ID};
 use crate::manifest::{FileContent, ManifestEntry};

@@ -34,11 +34,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use fluss_lake_guest_sdk::commit::{self, Written};
+use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::maintenance::Expired;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt, config};
 
-use crate::committer::relative_path;
 use crate::hadoop_tables::{self, Loaded, METADATA_DIR, metadata_path};
 use crate::manifest::{STATUS_DELETED, read_manifest_entries, read_manifest_list};
 use crate::metadata::{Snapshot, TableMetadata};

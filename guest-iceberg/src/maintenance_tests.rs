@@ -12,6 +12,7 @@ use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use fluss_lake_guest_sdk::ipc::{ChangeType, make_changelog_batch};
+use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::parquet_read::read_all;
 use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter};
 use fluss_lake_guest_sdk::storage::{MemoryStorage, Storage};
@@ -22,7 +23,7 @@ use fluss_lake_guest_sdk::wit::{MaintenanceReport, MaintenanceRequest, TableInfo
 use fluss_lake_guest_sdk::{ErrorKind, FLUSS_COMMIT_USER, FLUSS_OFFSETS_PROPERTY};
 
 use crate::catalog::create_table_if_missing;
-use crate::committer::{COMMIT_USER, IcebergCommitter, relative_path, to_committable};
+use crate::committer::{COMMIT_USER, IcebergCommitter, to_committable};
 use crate::file_writer::{SplitTarget, write_position_deletes};
 use crate::hadoop_tables;
 use crate::maintenance::maintain_at;

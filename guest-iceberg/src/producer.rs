@@ -8,10 +8,10 @@
 use std::collections::HashSet;
 
 use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, Written};
+use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt, clock};
 
-use crate::committer::relative_path;
 use crate::hadoop_tables::{self, Loaded};
 use crate::manifest::{
     ManifestEntry, ManifestFile, ManifestSchema, ManifestWriter, read_entries, read_manifest_list,

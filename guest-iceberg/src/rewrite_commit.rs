@@ -20,10 +20,10 @@
 use std::collections::{HashMap, HashSet};
 
 use fluss_lake_guest_sdk::commit::Written;
+use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
 
-use crate::committer::relative_path;
 use crate::deletes::{DeleteSource, position_delete_references};
 use crate::hadoop_tables::{self, Loaded};
 use crate::manifest::{

@@ -9,11 +9,11 @@ use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, ErrorKind, Result};
 
-use crate::committer::{NEW_DATASET_NAMING, now, writer_version};
 use crate::file_writer::{FILE_MAJOR_VERSION, FILE_MINOR_VERSION};
 use crate::proto::lance::table as pb;
 use crate::schema::{check_compatible, fields_for_fluss_table};
 use crate::versions;
+use crate::versions::{NEW_DATASET_NAMING, now, writer_version};
 
 /// `<db>/<table>.lance`.
 pub const LAYOUT: Layout = Layout {

@@ -32,9 +32,9 @@ use fluss_lake_guest_sdk::storage::{ObjectMeta, Storage};
 use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result, ResultExt, config};
 use prost::Message;
 
-use crate::committer::COMMIT_USER;
 use crate::deletion::{self, DELETIONS_DIR};
 use crate::proto::lance::table as pb;
+use crate::versions::COMMIT_USER;
 use crate::versions::{self, Naming, TRANSACTIONS_DIR, VERSIONS_DIR};
 
 /// Manifest config / plugin option: versions older than this (humantime) may go.

@@ -12,18 +12,13 @@ use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
 };
-use fluss_lake_guest_sdk::{ErrorKind, FLUSS_COMMIT_USER, Result, clock};
+use fluss_lake_guest_sdk::{ErrorKind, FLUSS_COMMIT_USER, Result};
 
-use crate::file_writer::{FILE_MAJOR_VERSION, FILE_MINOR_VERSION};
 use crate::proto::lance::table as pb;
-use crate::versions::{self, Head, Naming};
+use crate::versions::{
+    self, COMMIT_USER, DEFAULT_COMMIT_RETRIES, Head, new_fragment, now, writer_version,
+};
 use crate::writer::WritePayload;
-
-/// Transaction property naming who committed (Java: `commit-user`).
-pub const COMMIT_USER: &str = "commit-user";
-/// Commit retries after the first attempt: Lance's `commit_retries` default (20) is for
-/// writers that rebase without re-planning; a tiering round re-plans only its manifest.
-pub const DEFAULT_COMMIT_RETRIES: u32 = 20;
 
 pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
     let mut all = WritePayload::default();
@@ -31,49 +26,6 @@ pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
         all.files.extend(WritePayload::decode(r)?.files);
     }
     all.encode()
-}
-
-/// This plugin's `writer_version` in the manifests it writes.
-pub fn writer_version() -> pb::manifest::WriterVersion {
-    pb::manifest::WriterVersion {
-        library: "fluss-lake-lance".to_string(),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        prerelease: None,
-        build_metadata: None,
-    }
-}
-
-pub fn now() -> prost_types::Timestamp {
-    let ms = clock::now_millis();
-    prost_types::Timestamp {
-        seconds: ms.div_euclid(1000),
-        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
-    }
-}
-
-/// A fragment of one data file (`path` relative to `data/`) holding the fields `field_ids`
-/// in column order.
-pub fn new_fragment(
-    id: u64,
-    path: String,
-    rows: u64,
-    size: u64,
-    field_ids: &[i32],
-) -> pb::DataFragment {
-    pb::DataFragment {
-        id,
-        files: vec![pb::DataFile {
-            path,
-            fields: field_ids.to_vec(),
-            column_indices: (0..field_ids.len() as i32).collect(),
-            file_major_version: FILE_MAJOR_VERSION,
-            file_minor_version: FILE_MINOR_VERSION,
-            file_size_bytes: size,
-            base_id: None,
-        }],
-        physical_rows: rows,
-        ..Default::default()
-    }
 }
 
 pub struct LanceCommitter<S: Storage> {
@@ -262,9 +214,6 @@ impl<S: Storage> FormatCommitter<S> for LanceCommitter<S> {
     }
 }
 
-/// The naming new datasets get: V1, as Fluss's Java Lance catalog (Lance 0.33) creates them.
-pub const NEW_DATASET_NAMING: Naming = Naming::V1;
-
 #[cfg(test)]
 mod tests {
     use fluss_lake_guest_sdk::plugin::FormatWriter;
@@ -351,7 +300,7 @@ mod tests {
             "lost the race for 2, committed on top of it"
         );
         assert_eq!(r.stats.record_count, Some(3));
-        let m = versions::read(&storage, 3, Naming::V1).unwrap();
+        let m = versions::read(&storage, 3, versions::Naming::V1).unwrap();
         let ids: Vec<u64> = m.fragments.iter().map(|f| f.id).collect();
         assert_eq!(ids, [0, 1], "fragment ids continue after the rival's");
         assert_eq!(m.max_fragment_id, Some(1));

@@ -41,7 +41,6 @@ use fluss_lake_guest_sdk::storage::{ObjectWriter, Storage};
 use fluss_lake_guest_sdk::{Error, Result, config};
 use prost::Message;
 
-use crate::committer::{COMMIT_USER, new_fragment, now, writer_version};
 use crate::deletion::{self, Deleted};
 use crate::file_reader::LanceFileReader;
 use crate::file_writer::{FILE_MAJOR_VERSION, FILE_MINOR_VERSION, LanceFileWriter};
@@ -49,6 +48,7 @@ use crate::proto::lance::file as pbfile;
 use crate::proto::lance::table as pb;
 use crate::schema::{arrow_schema, check_flat};
 use crate::versions::{self, Head};
+use crate::versions::{COMMIT_USER, new_fragment, now, writer_version};
 use crate::writer::DEFAULT_MAX_BYTES_PER_FILE;
 
 pub use fluss_lake_guest_sdk::MAINTENANCE_COMMIT_USER;
@@ -635,7 +635,7 @@ fn commit(
     for path in written {
         prepared.add(path.clone());
     }
-    let policy = RetryPolicy::retries(crate::committer::DEFAULT_COMMIT_RETRIES);
+    let policy = RetryPolicy::retries(crate::versions::DEFAULT_COMMIT_RETRIES);
     let mut attempt = RewriteVersion { planned, groups };
     Ok(commit::commit(storage, policy, "Lance compaction", prepared, &mut attempt)?.output)
 }

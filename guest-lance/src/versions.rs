@@ -9,10 +9,20 @@
 
 use fluss_lake_guest_sdk::commit::{self, Published};
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, Result};
+use fluss_lake_guest_sdk::{Error, Result, clock};
 use prost::Message;
 
+use crate::file_writer::{FILE_MAJOR_VERSION, FILE_MINOR_VERSION};
 use crate::proto::lance::table as pb;
+
+/// Transaction property naming who committed (Java: `commit-user`).
+pub const COMMIT_USER: &str = "commit-user";
+/// Commit retries after the first attempt: Lance's `commit_retries` default (20) is for
+/// writers that rebase without re-planning; a tiering round re-plans only its manifest.
+pub const DEFAULT_COMMIT_RETRIES: u32 = 20;
+
+/// The naming new datasets get: V1, as Fluss's Java Lance catalog (Lance 0.33) creates them.
+pub const NEW_DATASET_NAMING: Naming = Naming::V1;
 
 pub const VERSIONS_DIR: &str = "_versions";
 pub const TRANSACTIONS_DIR: &str = "_transactions";
@@ -221,4 +231,47 @@ pub fn read_transaction(
     pb::Transaction::decode(bytes.as_slice())
         .map(Some)
         .map_err(|e| Error::corrupt(format!("Lance transaction {path}: {e}")))
+}
+
+/// This plugin's `writer_version` in the manifests it writes.
+pub fn writer_version() -> pb::manifest::WriterVersion {
+    pb::manifest::WriterVersion {
+        library: "fluss-lake-lance".to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        prerelease: None,
+        build_metadata: None,
+    }
+}
+
+pub fn now() -> prost_types::Timestamp {
+    let ms = clock::now_millis();
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    }
+}
+
+/// A fragment of one data file (`path` relative to `data/`) holding the fields `field_ids`
+/// in column order.
+pub fn new_fragment(
+    id: u64,
+    path: String,
+    rows: u64,
+    size: u64,
+    field_ids: &[i32],
+) -> pb::DataFragment {
+    pb::DataFragment {
+        id,
+        files: vec![pb::DataFile {
+            path,
+            fields: field_ids.to_vec(),
+            column_indices: (0..field_ids.len() as i32).collect(),
+            file_major_version: FILE_MAJOR_VERSION,
+            file_minor_version: FILE_MINOR_VERSION,
+            file_size_bytes: size,
+            base_id: None,
+        }],
+        physical_rows: rows,
+        ..Default::default()
+    }
 }

@@ -39,3 +39,14 @@ impl Layout {
         }
     }
 }
+
+/// The storage path (relative to the table location) of `uri`, an absolute URI of a file
+/// inside the table whose absolute location is `location`, as formats that record absolute
+/// paths in their metadata (Iceberg) name their files. `invalid-input` for a URI outside it.
+pub fn relative_path<'a>(location: &str, uri: &'a str) -> Result<&'a str> {
+    uri.strip_prefix(location)
+        .and_then(|r| r.strip_prefix('/'))
+        .ok_or_else(|| {
+            Error::invalid_input(format!("{uri} is not inside the table location {location}"))
+        })
+}
