@@ -398,3 +398,177 @@ impl crate::storage::Storage for FaultyStorage<'_> {
         }
     }
 }
+
+/// What [`fault_run`] needs of a format besides its writer and committer: how to create the
+/// table, maintain it, and read it back independently of the code under test.
+pub struct FaultRunFormat<'a> {
+    /// A log table `id INT NOT NULL, name STRING` (see [`id_name_table`]).
+    pub table: TableInfo,
+    /// The plugin configuration (retention and compaction options that make maintenance act
+    /// every round).
+    pub config: Vec<(String, String)>,
+    pub create: &'a dyn Fn(&dyn crate::storage::Storage) -> crate::Result<()>,
+    pub maintain: &'a dyn Fn(
+        &dyn crate::storage::Storage,
+        &crate::wit::MaintenanceRequest,
+    ) -> crate::Result<crate::wit::MaintenanceReport>,
+    /// Every snapshot (version) the table lists.
+    pub snapshots: &'a dyn Fn(&dyn crate::storage::Storage) -> Vec<i64>,
+    /// The ids of the rows of a snapshot, sorted, read from every file it references (panics
+    /// when one is missing or unreadable).
+    pub rows: &'a dyn Fn(&dyn crate::storage::Storage, i64) -> Vec<i32>,
+}
+
+/// What [`fault_run`] saw, for a test to check that faults did happen.
+#[derive(Debug, Default)]
+pub struct FaultRunReport {
+    pub rounds_registered: usize,
+    pub faults: u64,
+    pub snapshots: usize,
+}
+
+/// Tiers `rounds` rounds of a log table, each followed by a maintenance call (expiry and
+/// compaction), through `storage`, which injects faults, with a model of the host's commit
+/// protocol (`host/src/tiering/commit.rs`): a failed commit is probed and its files aborted
+/// only when the lake provably holds no snapshot of the round; the next round first registers
+/// a snapshot Fluss missed. Then, without faults: every snapshot the table lists reads, and
+/// the one Fluss registered holds exactly the rows of the rounds registered, each once.
+pub fn fault_run<'s, W, C>(
+    format: &FaultRunFormat<'_>,
+    faulty: &'s FaultyStorage<'s>,
+    rounds: i32,
+) -> FaultRunReport
+where
+    W: crate::plugin::FormatWriter<&'s dyn crate::storage::Storage>,
+    C: crate::plugin::FormatCommitter<&'s dyn crate::storage::Storage>,
+{
+    use crate::storage::Storage;
+    let storage: &'s dyn Storage = faulty;
+    faulty.set_enabled(false);
+    (format.create)(storage).expect("create the table");
+    faulty.set_enabled(true);
+    let offsets = |round: i32| format!("/offsets/{round}");
+    let ids_of = |round: i32| (round * 10..round * 10 + 4).collect::<Vec<i32>>();
+    let mut registered: Option<i64> = None;
+    let mut model: Vec<i32> = Vec::new();
+    let mut counted: std::collections::HashSet<i32> = std::collections::HashSet::new();
+    let context = || CommitterContext {
+        table: format.table.clone(),
+        config: format.config.clone(),
+        tiering_config: Vec::new(),
+    };
+    // Registers the snapshot Fluss misses, as the host's recovery does; false on a fault.
+    let recover = |registered: &mut Option<i64>,
+                   model: &mut Vec<i32>,
+                   counted: &mut std::collections::HashSet<i32>|
+     -> bool {
+        let Ok(c) = C::open(context(), storage) else {
+            return false;
+        };
+        match c.get_missing_lake_snapshot(*registered) {
+            Ok(None) => true,
+            Ok(Some(s)) => {
+                let round = s
+                    .properties
+                    .iter()
+                    .find(|(k, _)| k == crate::FLUSS_OFFSETS_PROPERTY)
+                    .and_then(|(_, v)| v.strip_prefix("/offsets/"))
+                    .and_then(|r| r.parse::<i32>().ok())
+                    .expect("a tiering snapshot names its round's offsets");
+                *registered = Some(s.snapshot_id);
+                if counted.insert(round) {
+                    model.extend(ids_of(round));
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    };
+    let mut offset = 0i64;
+    for round in 0..rounds {
+        if !recover(&mut registered, &mut model, &mut counted) {
+            continue;
+        }
+        let written = (|| -> crate::Result<Vec<u8>> {
+            let mut w = W::open(&writer_context(&format.table, 0, None, &[]), storage)?;
+            let ids = ids_of(round);
+            let batch = {
+                use std::sync::Arc;
+
+                use arrow_array::{Int32Array, RecordBatch, StringArray};
+                use arrow_schema::{DataType, Field, Schema};
+                let schema = Arc::new(Schema::new(vec![
+                    Field::new("id", DataType::Int32, false),
+                    Field::new("name", DataType::Utf8, true),
+                ]));
+                RecordBatch::try_new(
+                    schema,
+                    vec![
+                        Arc::new(Int32Array::from(ids.clone())),
+                        Arc::new(StringArray::from(vec![Some("x"); ids.len()])),
+                    ],
+                )?
+            };
+            w.write(crate::ipc::make_row_batch(&batch, offset, 1_000)?)?;
+            Ok(w.complete()?.payload)
+        })();
+        offset += 4;
+        let Ok(payload) = written else {
+            continue; // the writer's files are orphans: nothing references them
+        };
+        let Ok(mut c) = C::open(context(), storage) else {
+            continue;
+        };
+        let Ok(committable) = c.to_committable(&[payload]) else {
+            continue;
+        };
+        let properties = vec![(crate::FLUSS_OFFSETS_PROPERTY.to_string(), offsets(round))];
+        match c.commit(&committable, &properties, registered) {
+            Ok(r) => {
+                registered = Some(r.snapshot_id);
+                counted.insert(round);
+                model.extend(ids_of(round));
+            }
+            Err(_) => match c.get_missing_lake_snapshot(None) {
+                Ok(Some(s))
+                    if s.properties.iter().any(|(k, v)| {
+                        k == crate::FLUSS_OFFSETS_PROPERTY && *v == offsets(round)
+                    }) => {} // published: the next round's recovery registers it
+                Ok(_) => {
+                    let _ = c.abort(&committable);
+                }
+                Err(_) => {} // cannot tell: the files stay
+            },
+        }
+        let request = crate::wit::MaintenanceRequest {
+            expire_snapshots: true,
+            compact: true,
+            keep_since: registered,
+            deadline_millis: i64::MAX,
+        };
+        let _ = (format.maintain)(storage, &request);
+    }
+    faulty.set_enabled(false);
+    assert!(
+        recover(&mut registered, &mut model, &mut counted),
+        "recovery without faults"
+    );
+    model.sort_unstable();
+    let snapshots = (format.snapshots)(storage);
+    for &s in &snapshots {
+        (format.rows)(storage, s);
+    }
+    if let Some(id) = registered {
+        assert!(snapshots.contains(&id), "Fluss's snapshot {id} was expired");
+        assert_eq!(
+            (format.rows)(storage, id),
+            model,
+            "snapshot {id} Fluss registered"
+        );
+    }
+    FaultRunReport {
+        rounds_registered: counted.len(),
+        faults: faulty.faults(),
+        snapshots: snapshots.len(),
+    }
+}
