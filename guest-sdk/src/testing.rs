@@ -432,7 +432,8 @@ pub struct FaultRunReport {
 /// protocol (`host/src/tiering/commit.rs`): a failed commit is probed and its files aborted
 /// only when the lake provably holds no snapshot of the round; the next round first registers
 /// a snapshot Fluss missed. Then, without faults: every snapshot the table lists reads, and
-/// the one Fluss registered holds exactly the rows of the rounds registered, each once.
+/// the one Fluss registered holds exactly the rows of the rounds registered, each once (after
+/// one more maintenance call without faults, which resumes any the faults interrupted).
 pub fn fault_run<'s, W, C>(
     format: &FaultRunFormat<'_>,
     faulty: &'s FaultyStorage<'s>,
@@ -553,6 +554,17 @@ where
         recover(&mut registered, &mut model, &mut counted),
         "recovery without faults"
     );
+    // A maintenance call that faults interrupted (an expiry between its files' deletions and
+    // its snapshot's) is resumed by the next one, which then succeeds.
+    let request = crate::wit::MaintenanceRequest {
+        expire_snapshots: true,
+        compact: true,
+        keep_since: registered,
+        deadline_millis: i64::MAX,
+    };
+    if let Err(e) = (format.maintain)(storage, &request) {
+        panic!("maintenance without faults after faulty calls: {e}");
+    }
     model.sort_unstable();
     let snapshots = (format.snapshots)(storage);
     for &s in &snapshots {
