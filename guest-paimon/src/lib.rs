@@ -22,6 +22,8 @@ pub mod commit_message;
 pub mod committer;
 pub mod compact;
 pub mod expire;
+#[cfg(test)]
+mod fault_tests;
 pub mod maintenance;
 pub mod manifest;
 pub mod merge_tree;
