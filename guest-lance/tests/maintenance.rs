@@ -670,3 +670,56 @@ fn random_faults_never_lose_or_duplicate_a_row() {
         "cleanup removed versions in {cleaned} seeds only"
     );
 }
+
+/// The store applies the put of a tiering version's and of a compaction's manifest but the
+/// answer is lost (an I/O error, or "already exists" to the store's own retry): each is
+/// recognised as published, no file it references is deleted and nothing is committed twice.
+/// When the outcome cannot be told, the compaction fails and keeps its new files.
+#[test]
+fn lost_acknowledgements_are_recognised_as_published() {
+    use fluss_lake_guest_sdk::testing::{LostAck, LostAckStorage};
+    let t = table();
+    for how in [LostAck::Io, LostAck::AlreadyExists] {
+        let storage = MemoryStorage::new();
+        assert!(create_table_if_missing(&storage, &t).unwrap());
+        for round in 0..4 {
+            write_round(&storage, &t, round, 2, 5);
+        }
+        let next = |s: &MemoryStorage| {
+            let (v, naming) = versions::latest(s).unwrap().unwrap();
+            naming.path(v + 1)
+        };
+        let path = next(&storage);
+        let lossy = LostAckStorage::new(&storage, |p| p == path, how);
+        assert_eq!(write_round(&lossy, &t, 4, 2, 5), 6, "{how:?}");
+        assert!(lossy.lost().is_some());
+        assert_eq!(rows(&storage, 6).num_rows(), 50, "{how:?}");
+
+        let path = next(&storage);
+        let lossy = LostAckStorage::new(&storage, |p| p == path, how);
+        let r = maintain(&lossy, &[], false, true, None).unwrap();
+        assert!(lossy.lost().is_some());
+        assert_eq!(r.committed_snapshots, vec![7], "{how:?}");
+        assert_eq!(rows(&storage, 7).num_rows(), 50, "{how:?}");
+        assert!(orphans(&storage).is_empty(), "{:?}", orphans(&storage));
+    }
+    let storage = MemoryStorage::new();
+    assert!(create_table_if_missing(&storage, &t).unwrap());
+    for round in 0..4 {
+        write_round(&storage, &t, round, 2, 5);
+    }
+    let data_before = files(&storage, "data").len();
+    let (v, naming) = versions::latest(&storage).unwrap().unwrap();
+    let path = naming.path(v + 1);
+    let lossy = LostAckStorage::new(&storage, |p| p == path, LostAck::Unreadable);
+    let e = maintain(&lossy, &[], false, true, None).unwrap_err();
+    assert!(
+        e.message()
+            .contains(fluss_lake_guest_sdk::commit::UNKNOWN_OUTCOME),
+        "{e}"
+    );
+    assert!(
+        files(&storage, "data").len() > data_before,
+        "new files kept"
+    );
+}
