@@ -136,13 +136,11 @@ pub fn compact(
                 job.more_to_do = true;
                 break;
             }
-            let mut bucket_changes = BucketChanges {
+            let mut bucket_changes = BucketChanges::new(
                 partition,
                 bucket,
-                total_buckets: entries.first().map_or(bucket + 1, |e| e.total_buckets),
-                before: Vec::new(),
-                after: Vec::new(),
-            };
+                entries.first().map_or(bucket + 1, |e| e.total_buckets),
+            );
             let files: Vec<DataFileMeta> = entries.into_iter().map(|e| e.file).collect();
             let dir = bucket_dir(
                 &Partition::from_row(schema, &bucket_changes.partition)?,
@@ -229,14 +227,35 @@ struct BucketChanges {
     partition: Vec<u8>,
     bucket: i32,
     total_buckets: i32,
+    /// Files of the snapshot compacted from, as it holds them (each name once, at its level
+    /// there): the commit's DELETE entries. Every published snapshot up to the base may use
+    /// them, so they are never deleted here (expiry does, once their last snapshot goes).
     before: Vec<DataFileMeta>,
+    /// The files replacing them, at their final levels: the commit's ADD entries.
     after: Vec<DataFileMeta>,
+    /// Names of the files this call's compactions of the bucket wrote (new names, not files
+    /// moved up a level): the only files a later compaction of the call may delete.
+    written: HashSet<String>,
 }
 
 impl BucketChanges {
-    /// Adds one compaction's result. A file an earlier compaction of this call wrote and this
-    /// one replaces never reaches a snapshot: it leaves `after` (and storage, unless it only
-    /// moved a level), as Paimon's writer drops intermediate compaction files.
+    fn new(partition: Vec<u8>, bucket: i32, total_buckets: i32) -> BucketChanges {
+        BucketChanges {
+            partition,
+            bucket,
+            total_buckets,
+            before: Vec::new(),
+            after: Vec::new(),
+            written: HashSet::new(),
+        }
+    }
+
+    /// Adds one compaction's result, as Paimon's `MergeTreeWriter.updateCompactResult` does.
+    /// A file an earlier compaction of this call produced (in `after`) and this one replaces
+    /// never reaches a snapshot: it leaves `after`, and the DELETE already recorded for the
+    /// snapshot's file stands. Whether it also leaves storage is a separate question
+    /// ([`Self::may_delete`]): an upgrade produces no new file, it records a file of the
+    /// snapshot at another level, so replacing that entry must not delete the file.
     fn record(
         &mut self,
         storage: &dyn Storage,
@@ -244,6 +263,12 @@ impl BucketChanges {
         before: Vec<DataFileMeta>,
         after: Vec<DataFileMeta>,
     ) {
+        // An upgrade keeps its input's name: only outputs named like no input are new files.
+        let new: Vec<String> = after
+            .iter()
+            .filter(|a| !before.iter().any(|b| b.file_name == a.file_name))
+            .map(|a| a.file_name.clone())
+            .collect();
         for b in before {
             let ours = self
                 .after
@@ -252,7 +277,7 @@ impl BucketChanges {
             match ours {
                 Some(i) => {
                     self.after.remove(i);
-                    if !after.iter().any(|a| a.file_name == b.file_name) {
+                    if self.may_delete(&b.file_name, &after) {
                         let path = format!("{dir}/{}", b.file_name);
                         if let Err(e) = storage.delete(&path) {
                             fluss_lake_guest_sdk::warn!("cannot delete {path}: {e}");
@@ -262,7 +287,27 @@ impl BucketChanges {
                 None => self.before.push(b),
             }
         }
+        self.written.extend(new);
         self.after.extend(after);
+    }
+
+    /// Whether the file `name`, produced by an earlier compaction of this call and replaced
+    /// by the current one (whose outputs are `after`), may be deleted from storage: only when
+    /// this call wrote it and no published snapshot references it. A file of the snapshot
+    /// that an earlier compaction only moved up a level (Paimon: "the input of upgraded") is
+    /// used by every snapshot up to the base, and a file the current compaction moves up
+    /// ("the output of upgraded") stays in use; neither is deleted.
+    fn may_delete(&self, name: &str, after: &[DataFileMeta]) -> bool {
+        self.written.contains(name)
+            && !self.before.iter().any(|f| f.file_name == name)
+            && !after.iter().any(|a| a.file_name == name)
+    }
+
+    /// The commit's entries for this bucket: DELETE of the snapshot's files replaced, ADD of
+    /// the files replacing them.
+    fn entries(&self) -> impl Iterator<Item = ManifestEntry> + '_ {
+        let deleted = self.before.iter().map(|f| self.entry(FileKind::Delete, f));
+        deleted.chain(self.after.iter().map(|f| self.entry(FileKind::Add, f)))
     }
 
     fn entry(&self, kind: FileKind, file: &DataFileMeta) -> ManifestEntry {
@@ -542,15 +587,10 @@ impl Job<'_> {
         planned_from: i64,
         changes: Vec<BucketChanges>,
     ) -> Result<Compacted> {
-        let mut message = CommitMessage::default();
-        for c in &changes {
-            message
-                .data_files
-                .extend(c.before.iter().map(|f| c.entry(FileKind::Delete, f)));
-            message
-                .data_files
-                .extend(c.after.iter().map(|f| c.entry(FileKind::Add, f)));
-        }
+        let message = CommitMessage {
+            data_files: changes.iter().flat_map(BucketChanges::entries).collect(),
+            ..CommitMessage::default()
+        };
         let key_types = match kind {
             TableKind::PrimaryKey(kv) => Some(kv.key_types.clone()),
             TableKind::Append => None,
