@@ -246,6 +246,7 @@ impl<S: Storage> PaimonCommitter<S> {
             &properties,
             TIERING,
             Guard::TieredBase(tiered_base),
+            &[],
         )?;
         fluss_lake_guest_sdk::info!(
             "committed Paimon snapshot {} ({} data and {} changelog files, {} rows) \
@@ -278,11 +279,12 @@ impl<S: Storage> PaimonCommitter<S> {
     /// DELETE entry for every file replaced and an ADD entry for every file replacing them.
     /// Before each attempt `still_applies` checks the compaction against the snapshot it
     /// would follow (another writer may have compacted the same files); its error ends the
-    /// commit. The commit kit decides retries and cleanup of the manifests; the data files
-    /// are the caller's.
+    /// commit. The commit kit decides retries and the cleanup of the manifests and of
+    /// `data_files`, the compaction's new data files.
     pub fn commit_compaction(
         &mut self,
         message: &CommitMessage,
+        data_files: &[String],
         commit_user: &str,
         still_applies: &mut dyn FnMut(&dyn Storage, &Snapshot) -> Result<()>,
     ) -> Result<Snapshot> {
@@ -291,7 +293,20 @@ impl<S: Storage> PaimonCommitter<S> {
                 "compaction must not commit as {FLUSS_COMMIT_USER}"
             )));
         }
-        let prepared = self.prepare(&message.encode()?)?;
+        // The compaction's new data files are the commit kit's from here on: deleted when the
+        // commit provably did not publish them (it fails before its first attempt, a refused
+        // check, too many lost races), kept when it did or cannot tell.
+        let prepared = match self.prepare(&message.encode()?) {
+            Ok(p) => p,
+            Err(e) => {
+                let mut data = Written::new(&self.storage);
+                for path in data_files {
+                    data.add(path.clone());
+                }
+                data.discard();
+                return Err(e);
+            }
+        };
         let origin = Origin {
             commit_user,
             commit_kind: "COMPACT",
@@ -301,6 +316,7 @@ impl<S: Storage> PaimonCommitter<S> {
             &BTreeMap::new(),
             origin,
             Guard::StillApplies(still_applies),
+            data_files,
         )?;
         fluss_lake_guest_sdk::info!(
             "committed Paimon compaction snapshot {} ({} file entries) after {attempts} \
@@ -319,6 +335,7 @@ impl<S: Storage> PaimonCommitter<S> {
         properties: &'a BTreeMap<String, String>,
         origin: Origin<'a>,
         guard: Guard<'a>,
+        data_files: &[String],
     ) -> Result<(Snapshot, Vec<ManifestFileMeta>, u32)> {
         let policy = self.retry_policy(&prepared.schema)?;
         let (target, min_count) = self.manifest_settings(&prepared.schema)?;
@@ -333,13 +350,11 @@ impl<S: Storage> PaimonCommitter<S> {
             min_count,
         };
         let what = format!("Paimon {} commit", origin.commit_kind);
-        let done = commit::commit(
-            storage,
-            policy,
-            &what,
-            Self::prepared_files(storage, prepared),
-            &mut attempt,
-        )?;
+        let mut files = Self::prepared_files(storage, prepared);
+        for path in data_files {
+            files.add(path.clone());
+        }
+        let done = commit::commit(storage, policy, &what, files, &mut attempt)?;
         let (snapshot, manifests) = done.output;
         Ok((snapshot, manifests, done.attempts))
     }

@@ -579,8 +579,8 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// Commits every bucket's changes as one `COMPACT` snapshot; on a conflict the new files
-    /// are deleted and `more_to_do` reported.
+    /// Commits every bucket's changes as one `COMPACT` snapshot through the commit kit, which
+    /// owns the new files from then on; a conflict reports `more_to_do`.
     fn commit(
         &mut self,
         kind: &TableKind,
@@ -602,7 +602,13 @@ impl Job<'_> {
             check_still_applies(storage, head, &message, key_types.as_deref())
         };
         let mut committer = PaimonCommitter::new(self.storage, self.plugin_config.to_vec());
-        match committer.commit_compaction(&message, MAINTENANCE_COMMIT_USER, &mut still_applies) {
+        let written = self.written.borrow().clone();
+        match committer.commit_compaction(
+            &message,
+            &written,
+            MAINTENANCE_COMMIT_USER,
+            &mut still_applies,
+        ) {
             Ok(snapshot) => {
                 let mut done = Compacted {
                     committed_snapshots: vec![snapshot.id],
@@ -626,21 +632,19 @@ impl Job<'_> {
                 }
                 Ok(done)
             }
+            // The commit kit deleted the new files when the compaction provably was not
+            // published, and kept them when that cannot be told.
             Err(e) if e.kind() == ErrorKind::Conflict => {
                 fluss_lake_guest_sdk::warn!(
                     "compaction not committed: {e}; its files are deleted and the next call \
                      plans again"
                 );
-                self.discard_written();
                 Ok(Compacted {
                     more_to_do: true,
                     ..Compacted::default()
                 })
             }
-            Err(e) => {
-                self.discard_written();
-                Err(e.context("committing the compaction"))
-            }
+            Err(e) => Err(e.context("committing the compaction")),
         }
     }
 }

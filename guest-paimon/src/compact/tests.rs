@@ -505,7 +505,7 @@ fn a_lost_race_is_retried_and_a_concurrently_compacted_input_aborts_cleanly() {
                 changelog_files: Vec::new(),
             };
             PaimonCommitter::new(&*inner, vec![])
-                .commit_compaction(&message, "another-compactor", &mut |_, _| Ok(()))
+                .commit_compaction(&message, &[], "another-compactor", &mut |_, _| Ok(()))
                 .unwrap();
         },
     );
@@ -956,5 +956,53 @@ fn random_rounds_compacted_never_lose_a_file_any_snapshot_references() {
             let id = latest_snapshot_id(&*storage).unwrap().unwrap();
             assert_eq!(pk_rows(&*storage, id), t.model, "{context}");
         }
+    }
+}
+
+/// The store applies the put of the compaction's snapshot but the answer is lost (an I/O
+/// error, or "already exists" to the store's own retry): the compaction is recognised as
+/// published and none of its files is deleted. When whether it was published cannot be told,
+/// the call fails and its new files stay.
+#[test]
+fn a_lost_acknowledgement_of_a_compaction_is_recognised_as_published() {
+    use fluss_lake_guest_sdk::testing::{LostAck, LostAckStorage};
+    for how in [LostAck::Io, LostAck::AlreadyExists, LostAck::Unreadable] {
+        let mut t = PkTable::new();
+        for r in 0..5 {
+            t.round(r);
+        }
+        let inner = t.storage.clone();
+        let model = t.model.clone();
+        let before: BTreeSet<String> = ["bucket-0", "bucket-1"]
+            .iter()
+            .flat_map(|d| inner.list(d).unwrap())
+            .map(|o| o.path)
+            .collect();
+        let lossy = LostAckStorage::new(&*inner, |p| p == snapshot_path(6), how);
+        let schema = load_latest_schema(&*inner).unwrap().unwrap();
+        let result = compact(&lossy, &[], &schema, &now, NO_DEADLINE);
+        assert!(lossy.lost().is_some(), "{how:?}");
+        if how == LostAck::Unreadable {
+            let e = result.unwrap_err();
+            assert!(
+                e.message()
+                    .contains(fluss_lake_guest_sdk::commit::UNKNOWN_OUTCOME),
+                "{e}"
+            );
+            let after: BTreeSet<String> = ["bucket-0", "bucket-1"]
+                .iter()
+                .flat_map(|d| inner.list(d).unwrap())
+                .map(|o| o.path)
+                .collect();
+            assert!(after.len() > before.len(), "the new files are kept");
+            continue;
+        }
+        assert_eq!(result.unwrap().committed_snapshots, [6], "{how:?}");
+        assert_eq!(latest_snapshot_id(&*inner).unwrap(), Some(6));
+        assert_eq!(pk_rows(&*inner, 6), model, "{how:?}");
+        for id in 1..=6 {
+            pk_rows(&*inner, id);
+        }
+        assert!(orphans(&*inner).is_empty(), "{:?}", orphans(&*inner));
     }
 }
