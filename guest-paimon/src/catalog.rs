@@ -1,10 +1,11 @@
 //! Table-level operations: where a table lives, creating it like Fluss's `PaimonLakeCatalog`
 //! would, and checking that the plugin can tier it (Fluss `TieringTableValidator`).
 
+use fluss_lake_guest_sdk::commit::{self, Published};
 use fluss_lake_guest_sdk::layout::Layout;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::TableInfo;
-use fluss_lake_guest_sdk::{Error, ErrorKind, Result, clock, config};
+use fluss_lake_guest_sdk::{Error, Result, clock, config};
 
 use crate::schema::{check_compatible, load_latest_schema, schema_for_fluss_table, schema_path};
 use crate::table::check_supported;
@@ -60,14 +61,14 @@ pub fn create_table_if_missing(
     }
     let with_system = config::get_bool(config, SYSTEM_COLUMNS_CONFIG, true)?;
     let schema = schema_for_fluss_table(table, with_system, clock::now_millis())?;
-    match storage.put_if_absent(&schema_path(0), &schema.to_json()?) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+    // Through the commit kit's put: a lost acknowledgement of our own schema is recognised.
+    match commit::publish(storage, &schema_path(0), &schema.to_json()?)? {
+        Published::Ours => Ok(true),
+        Published::Theirs => {
             let existing =
                 load_latest_schema(storage)?.ok_or_else(|| Error::internal("schema-0 vanished"))?;
             check_compatible(&existing, table)?;
             Ok(false)
         }
-        Err(e) => Err(e),
     }
 }
