@@ -20,10 +20,12 @@
 //! an older schema or outside the table.
 //!
 //! Bounds: buckets are compacted one after the other until the deadline, and the data files
-//! read per call add up to at most `maintenance.compaction.max-input-bytes` (default 256 MiB;
-//! a compaction needing more than that in one go is skipped with a warning naming the
-//! option). Memory: one batch per sorted run merged plus the live file list. All buckets
-//! done in a call are committed together in one `COMPACT` snapshot with
+//! read per call add up to at most `maintenance.compaction.max-input-bytes` (default 256 MiB).
+//! When the compaction universal compaction picks reads more than the call has left, the
+//! biggest valid compaction of at least 2 of its sorted runs that fits is done instead and
+//! `more_to_do` reported; a bucket where not even that fits the whole budget is over budget,
+//! warned about naming the option. Memory: one batch per sorted run merged plus the live
+//! file list. All buckets done in a call are committed together in one `COMPACT` snapshot with
 //! [`MAINTENANCE_COMMIT_USER`]. When another writer committed in between, every file the
 //! compaction replaces must still be live (and levels above 0 key-disjoint) or the call gives
 //! up: its new files are deleted and `more_to_do` is reported.
@@ -64,7 +66,7 @@ use live_files::{BucketKey, live_files_by_bucket, live_identifiers};
 use merge::{MergePolicy, merge_sections};
 use options::{CompactionOptions, MAX_INPUT_BYTES};
 use unit::Step;
-use universal::LevelRun;
+use universal::{LevelRun, Pick, Segment};
 
 pub use fluss_lake_guest_sdk::MAINTENANCE_COMMIT_USER;
 
@@ -321,6 +323,15 @@ impl BucketChanges {
     }
 }
 
+/// One compaction of a primary-key bucket, planned.
+struct Planned {
+    steps: Vec<Step>,
+    output_level: usize,
+    drop_delete: bool,
+    /// Input bytes its rewrites read.
+    cost: u64,
+}
+
 /// One call's compaction.
 struct Job<'a> {
     storage: &'a dyn Storage,
@@ -413,49 +424,29 @@ impl Job<'_> {
             let Some(pick) = universal::pick(&self.options, levels.num_levels(), &summary) else {
                 break;
             };
-            let files: Vec<KeyedFile> = runs
-                .into_iter()
-                .take(pick.runs)
-                .flat_map(|r| r.files)
-                .collect();
-            let output_level = pick.output_level;
-            if files.is_empty()
-                || (files.len() == 1 && files[0].meta.level as usize == output_level)
-            {
+            let whole = Segment {
+                start: 0,
+                end: pick.runs,
+                output_level: pick.output_level,
+            };
+            let Some(planned) = self.plan_unit(&levels, &runs, whole) else {
                 break;
-            }
-            // Retractions can go once nothing older lies outside the compaction.
-            let drop_delete = output_level != 0
-                && levels
-                    .non_empty_highest_level()
-                    .is_none_or(|highest| output_level >= highest);
-            let steps = unit::plan(
-                files,
+            };
+            let planned = if planned.cost <= self.budget_left {
+                planned
+            } else {
+                match self.within_budget(&levels, &runs, &summary, pick, planned.cost, dir) {
+                    Some(smaller) => smaller,
+                    None => break,
+                }
+            };
+            self.budget_left -= planned.cost;
+            let Planned {
+                steps,
                 output_level,
-                levels.num_levels() - 1,
-                self.options.compaction_file_size,
-                self.options.force_rewrite_all_files,
-            );
-            if steps.is_empty() {
-                break;
-            }
-            let cost: u64 = steps
-                .iter()
-                .filter_map(|s| match s {
-                    Step::Rewrite(sections) => Some(
-                        sections
-                            .iter()
-                            .flatten()
-                            .flatten()
-                            .map(|f| f.meta.file_size.max(0) as u64)
-                            .sum::<u64>(),
-                    ),
-                    Step::Upgrade(_) => None,
-                })
-                .sum();
-            if !self.take_budget(cost, dir) {
-                break;
-            }
+                drop_delete,
+                ..
+            } = planned;
             let policy = MergePolicy {
                 drop_delete,
                 ignore_delete: kv.merge.ignore_delete,
@@ -475,6 +466,105 @@ impl Job<'_> {
             );
         }
         Ok(())
+    }
+
+    /// The steps compacting runs `unit.start..unit.end` of `runs` (the sorted runs of
+    /// `levels`) and the input bytes they read; `None` when there is nothing to do.
+    fn plan_unit(&self, levels: &Levels, runs: &[SortedRun], unit: Segment) -> Option<Planned> {
+        let files: Vec<KeyedFile> = runs[unit.start..unit.end]
+            .iter()
+            .flat_map(|r| r.files.iter().cloned())
+            .collect();
+        let output_level = unit.output_level;
+        if files.is_empty() || (files.len() == 1 && files[0].meta.level as usize == output_level) {
+            return None;
+        }
+        // Retractions can go once nothing older lies outside the compaction.
+        let drop_delete = output_level != 0
+            && levels
+                .non_empty_highest_level()
+                .is_none_or(|highest| output_level >= highest);
+        let steps = unit::plan(
+            files,
+            output_level,
+            levels.num_levels() - 1,
+            self.options.compaction_file_size,
+            self.options.force_rewrite_all_files,
+        );
+        if steps.is_empty() {
+            return None;
+        }
+        let cost: u64 = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Rewrite(sections) => Some(
+                    sections
+                        .iter()
+                        .flatten()
+                        .flatten()
+                        .map(|f| f.meta.file_size.max(0) as u64)
+                        .sum::<u64>(),
+                ),
+                Step::Upgrade(_) => None,
+            })
+            .sum();
+        Some(Planned {
+            steps,
+            output_level,
+            drop_delete,
+            cost,
+        })
+    }
+
+    /// When the compaction universal compaction picks reads `cost` bytes, more than the call
+    /// has left: the biggest smaller compaction within it that fits ([`universal::smaller_units`],
+    /// the rest waits for a later call: `more_to_do`). When none fits, a later call with the
+    /// whole budget may still do one (`more_to_do`), or not even the whole budget holds a
+    /// compaction of 2 runs: the bucket is over budget, and warned about, as its sorted runs
+    /// grow until the budget is raised.
+    fn within_budget(
+        &mut self,
+        levels: &Levels,
+        runs: &[SortedRun],
+        summary: &[LevelRun],
+        pick: Pick,
+        cost: u64,
+        dir: &str,
+    ) -> Option<Planned> {
+        let mut fits_a_whole_budget = cost <= self.options.max_input_bytes;
+        for unit in universal::smaller_units(levels.num_levels() - 1, summary, pick) {
+            let Some(planned) = self.plan_unit(levels, runs, unit) else {
+                continue;
+            };
+            if planned.cost <= self.budget_left {
+                fluss_lake_guest_sdk::debug!(
+                    "compacting sorted runs {}..{} of {} in {dir} ({} bytes) instead of the {} \
+                     runs picked ({cost} bytes): {MAX_INPUT_BYTES} leaves {} bytes",
+                    unit.start,
+                    unit.end,
+                    runs.len(),
+                    planned.cost,
+                    pick.runs,
+                    self.budget_left
+                );
+                self.more_to_do = true;
+                return Some(planned);
+            }
+            fits_a_whole_budget |= planned.cost <= self.options.max_input_bytes;
+        }
+        if fits_a_whole_budget {
+            self.more_to_do = true;
+        } else {
+            fluss_lake_guest_sdk::warn!(
+                "bucket {dir} is over the compaction budget: compacting it reads {cost} bytes \
+                 and no compaction of 2 or more of its {} sorted runs reads at most \
+                 {MAX_INPUT_BYTES} = {} bytes; its sorted runs grow until you raise \
+                 {MAX_INPUT_BYTES}",
+                runs.len(),
+                self.options.max_input_bytes
+            );
+        }
+        None
     }
 
     fn run_steps(

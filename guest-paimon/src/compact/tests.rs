@@ -403,7 +403,7 @@ fn compaction_converges_and_respects_the_input_budget_and_deadline() {
     // Four runs: under the trigger, nothing to do.
     assert_eq!(t.compact(&[]), Compacted::default());
     t.round(4);
-    // A budget smaller than the picked compaction: skipped for good (warned), not retried.
+    // A budget smaller than any 2 files: the buckets are over budget (warned), not retried.
     let done = t.compact(&[(options::MAX_INPUT_BYTES, "1kb")]);
     assert_eq!(done, Compacted::default());
     // A deadline already past: nothing started, more to do.
@@ -1004,5 +1004,59 @@ fn a_lost_acknowledgement_of_a_compaction_is_recognised_as_published() {
             pk_rows(&*inner, id);
         }
         assert!(orphans(&*inner).is_empty(), "{:?}", orphans(&*inner));
+    }
+}
+
+/// Issue item 6: a primary-key bucket whose full compaction reads more than
+/// `maintenance.compaction.max-input-bytes` was never compacted again (the pick was skipped
+/// and the next call picked it again), and its sorted runs grew every round. Now the biggest
+/// compaction of at least 2 of the picked runs that fits the budget is done, the rest waits:
+/// round after round the runs stay under `num-sorted-run.stop-trigger`, the rows stay exact
+/// and no snapshot loses a file.
+#[test]
+fn a_bucket_whose_full_compaction_is_over_the_budget_compacts_what_fits() {
+    let mut t = PkTable::new();
+    let storage = t.storage.clone();
+    for r in 0..5 {
+        t.round(r);
+    }
+    let sizes: Vec<i64> = files_by_level(&*storage)
+        .values()
+        .flat_map(|l| l[&0].iter().map(|f| f.file_size))
+        .collect();
+    let largest = *sizes.iter().max().unwrap() as u64;
+    // Room for a few files per call, far from the 10 files a full compaction of both reads.
+    let budget = (largest * 7 / 2).to_string();
+    let config = [(options::MAX_INPUT_BYTES, budget.as_str())];
+    assert!(sizes.iter().sum::<i64>() as u64 / 2 > largest * 7 / 2);
+    let stop_trigger = 5 + 3;
+    let mut seen = BTreeMap::new();
+    let (mut compacted, mut more_to_do) = (0, false);
+    for r in 5..30 {
+        let done = t.compact(&config);
+        compacted += done.files_compacted;
+        more_to_do |= done.more_to_do;
+        let context = format!("after round {r}: {done:?}");
+        let runs = sorted_runs(&*storage);
+        assert!(
+            runs.iter().all(|&n| n <= stop_trigger),
+            "{context}: sorted runs {runs:?}"
+        );
+        assert_data_files_match_snapshots(&*storage, &mut seen, &context);
+        let id = latest_snapshot_id(&*storage).unwrap().unwrap();
+        assert_eq!(pk_rows(&*storage, id), t.model, "{context}");
+        t.round(r);
+    }
+    assert!(
+        compacted > 0 && more_to_do,
+        "compacted {compacted}, more to do {more_to_do}"
+    );
+    let last = latest_snapshot_id(&*storage).unwrap().unwrap();
+    for id in 1..=last {
+        assert_eq!(
+            pk_rows(&*storage, id),
+            t.history[id as usize - 1],
+            "snapshot {id}"
+        );
     }
 }

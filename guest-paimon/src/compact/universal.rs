@@ -133,6 +133,55 @@ fn create_unit(runs: &[LevelRun], max_level: usize, mut count: usize) -> Pick {
     }
 }
 
+/// Runs `start..end` (newest first) compacted into one output level: what is compacted
+/// instead when the pick reads more than the input budget allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// The first run taken: every run before it is at level 0 and stays there, newer than
+    /// the output.
+    pub start: usize,
+    /// One past the last run taken.
+    pub end: usize,
+    /// The level the result is written to.
+    pub output_level: usize,
+}
+
+/// The compactions of at least 2 runs within `pick` that leave the levels as valid as
+/// Paimon's own `createUnit` leaves them, most runs first (then newest first), `pick` itself
+/// excluded. A segment is runs `start..end` where every run before `start` is at level 0
+/// (level-0 files newer than the output stay newer), written, as `createUnit` writes a
+/// prefix, to the level just below the next run, or to the highest level when no run
+/// follows: that level must be above 0, and it is empty once the inputs are removed (runs
+/// above level 0 have distinct, increasing levels, and every input is below the next run).
+/// A segment ending before a run at level 0 or 1 cannot go anywhere and is left out, as
+/// `createUnit` takes such a run in.
+pub fn smaller_units(max_level: usize, runs: &[LevelRun], pick: Pick) -> Vec<Segment> {
+    let level0 = runs.iter().take_while(|r| r.level == 0).count();
+    let mut units = Vec::new();
+    for end in 2..=pick.runs.min(runs.len()) {
+        let output_level = match runs.get(end) {
+            None => max_level,
+            Some(next) if next.level >= 2 => next.level - 1,
+            Some(_) => continue,
+        };
+        if output_level < runs[end - 1].level {
+            continue;
+        }
+        for start in 0..=level0.min(end - 2) {
+            if start == 0 && end == pick.runs {
+                continue;
+            }
+            units.push(Segment {
+                start,
+                end,
+                output_level,
+            });
+        }
+    }
+    units.sort_by_key(|u| (std::cmp::Reverse(u.end - u.start), u.start));
+    units
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +282,39 @@ mod tests {
                 output_level: 2
             }
         );
+    }
+
+    #[test]
+    fn smaller_units_keep_the_levels_valid() {
+        let seg = |start, end, output_level| Segment {
+            start,
+            end,
+            output_level,
+        };
+        // Only level-0 runs: older ones go to the top, the newest stay at level 0.
+        let r = runs(&[(0, 1), (0, 1), (0, 1), (0, 1)]);
+        assert_eq!(
+            smaller_units(5, &r, unit(4, 5).unwrap()),
+            [seg(1, 4, 5), seg(2, 4, 5)]
+        );
+        // Level-0 runs then levels 1, 3 and 5: a segment ends before level 3 (written to 2)
+        // or 5 (written to 4) or at the end, never before level 0 or 1.
+        let r = runs(&[(0, 1), (0, 1), (1, 1), (3, 1), (5, 1)]);
+        assert_eq!(
+            smaller_units(5, &r, unit(5, 5).unwrap()),
+            [
+                seg(0, 4, 4),
+                seg(1, 5, 5),
+                seg(0, 3, 2),
+                seg(1, 4, 4),
+                seg(2, 5, 5),
+                seg(1, 3, 2),
+                seg(2, 4, 4),
+            ]
+        );
+        // Within the pick only.
+        assert_eq!(smaller_units(5, &r, unit(3, 2).unwrap()), [seg(1, 3, 2)]);
+        assert_eq!(smaller_units(5, &r[..2], unit(2, 5).unwrap()), []);
     }
 
     #[test]
