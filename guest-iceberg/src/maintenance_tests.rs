@@ -1098,7 +1098,10 @@ fn random_faults_never_lose_or_duplicate_a_row() {
         expired += usize::from(report.snapshots < report.rounds_registered);
     }
     assert!(faults > 100, "{faults} faults injected");
-    assert!(expired > 20, "maintenance expired snapshots in {expired} seeds only");
+    assert!(
+        expired > 20,
+        "maintenance expired snapshots in {expired} seeds only"
+    );
     assert!(
         registered > 100,
         "{registered} rounds registered over 40 seeds"
