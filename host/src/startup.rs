@@ -125,5 +125,7 @@ pub async fn connect(
         warehouses,
         cluster,
         refused_maintenance: Default::default(),
+        maintenance: Default::default(),
+        stopping: Default::default(),
     }))
 }

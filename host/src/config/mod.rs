@@ -187,6 +187,13 @@ pub struct Cli {
     #[arg(long = "shutdown.grace-period", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub shutdown_grace_period: Duration,
 
+    /// How often, at most, snapshot expiry and compaction run on a table that gets no new
+    /// data (its rounds commit nothing). A table that does get data is maintained after every
+    /// round that commits; one whose last call left work is maintained again at its next
+    /// round. `0` maintains an idle table at every round (once per table freshness).
+    #[arg(long = "maintenance.idle-interval", value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub maintenance_idle_interval: Duration,
+
     /// Budget of one coordinator RPC, connecting included (at most 60s).
     #[arg(long = "rpc.timeout", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub rpc_timeout: Duration,
@@ -257,6 +264,7 @@ pub struct HostConfig {
     pub rpc_timeout: Duration,
     pub state_dir: PathBuf,
     pub shutdown_grace_period: Duration,
+    pub maintenance_idle_interval: Duration,
     /// `--fluss.<key>` options other than the bootstrap servers, prefix stripped.
     pub fluss_options: BTreeMap<String, String>,
     /// `--datalake.<format>.<key>` options: format → key (prefix stripped) → value.
@@ -363,6 +371,7 @@ impl HostConfig {
             rpc_timeout: cli.rpc_timeout,
             state_dir: cli.state_dir.unwrap_or_else(default_state_dir),
             shutdown_grace_period: cli.shutdown_grace_period,
+            maintenance_idle_interval: cli.maintenance_idle_interval,
             fluss_options: BTreeMap::new(),
             lake_options: BTreeMap::new(),
             tiering_options: BTreeMap::new(),
@@ -814,6 +823,7 @@ mod tests {
             .unwrap();
         assert_eq!(c.poll_table_interval, Duration::from_secs(30));
         assert_eq!(c.heartbeat_interval, Duration::from_secs(10));
+        assert_eq!(c.maintenance_idle_interval, Duration::from_secs(3600));
         assert!(HostConfig::from_args(args("host --plugin p.wasm")).is_err());
         // Without a plugin file only a binary with built-in plugins runs.
         assert_eq!(

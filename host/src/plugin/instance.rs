@@ -90,7 +90,8 @@ pub struct PluginInstance {
     plugin_name: String,
     call_timeout: Duration,
     max_result_bytes: usize,
-    /// Ends any call in progress when cancelled (the round was cancelled).
+    /// Ends any call in progress when cancelled (the round was cancelled, or, for a
+    /// maintenance call, the host began to shut down).
     cancel: CancellationToken,
     /// Why the instance may not be called again (a trap, an abandoned call).
     poisoned: Option<String>,
@@ -213,7 +214,7 @@ impl PluginInstance {
                 self.poisoned = Some(format!("{call} was cancelled"));
                 Err(Error::new(
                     ErrorKind::Cancelled,
-                    format!("plugin {name}: {call} stopped, the round was cancelled"),
+                    format!("plugin {name}: {call} was cancelled"),
                 ))
             }
             CallOutcome::Blocked => {

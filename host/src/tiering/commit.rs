@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::FLUSS_OFFSETS_PROPERTY;
 use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
+use super::maintenance::Keep;
 use super::{fluss_commit, recovery};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
@@ -143,7 +144,7 @@ pub async fn commit_round(
     let lake = instance
         .commit(&committer, &committable, &properties, planned_snapshot)
         .await;
-    let lake = lake.and_then(|r| check_commit_result(resolved, r));
+    let lake = lake.and_then(|r| check_commit_result(&resolved.plugin.describe(), r));
     let lake = match lake {
         Ok(r) => r,
         Err(e) => {
@@ -182,11 +183,7 @@ pub async fn commit_round(
         stats: Some(lake.stats),
         rows,
         force_finished: false,
-        keep_since: Some(
-            lake.earliest_snapshot_to_keep
-                .filter(|keep| *keep >= 0)
-                .unwrap_or(lake.snapshot_id),
-        ),
+        keep: Some(Keep::of_commit(&lake)),
     })
 }
 
@@ -302,23 +299,24 @@ async fn prepare(
 
 /// A plugin's commit result is checked before anything reaches Fluss: Fluss must never
 /// register a snapshot id a lake cannot have.
-fn check_commit_result(
-    resolved: &ResolvedTable,
-    r: wit::CommitResult,
-) -> Result<wit::CommitResult> {
+fn check_commit_result(plugin: &str, r: wit::CommitResult) -> Result<wit::CommitResult> {
     let bad = |why: String| {
         Error::new(
             ErrorKind::Plugin,
             format!(
-                "plugin {} returned a malformed commit result: {why}; nothing was registered in Fluss",
-                resolved.plugin.describe()
+                "plugin {plugin} returned a malformed commit result: {why}; nothing was registered in Fluss"
             ),
         )
     };
     if r.snapshot_id < 0 {
         return Err(bad(format!("snapshot id {}", r.snapshot_id)));
     }
-    if r.earliest_snapshot_to_keep.is_some_and(|keep| keep < -1) {
+    // -1 is Fluss's KEEP_ALL_PREVIOUS and no value below it means anything: a plugin that
+    // returns one is broken, so its commit is not registered (Fluss itself would keep every
+    // snapshot for such an id, and maintenance would too, see `Keep::of_commit`).
+    if r.earliest_snapshot_to_keep
+        .is_some_and(|keep| keep < fluss_commit::KEEP_ALL_PREVIOUS)
+    {
         return Err(bad(format!(
             "earliest snapshot to keep {:?}",
             r.earliest_snapshot_to_keep
@@ -335,6 +333,37 @@ mod tests {
         wit::CommittedSnapshot {
             snapshot_id: 3,
             properties: vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets.to_string())],
+        }
+    }
+
+    #[test]
+    fn an_earliest_snapshot_to_keep_below_keep_all_previous_is_refused() {
+        let result = |earliest| wit::CommitResult {
+            snapshot_id: 7,
+            readable: wit::ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: earliest,
+            stats: wit::TieringStats {
+                file_size: None,
+                record_count: None,
+            },
+        };
+        for earliest in [
+            None,
+            Some(fluss_commit::KEEP_ALL_PREVIOUS),
+            Some(0),
+            Some(3),
+        ] {
+            let r = check_commit_result("p", result(earliest)).unwrap();
+            assert_eq!(r.earliest_snapshot_to_keep, earliest);
+        }
+        for earliest in [-2, i64::MIN] {
+            let e = check_commit_result("p", result(Some(earliest))).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Plugin);
+            assert!(
+                e.message().contains("malformed commit result")
+                    && e.message().contains("nothing was registered in Fluss"),
+                "{e}"
+            );
         }
     }
 

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use fluss::metadata::TablePath;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
@@ -15,7 +16,7 @@ use crate::fluss::reader::BucketRange;
 use crate::plugin::sandbox::{LocationClaim, LocationClaims};
 use crate::plugin::storage::ScopedStorage;
 use crate::plugin::{Plugin, PluginSet, wit};
-use crate::tiering::maintenance::RefusedMaintenance;
+use crate::tiering::maintenance::{Keep, MaintenanceLedger, RefusedMaintenance};
 use crate::tiering::routing::Route;
 use crate::warehouse::Warehouses;
 
@@ -35,6 +36,13 @@ pub struct TieringContext {
     pub warehouses: Warehouses,
     /// Tables already told that their plugin does not maintain tables.
     pub refused_maintenance: RefusedMaintenance,
+    /// What each table's last commit asked Fluss to keep and when it was last maintained:
+    /// decides whether a round with nothing to commit maintains the table.
+    pub maintenance: MaintenanceLedger,
+    /// Cancelled when the host begins to shut down. Rounds in flight get the grace period to
+    /// finish their writes and commits, but maintenance, which only ever runs after a round's
+    /// commits and can always be left for later, stops at once so that the host exits promptly.
+    pub stopping: CancellationToken,
 }
 
 /// A table the coordinator assigned to this host.
@@ -67,9 +75,10 @@ pub struct RoundOutcome {
     pub rows: u64,
     /// The round hit the table's freshness and committed only part of its splits.
     pub force_finished: bool,
-    /// The oldest lake snapshot Fluss still needs after this round (the one it registered,
-    /// or an older one it keeps for readers): maintenance keeps it and everything newer.
-    pub keep_since: Option<i64>,
+    /// What Fluss keeps registered after this round's commit (the snapshot it registered,
+    /// an older one it keeps for readers, or every one): maintenance keeps at least that.
+    /// None when nothing was committed.
+    pub keep: Option<Keep>,
 }
 
 /// A round's resolved table: metadata, plugin and storage scope.

@@ -142,6 +142,25 @@ pub async fn confirm_ownership(ctx: &TieringContext, assignment: &Assignment) ->
     Ok(())
 }
 
+/// Fluss's `LakeCommitResult.KEEP_ALL_PREVIOUS`: as `earliest_snapshot_id_to_keep`, Fluss
+/// keeps every snapshot registered before (no snapshot id is negative).
+pub const KEEP_ALL_PREVIOUS: i64 = -1;
+
+/// The `earliest_snapshot_id_to_keep` a round's commit registers, in Fluss's encoding: none
+/// keeps only the new snapshot, [`KEEP_ALL_PREVIOUS`] every one, an id that one and the
+/// newer ones. A commit whose readable snapshot is unknown keeps every previous one unless
+/// the plugin named one (Fluss's `LakeCommitResult.unknownReadableSnapshot`). Maintenance
+/// reads the same value ([`Keep::of_commit`](super::maintenance::Keep::of_commit)), so it
+/// can never delete a snapshot Fluss was just told to keep.
+pub fn earliest_snapshot_id_to_keep(lake: &wit::CommitResult) -> Option<i64> {
+    match lake.readable {
+        wit::ReadableSnapshot::Committed => lake.earliest_snapshot_to_keep,
+        wit::ReadableSnapshot::Unknown => {
+            Some(lake.earliest_snapshot_to_keep.unwrap_or(KEEP_ALL_PREVIOUS))
+        }
+    }
+}
+
 /// `CommitLakeTableSnapshot` of a round's lake snapshot: the V2 registration plus the
 /// per-bucket offsets (`tables_req`), which the coordinator passes on to the tablet servers.
 pub async fn register_snapshot(
@@ -151,15 +170,11 @@ pub async fn register_snapshot(
     offsets_path: &str,
     completed: &[&SplitResult],
 ) -> Result<()> {
-    let (readable, earliest) = match lake.readable {
-        wit::ReadableSnapshot::Committed => (
-            Some(offsets_path.to_string()),
-            lake.earliest_snapshot_to_keep,
-        ),
-        wit::ReadableSnapshot::Unknown => {
-            (None, Some(lake.earliest_snapshot_to_keep.unwrap_or(-1)))
-        }
+    let readable = match lake.readable {
+        wit::ReadableSnapshot::Committed => Some(offsets_path.to_string()),
+        wit::ReadableSnapshot::Unknown => None,
     };
+    let earliest = earliest_snapshot_id_to_keep(lake);
     let tables_req = if completed.is_empty() {
         Vec::new()
     } else {
@@ -209,7 +224,7 @@ pub async fn register_recovered_snapshot(
             snapshot_id,
             tiered_bucket_offsets_file_path: offsets_path.to_string(),
             readable_bucket_offsets_file_path: None,
-            earliest_snapshot_id_to_keep: Some(-1),
+            earliest_snapshot_id_to_keep: Some(KEEP_ALL_PREVIOUS),
         }],
     };
     check_commit_response(

@@ -10,8 +10,8 @@
 //! - [`row_batches`]: Fluss bucket batches into the contract's row batches.
 //! - [`commit`]: the two-phase commit of a round into the lake and into Fluss, in order.
 //! - [`fluss_commit`]: the coordinator calls of a commit and their messages.
-//! - [`maintenance`]: snapshot expiry and compaction after a committed round, by plugins
-//!   that export `maintenance`.
+//! - [`maintenance`]: snapshot expiry and compaction after a committed round, or after an
+//!   idle one when due, by plugins that export `maintenance`.
 //! - [`recovery`]: verifying a lake snapshot Fluss missed before registering it.
 //! - [`progress`]: progress lines of long rounds.
 //! - [`backoff`]: how long a table whose rounds keep failing waits.

@@ -18,8 +18,9 @@ use tracing::Instrument;
 
 use super::commit::{self, RoundWrites};
 use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
+use super::maintenance::{self, RoundEnd};
 use super::progress::RoundProgress;
-use super::{fluss_commit, maintenance, row_batches, splits};
+use super::{fluss_commit, row_batches, splits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
@@ -128,6 +129,13 @@ async fn tier(
             return Err(refused);
         }
         tracing::info!(table = %assignment.path, "nothing new to tier");
+        // The coordinator still hands an idle table over every freshness: its maintenance
+        // may be due all the same (snapshots age past retention without new data).
+        let idle = RoundEnd::Idle {
+            registered: planned_snapshot,
+        };
+        maintenance::maintain_table(&ctx, assignment, &resolved, &mut control, idle, &cancel, m)
+            .await;
         return Ok(RoundOutcome::default());
     }
     tracing::info!(table = %assignment.path, splits = ranges.len(), records_to_do = to_do, "tiering round started");
@@ -220,16 +228,15 @@ async fn tier(
         if forced {
             m.round_force_finished("freshness");
         }
-        maintenance::maintain_table(
-            &ctx,
-            assignment,
-            &resolved,
-            &mut control,
-            outcome.keep_since,
-            m,
-        )
-        .await;
     }
+    let end = match (outcome.snapshot_id, outcome.keep) {
+        (Some(snapshot), Some(keep)) => RoundEnd::Committed { snapshot, keep },
+        // Every split stopped before writing anything: nothing was committed.
+        _ => RoundEnd::Idle {
+            registered: planned_snapshot,
+        },
+    };
+    maintenance::maintain_table(&ctx, assignment, &resolved, &mut control, end, &cancel, m).await;
     Ok(outcome)
 }
 

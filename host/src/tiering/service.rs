@@ -413,8 +413,11 @@ impl TieringService {
 
     /// Stops asking for tables and lets rounds in flight finish (heartbeats keep them alive)
     /// within the grace period; then cancels the rest and reports them failed in one last
-    /// heartbeat.
+    /// heartbeat. Table maintenance in progress stops at once: it runs only after a round's
+    /// commits, so the round is reported finished as soon as its plugin call is interrupted,
+    /// and the host does not wait out a maintenance budget (up to the table's freshness).
     async fn shutdown(mut self) {
+        self.ctx.stopping.cancel();
         tracing::info!(rounds = self.active.len(), grace = ?self.ctx.config.shutdown_grace_period, "shutting down");
         let deadline = Instant::now() + self.ctx.config.shutdown_grace_period;
         while !self.active.is_empty() && Instant::now() < deadline {
