@@ -13,6 +13,7 @@ pub mod iceberg;
 pub mod java;
 pub mod lake_check;
 pub mod lance;
+pub mod lossy_proxy;
 pub mod paimon;
 pub mod prometheus;
 pub mod python;

@@ -214,7 +214,9 @@ impl PluginInstance {
                 self.poisoned = Some(format!("{call} was cancelled"));
                 Err(Error::new(
                     ErrorKind::Cancelled,
-                    format!("plugin {name}: {call} was cancelled"),
+                    format!(
+                        "plugin {name}: {call} stopped: its round was cancelled or the host is shutting down"
+                    ),
                 ))
             }
             CallOutcome::Blocked => {

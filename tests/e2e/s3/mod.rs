@@ -7,6 +7,7 @@ mod conditional_creates;
 mod iceberg;
 mod lance;
 mod large_files;
+mod lost_ack;
 mod paimon;
 mod remote_log;
 mod replayed_offsets;
