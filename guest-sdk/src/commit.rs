@@ -161,11 +161,6 @@ impl<'s> Written<'s> {
             .map_err(|e| e.context(format!("writing {path}")))
     }
 
-    /// The files registered so far.
-    pub fn paths(&self) -> &[String] {
-        &self.paths
-    }
-
     /// Keeps every file: none is deleted on drop.
     pub fn keep(mut self) {
         self.paths.clear();
