@@ -1063,7 +1063,9 @@ fn an_unknown_compaction_outcome_keeps_its_new_files() {
 /// round's rows exactly once.
 #[test]
 fn random_faults_never_lose_or_duplicate_a_row() {
-    use fluss_lake_guest_sdk::testing::{FaultRunFormat, FaultyStorage, fault_run, id_name_table};
+    use fluss_lake_guest_sdk::testing::{
+        FAULT_RUN_SEEDS, FaultRunFormat, FaultRunTotals, FaultyStorage, fault_run, id_name_table,
+    };
     let config = pairs(&[
         ("warehouse", "/wh"),
         ("history.expire.max-snapshot-age-ms", "1"),
@@ -1071,8 +1073,8 @@ fn random_faults_never_lose_or_duplicate_a_row() {
         ("commit.manifest.min-count-to-merge", "2"),
         ("write.metadata.delete-after-commit.enabled", "true"),
     ]);
-    let (mut faults, mut registered, mut expired) = (0, 0, 0);
-    for seed in 0..40 {
+    let mut totals = FaultRunTotals::default();
+    for seed in FAULT_RUN_SEEDS {
         let inner = MemoryStorage::new();
         let table = id_name_table();
         let format = FaultRunFormat {
@@ -1093,17 +1095,7 @@ fn random_faults_never_lose_or_duplicate_a_row() {
         };
         let faulty = FaultyStorage::new(&inner, seed, 40);
         let report = fault_run::<IcebergWriter<_>, IcebergCommitter<_>>(&format, &faulty, 10);
-        faults += report.faults;
-        registered += report.rounds_registered;
-        expired += usize::from(report.snapshots < report.rounds_registered);
+        totals.add(&report);
     }
-    assert!(faults > 100, "{faults} faults injected");
-    assert!(
-        expired > 20,
-        "maintenance expired snapshots in {expired} seeds only"
-    );
-    assert!(
-        registered > 100,
-        "{registered} rounds registered over 40 seeds"
-    );
+    totals.assert_exercised();
 }

@@ -266,27 +266,26 @@ impl<C: SnapshotChange> Attempt for ChangeAttempt<'_, C> {
     ) -> Result<Plan<Self::Output>> {
         self.version = base.version + 1;
         let mut attempt = SnapshotAttempt::new(storage, base)?;
-        let planned = self.change.plan(&mut attempt);
-        let planned = match planned {
-            Ok(Planned::Snapshot { manifests, summary }) => attempt.propose(&manifests, summary),
-            Ok(Planned::Nothing(t)) => {
-                for path in attempt.written.drain(..) {
-                    written.add(path);
-                }
-                return Ok(Plan::Done(Outcome::Nothing(t)));
+        let plan = match self.change.plan(&mut attempt) {
+            Ok(Planned::Snapshot { manifests, summary }) => {
+                attempt.propose(&manifests, summary).map(|proposal| {
+                    Plan::Publish(Proposal {
+                        path: proposal.path,
+                        bytes: proposal.bytes,
+                        unreferenced: proposal.unreferenced,
+                        output: Outcome::Committed(proposal.output),
+                    })
+                })
             }
+            Ok(Planned::Nothing(t)) => Ok(Plan::Done(Outcome::Nothing(t))),
             Err(e) => Err(e),
         };
+        // Whatever the plan, the kit owns what the attempt wrote: it keeps the files of a
+        // published (or possibly published) snapshot and deletes the rest.
         for path in attempt.written.drain(..) {
             written.add(path);
         }
-        let proposal = planned?;
-        Ok(Plan::Publish(Proposal {
-            path: proposal.path,
-            bytes: proposal.bytes,
-            unreferenced: proposal.unreferenced,
-            output: Outcome::Committed(proposal.output),
-        }))
+        plan
     }
 
     fn published(&mut self, storage: &dyn Storage, _: &Self::Output) {

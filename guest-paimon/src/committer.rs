@@ -429,12 +429,10 @@ impl Attempt for SnapshotAttempt<'_> {
 
     fn check(&mut self, storage: &dyn Storage, base: &Option<i64>) -> Result<()> {
         match &mut self.guard {
-            Guard::TieredBase(tiered_base) => {
-                match missing_tiering_snapshot(storage, *tiered_base)? {
-                    Some(found) => Err(commit::overlapping_round(*tiered_base, found.snapshot_id)),
-                    None => Ok(()),
-                }
-            }
+            Guard::TieredBase(tiered_base) => commit::refuse_overlap(
+                *tiered_base,
+                missing_tiering_snapshot(storage, *tiered_base)?,
+            ),
             Guard::StillApplies(still_applies) => {
                 let Some(id) = *base else {
                     return Err(Error::conflict("the table lost its snapshots"));

@@ -8,7 +8,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
 use fluss_lake_guest_sdk::parquet_read::read_all;
 use fluss_lake_guest_sdk::storage::{MemoryStorage, Storage};
-use fluss_lake_guest_sdk::testing::{FaultRunFormat, FaultyStorage, fault_run, log_table, pairs};
+use fluss_lake_guest_sdk::testing::{
+    FAULT_RUN_SEEDS, FaultRunFormat, FaultRunTotals, FaultyStorage, fault_run, log_table, pairs,
+};
 
 use crate::catalog::create_table_if_missing;
 use crate::committer::PaimonCommitter;
@@ -80,8 +82,8 @@ fn random_faults_never_lose_or_duplicate_a_row() {
         ("snapshot.num-retained.max", "3"),
         ("compaction.min.file-num", "3"),
     ]);
-    let (mut faults, mut registered, mut expired) = (0, 0, 0);
-    for seed in 0..40 {
+    let mut totals = FaultRunTotals::default();
+    for seed in FAULT_RUN_SEEDS {
         let inner = MemoryStorage::new();
         let format = FaultRunFormat {
             table: table.clone(),
@@ -93,17 +95,7 @@ fn random_faults_never_lose_or_duplicate_a_row() {
         };
         let faulty = FaultyStorage::new(&inner, seed, 40);
         let report = fault_run::<PaimonWriter<_>, PaimonCommitter<_>>(&format, &faulty, 10);
-        faults += report.faults;
-        registered += report.rounds_registered;
-        expired += usize::from(report.snapshots < report.rounds_registered);
+        totals.add(&report);
     }
-    assert!(faults > 100, "{faults} faults injected");
-    assert!(
-        registered > 100,
-        "{registered} rounds registered over 40 seeds"
-    );
-    assert!(
-        expired > 20,
-        "maintenance expired snapshots in {expired} seeds only"
-    );
+    totals.assert_exercised();
 }

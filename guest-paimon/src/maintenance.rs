@@ -37,7 +37,10 @@ pub fn maintain(
             &clock::now_millis,
             request.deadline_millis,
         ) {
-            Ok(compacted) => compacted.add_to(&mut report),
+            Ok(compacted) => {
+                fluss_lake_guest_sdk::maintenance::report_over_budget(compacted.over_budget);
+                compacted.add_to(&mut report)
+            }
             Err(e) if e.kind() == ErrorKind::Unsupported && request.expire_snapshots => {
                 fluss_lake_guest_sdk::warn!("{e}");
             }

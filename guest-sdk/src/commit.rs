@@ -318,15 +318,24 @@ pub fn commit<A: Attempt>(
     )))
 }
 
-/// The error of a tiering commit that found `found`, a snapshot committed by another tiering
-/// round, newer than the `tiered_base` it must publish on: never retried, as a retry would
-/// store the same rows twice.
-pub fn overlapping_round(tiered_base: Option<i64>, found: i64) -> Error {
+/// The exactly-once guard of a tiering commit: `found` is the snapshot committed by tiering
+/// after `tiered_base`, the base this round planned from (a format's
+/// `get_missing_lake_snapshot(tiered_base)`). When there is one, another round tiered offsets
+/// this one holds too: the commit is refused with a `conflict` that is never retried, as a
+/// retry would store the same rows twice.
+pub fn refuse_overlap(
+    tiered_base: Option<i64>,
+    found: Option<crate::wit::CommittedSnapshot>,
+) -> Result<()> {
+    let Some(found) = found else {
+        return Ok(());
+    };
     let base = tiered_base.map_or("none".to_string(), |b| b.to_string());
-    Error::conflict(format!(
-        "lake snapshot {found} was committed by another tiering round after snapshot {base}, \
-         the one this round planned from: not retried, as a retry would store the same rows twice"
-    ))
+    Err(Error::conflict(format!(
+        "lake snapshot {} was committed by another tiering round after snapshot {base}, \
+         the one this round planned from: not retried, as a retry would store the same rows twice",
+        found.snapshot_id
+    )))
 }
 
 #[cfg(test)]

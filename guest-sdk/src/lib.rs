@@ -69,7 +69,7 @@ pub mod wit {
 }
 
 /// The version of the WIT contract these bindings were generated from.
-pub const CONTRACT_VERSION: &str = "0.3.1";
+pub const CONTRACT_VERSION: &str = "0.3.2";
 
 /// The commit user Fluss's tiering service commits lake snapshots with.
 pub const FLUSS_COMMIT_USER: &str = "__fluss_lake_tiering";

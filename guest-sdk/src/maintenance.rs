@@ -36,6 +36,10 @@ pub struct Compacted {
     pub committed_snapshots: Vec<i64>,
     /// The deadline or the per-call input bound left compactable files for a later call.
     pub more_to_do: bool,
+    /// Parts of the table (Paimon: buckets) whose due compaction does not fit even a whole
+    /// call's input budget, so that no later call does it either: [`report_over_budget`]
+    /// tells the host.
+    pub over_budget: u32,
 }
 
 impl Compacted {
@@ -49,6 +53,16 @@ impl Compacted {
             .extend_from_slice(&self.committed_snapshots);
         report.more_to_do |= self.more_to_do;
     }
+}
+
+/// Tells the host how many parts of the table have due compaction work that does not fit the
+/// call's input budget (the contract's `maintenance-status.over-budget`), for its metrics; the
+/// last value of a `maintain` call counts. Natively there is no host: nothing happens.
+pub fn report_over_budget(parts: u32) {
+    #[cfg(target_arch = "wasm32")]
+    crate::bindings::fluss::lake::maintenance_status::over_budget(parts);
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = parts;
 }
 
 /// A maintenance report of a call that did nothing, for plugins to fill in.

@@ -89,13 +89,7 @@ pub trait FormatCommitter<S: Storage>: Sized {
     /// Fails with a `conflict` that must not be retried when a snapshot committed by tiering
     /// is newer than `tiered_base`: another round tiered offsets this one holds too.
     fn check_tiered_base(&self, tiered_base: Option<i64>) -> Result<()> {
-        match self.get_missing_lake_snapshot(tiered_base)? {
-            Some(found) => Err(crate::commit::overlapping_round(
-                tiered_base,
-                found.snapshot_id,
-            )),
-            None => Ok(()),
-        }
+        crate::commit::refuse_overlap(tiered_base, self.get_missing_lake_snapshot(tiered_base)?)
     }
 }
 

@@ -427,6 +427,51 @@ pub struct FaultRunReport {
     pub snapshots: usize,
 }
 
+/// The seeds a format's fault test runs [`fault_run`] with.
+pub const FAULT_RUN_SEEDS: std::ops::Range<u64> = 0..40;
+
+/// The sum of the [`FaultRunReport`]s of many seeds: a fault test checks with
+/// [`assert_exercised`](Self::assert_exercised) that its seeds did inject faults, register
+/// rounds and expire snapshots, since a run where none happened proves nothing.
+#[derive(Debug, Default)]
+pub struct FaultRunTotals {
+    seeds: usize,
+    faults: u64,
+    rounds_registered: usize,
+    /// Seeds after which the table lists fewer snapshots than rounds were registered.
+    seeds_expired: usize,
+}
+
+impl FaultRunTotals {
+    pub fn add(&mut self, report: &FaultRunReport) {
+        self.seeds += 1;
+        self.faults += report.faults;
+        self.rounds_registered += report.rounds_registered;
+        self.seeds_expired += usize::from(report.snapshots < report.rounds_registered);
+    }
+
+    /// Panics unless faults averaged more than 2.5 per seed, registered rounds more than 2.5
+    /// per seed, and maintenance expired snapshots in more than half the seeds.
+    pub fn assert_exercised(&self) {
+        let seeds = self.seeds as u64;
+        assert!(
+            self.faults * 2 > seeds * 5,
+            "{} faults injected over {seeds} seeds",
+            self.faults
+        );
+        assert!(
+            self.rounds_registered as u64 * 2 > seeds * 5,
+            "{} rounds registered over {seeds} seeds",
+            self.rounds_registered
+        );
+        assert!(
+            self.seeds_expired as u64 * 2 > seeds,
+            "maintenance expired snapshots in {} of {seeds} seeds only",
+            self.seeds_expired
+        );
+    }
+}
+
 /// Tiers `rounds` rounds of a log table, each followed by a maintenance call (expiry and
 /// compaction), through `storage`, which injects faults, with a model of the host's commit
 /// protocol (`host/src/tiering/commit.rs`): a failed commit is probed and its files aborted

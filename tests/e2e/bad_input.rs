@@ -225,7 +225,7 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
         "format:           paimon".to_string(),
         format!("size:             {} bytes", bytes.len()),
         format!("sha256:           {digest}"),
-        "contract version: 0.3.1 (host implements 0.3.1: compatible)".to_string(),
+        "contract version: 0.3.2 (host implements 0.3.2: compatible)".to_string(),
         "plugin version:   0.1.0".to_string(),
         "table layout:     <database>.db/<table>".to_string(),
         "maintenance:      exported (snapshot expiry, compaction when the table asks)".to_string(),
@@ -257,11 +257,11 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
 #[test]
 fn plugins_without_the_maintenance_export_still_load() {
     let old = fluss_lake_e2e::repo_root().join("tests/fixtures/plugins/test-null-0.3.0.wasm");
-    for (plugin, contract) in [(old, "0.3.0"), (host::plugin("test-null"), "0.3.1")] {
+    for (plugin, contract) in [(old, "0.3.0"), (host::plugin("test-null"), "0.3.2")] {
         let (ok, out) = inspect(&[&plugin.display().to_string()]);
         assert!(ok, "{out}");
         for line in [
-            format!("contract version: {contract} (host implements 0.3.1: compatible)"),
+            format!("contract version: {contract} (host implements 0.3.2: compatible)"),
             "maintenance:      not exported (its tables are tiered, not maintained)".to_string(),
         ] {
             assert!(out.lines().any(|l| l == line), "no '{line}' in:\n{out}");
@@ -269,10 +269,26 @@ fn plugins_without_the_maintenance_export_still_load() {
     }
 }
 
+/// Contract 0.3.2 only adds the `maintenance-status` import: a plugin built against 0.3.1
+/// (`tests/fixtures/plugins/evil-0.3.1.wasm`, the `evil` test plugin as commit 8ea2359 built
+/// it), whose exports carry the 0.3.1 version, still loads, its `maintenance` export found.
+#[test]
+fn a_plugin_of_contract_0_3_1_still_loads_with_its_maintenance_export() {
+    let old = fluss_lake_e2e::repo_root().join("tests/fixtures/plugins/evil-0.3.1.wasm");
+    let (ok, out) = inspect(&[&old.display().to_string()]);
+    assert!(ok, "{out}");
+    for line in [
+        "contract version: 0.3.1 (host implements 0.3.2: compatible)",
+        "maintenance:      exported (snapshot expiry, compaction when the table asks)",
+    ] {
+        assert!(out.lines().any(|l| l == line), "no '{line}' in:\n{out}");
+    }
+}
+
 #[test]
 fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     let evil = std::fs::read(host::plugin("evil")).unwrap();
-    let marker = b"EVIL-CONTRACT=0.3.1";
+    let marker = b"EVIL-CONTRACT=0.3.2";
     let at = evil
         .windows(marker.len())
         .position(|w| w == marker)
@@ -282,7 +298,7 @@ fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     let file = scratch("evil-contract-0.9.wasm", &other);
     assert_startup_error(
         &host::args("127.0.0.1:1", std::slice::from_ref(&file), &[]),
-        "built for contract 0.9.0 but this host implements 0.3.1",
+        "built for contract 0.9.0 but this host implements 0.3.2",
     );
     assert!(
         !inspect(&[&file.display().to_string()]).0,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Smoke test of a lake-format plugin *as a WebAssembly component*, without the Rust host:
 wasmtime-py instantiates the component, Python implements the host imports (storage over a
-local directory, logging, clock), and the script drives the plugin through the WIT exports
+local directory, logging, clock, maintenance status), and the script drives the plugin through the WIT exports
 like the host does (validate, create table, writers, commit, empty commit, recovery query).
 It then reads the table back with the format's own reader: pypaimon for the paimon plugin,
 pyiceberg for the iceberg plugin.
@@ -230,6 +230,9 @@ class Plugin:
                 lg.add_func("log", lambda store, level, msg: print(f"  [plugin {level}] {msg}"))
             with root.add_instance(f"{PKG}/clock@{VER}") as c:
                 c.add_func("now-millis", lambda store: int(time.time() * 1000))
+            # Reported by maintenance calls only, which this script does not make.
+            with root.add_instance(f"{PKG}/maintenance-status@{VER}") as ms:
+                ms.add_func("over-budget", lambda store, parts: None)
         self.instance = linker.instantiate(self.store, Component.from_file(self.engine, wasm))
 
     def call(self, iface, func, *args):

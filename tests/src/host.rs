@@ -40,7 +40,7 @@ pub fn plugin_cache_dir() -> PathBuf {
 /// marker stays padding).
 pub fn evil_with_version(version: &str) -> Vec<u8> {
     let evil = std::fs::read(plugin("evil")).unwrap();
-    let marker = b"EVIL-VERSION=0.3.1";
+    let marker = b"EVIL-VERSION=0.3.2";
     let at = evil
         .windows(marker.len())
         .position(|w| w == marker)

@@ -23,8 +23,10 @@
 //! read per call add up to at most `maintenance.compaction.max-input-bytes` (default 256 MiB).
 //! When the compaction universal compaction picks reads more than the call has left, the
 //! biggest valid compaction of at least 2 of its sorted runs that fits is done instead and
-//! `more_to_do` reported; a bucket where not even that fits the whole budget is over budget,
-//! warned about naming the option. Memory: one batch per sorted run merged plus the live
+//! `more_to_do` reported; an append bucket compacts the longest part (2 files or more) of its
+//! window that fits. A bucket where not even that fits the whole budget is over budget:
+//! warned about naming the option, and counted in [`Compacted::over_budget`], which the host
+//! exports as a metric. Memory: one batch per sorted run merged plus the live
 //! file list. All buckets done in a call are committed together in one `COMPACT` snapshot with
 //! [`MAINTENANCE_COMMIT_USER`]. When another writer committed in between, every file the
 //! compaction replaces must still be live (and levels above 0 key-disjoint) or the call gives
@@ -129,6 +131,7 @@ pub fn compact(
         budget_left: 0,
         written: Rc::new(RefCell::new(Vec::new())),
         more_to_do: false,
+        over_budget: 0,
     };
     job.budget_left = job.options.max_input_bytes;
     let mut changes = Vec::new();
@@ -171,6 +174,7 @@ pub fn compact(
     if changes.is_empty() {
         return Ok(Compacted {
             more_to_do: job.more_to_do,
+            over_budget: job.over_budget,
             ..Compacted::default()
         });
     }
@@ -345,6 +349,8 @@ struct Job<'a> {
     /// Paths of every data file this call wrote, to delete when it gives up.
     written: Rc<RefCell<Vec<String>>>,
     more_to_do: bool,
+    /// Buckets whose due compaction does not fit even a whole call's budget.
+    over_budget: u32,
 }
 
 impl Job<'_> {
@@ -354,23 +360,44 @@ impl Job<'_> {
         past
     }
 
-    /// Takes `cost` input bytes from the call's budget; false (and the reason logged or
-    /// `more_to_do` set) when they do not fit.
-    fn take_budget(&mut self, cost: u64, dir: &str) -> bool {
-        if cost <= self.budget_left {
-            self.budget_left -= cost;
-            return true;
+    /// The longest start of an append bucket's `window` (2 files or more: merging consecutive
+    /// files keeps rows in order) whose bytes fit what the call has left, taken from the
+    /// budget; `more_to_do` when files of the window are left. `None` when no 2 files fit:
+    /// `more_to_do` when a later call's whole budget would fit them, otherwise the bucket is
+    /// over budget.
+    fn append_within_budget(
+        &mut self,
+        mut window: Vec<DataFileMeta>,
+        dir: &str,
+    ) -> Option<Vec<DataFileMeta>> {
+        let size = |f: &DataFileMeta| f.file_size.max(0) as u64;
+        let (mut cost, mut fit) = (0u64, 0usize);
+        for file in &window {
+            if cost + size(file) > self.budget_left {
+                break;
+            }
+            cost += size(file);
+            fit += 1;
         }
-        if cost > self.options.max_input_bytes {
+        if fit >= 2 {
+            self.budget_left -= cost;
+            self.more_to_do |= fit < window.len();
+            window.truncate(fit);
+            return Some(window);
+        }
+        let two: u64 = window.iter().take(2).map(size).sum();
+        if two <= self.options.max_input_bytes {
+            self.more_to_do = true;
+        } else {
+            self.over_budget += 1;
             fluss_lake_guest_sdk::warn!(
-                "not compacting {dir}: the compaction Paimon picks reads {cost} bytes, more than \
-                 {MAX_INPUT_BYTES} = {} allows per call; raise it to compact this bucket",
+                "bucket {dir} is over the compaction budget: its 2 oldest small files read \
+                 {two} bytes, more than {MAX_INPUT_BYTES} = {} allows per call; raise it to \
+                 compact this bucket",
                 self.options.max_input_bytes
             );
-        } else {
-            self.more_to_do = true;
         }
-        false
+        None
     }
 
     /// A path generator for new files of `dir` that records every path it hands out.
@@ -520,8 +547,8 @@ impl Job<'_> {
     /// has left: the biggest smaller compaction within it that fits ([`universal::smaller_units`],
     /// the rest waits for a later call: `more_to_do`). When none fits, a later call with the
     /// whole budget may still do one (`more_to_do`), or not even the whole budget holds a
-    /// compaction of 2 runs: the bucket is over budget, and warned about, as its sorted runs
-    /// grow until the budget is raised.
+    /// compaction of 2 runs: the bucket is over budget, warned about and counted, as its
+    /// sorted runs grow until the budget is raised.
     fn within_budget(
         &mut self,
         levels: &Levels,
@@ -555,6 +582,7 @@ impl Job<'_> {
         if fits_a_whole_budget {
             self.more_to_do = true;
         } else {
+            self.over_budget += 1;
             fluss_lake_guest_sdk::warn!(
                 "bucket {dir} is over the compaction budget: compacting it reads {cost} bytes \
                  and no compaction of 2 or more of its {} sorted runs reads at most \
@@ -637,10 +665,9 @@ impl Job<'_> {
             else {
                 break;
             };
-            let cost = window.iter().map(|f| f.file_size.max(0) as u64).sum();
-            if !self.take_budget(cost, dir) {
+            let Some(window) = self.append_within_budget(window, dir) else {
                 break;
-            }
+            };
             let parquet = ParquetOptions {
                 target_file_size: self.options.target_file_size,
                 compression: file_compression(self.plugin_config, &self.schema.options)?,
@@ -703,6 +730,7 @@ impl Job<'_> {
                 let mut done = Compacted {
                     committed_snapshots: vec![snapshot.id],
                     more_to_do: self.more_to_do,
+                    over_budget: self.over_budget,
                     ..Compacted::default()
                 };
                 for c in &changes {
@@ -731,6 +759,7 @@ impl Job<'_> {
                 );
                 Ok(Compacted {
                     more_to_do: true,
+                    over_budget: self.over_budget,
                     ..Compacted::default()
                 })
             }

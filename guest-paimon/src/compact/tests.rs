@@ -12,7 +12,7 @@ use arrow_schema::{DataType, Field, Schema};
 use fluss_lake_guest_sdk::ipc::{ChangeType, make_changelog_batch, make_row_batch};
 use fluss_lake_guest_sdk::parquet_read::read_all;
 use fluss_lake_guest_sdk::storage::{MemoryStorage, Storage};
-use fluss_lake_guest_sdk::testing::{RacingStorage, log_table, pk_table, writer_context};
+use fluss_lake_guest_sdk::testing::{RacingStorage, log_table, pairs, pk_table, writer_context};
 use fluss_lake_guest_sdk::wit::{MaintenanceRequest, TableInfo};
 use fluss_lake_guest_sdk::{ErrorKind, FLUSS_COMMIT_USER};
 
@@ -403,9 +403,16 @@ fn compaction_converges_and_respects_the_input_budget_and_deadline() {
     // Four runs: under the trigger, nothing to do.
     assert_eq!(t.compact(&[]), Compacted::default());
     t.round(4);
-    // A budget smaller than any 2 files: the buckets are over budget (warned), not retried.
+    // A budget smaller than any 2 files: the buckets are over budget (warned and counted),
+    // not retried.
     let done = t.compact(&[(options::MAX_INPUT_BYTES, "1kb")]);
-    assert_eq!(done, Compacted::default());
+    assert_eq!(
+        done,
+        Compacted {
+            over_budget: 2,
+            ..Compacted::default()
+        }
+    );
     // A deadline already past: nothing started, more to do.
     let schema = load_latest_schema(&*t.storage).unwrap().unwrap();
     let done = compact(&*t.storage, &[], &schema, &now, 0).unwrap();
@@ -535,8 +542,9 @@ fn a_lost_race_is_retried_and_a_concurrently_compacted_input_aborts_cleanly() {
     assert!(orphans(&*inner).is_empty(), "{:?}", orphans(&*inner));
 }
 
-#[test]
-fn append_tables_compact_small_files_in_row_order() {
+/// A bucketed append table of 7 tiering rounds, one file of 10 rows each: the storage and
+/// the ids in the order they were written.
+fn append_table_of_seven_files() -> (MemoryStorage, Vec<i32>) {
     let storage = MemoryStorage::new();
     let table = log_table(
         "db",
@@ -564,6 +572,12 @@ fn append_tables_compact_small_files_in_row_order() {
         .unwrap();
         written.extend(ids);
     }
+    (storage, written)
+}
+
+#[test]
+fn append_tables_compact_small_files_in_row_order() {
+    let (storage, written) = append_table_of_seven_files();
     let schema = load_latest_schema(&storage).unwrap().unwrap();
     let done = compact(&storage, &[], &schema, &now, NO_DEADLINE).unwrap();
     assert_eq!(done.committed_snapshots, [8]);
@@ -608,6 +622,81 @@ fn append_tables_compact_small_files_in_row_order() {
     let schema = load_latest_schema(&storage).unwrap().unwrap();
     let done = compact(&storage, &[], &schema, &now, NO_DEADLINE).unwrap();
     assert_eq!(done, Compacted::default());
+}
+
+/// An append bucket whose window (5 files) reads more than the budget compacts the longest
+/// start of it that fits (2 files or more) and reports more to do; when not even its 2 oldest
+/// files fit a whole call's budget, the bucket is counted over budget and nothing is written.
+#[test]
+fn an_append_window_over_the_budget_compacts_what_fits_or_is_counted() {
+    let (storage, written) = append_table_of_seven_files();
+    let schema = load_latest_schema(&storage).unwrap().unwrap();
+    let mut files: Vec<DataFileMeta> = live_files::live_entries(&storage, &latest(&storage), None)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.file)
+        .collect();
+    files.sort_by_key(|f| f.min_sequence_number);
+    let size = |n: usize| files[..n].iter().map(|f| f.file_size as u64).sum::<u64>();
+
+    let tiny = (size(2) - 1).to_string();
+    let done = compact(
+        &storage,
+        &pairs(&[(options::MAX_INPUT_BYTES, tiny.as_str())]),
+        &schema,
+        &now,
+        NO_DEADLINE,
+    )
+    .unwrap();
+    assert_eq!(
+        done,
+        Compacted {
+            over_budget: 1,
+            ..Compacted::default()
+        }
+    );
+    assert_eq!(latest(&storage).id, 7, "nothing committed");
+
+    let three = size(3).to_string();
+    let done = compact(
+        &storage,
+        &pairs(&[(options::MAX_INPUT_BYTES, three.as_str())]),
+        &schema,
+        &now,
+        NO_DEADLINE,
+    )
+    .unwrap();
+    assert_eq!(
+        (done.files_compacted, done.more_to_do, done.over_budget),
+        (3, true, 0)
+    );
+    let mut live: Vec<DataFileMeta> = live_files::live_entries(&storage, &latest(&storage), None)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.file)
+        .collect();
+    live.sort_by_key(|f| f.min_sequence_number);
+    assert_eq!(
+        (
+            live.len(),
+            live[0].min_sequence_number,
+            live[0].max_sequence_number
+        ),
+        (5, 0, 29),
+        "the 3 oldest files became one"
+    );
+    let mut read: Vec<i32> = Vec::new();
+    for f in &live {
+        for b in read_all(&storage, &format!("bucket-0/{}", f.file_name)).unwrap() {
+            read.extend(
+                b.column_by_name("id")
+                    .unwrap()
+                    .as_primitive::<Int32Type>()
+                    .values(),
+            );
+        }
+    }
+    assert_eq!(read, written, "rows keep their order");
 }
 
 /// Rewrites the table's schema with an extra option, as `ALTER TABLE ... SET` would.

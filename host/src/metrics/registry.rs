@@ -148,6 +148,7 @@ pub struct Metrics {
     maintenance_files_compacted: Counters<TableLabels>,
     maintenance_files_written: Counters<TableLabels>,
     maintenance_duration: Histograms<TableLabels>,
+    maintenance_over_budget: Gauges<TableLabels>,
     // Per plugin.
     plugin_call_duration: Histograms<PluginCallLabels>,
     plugin_traps: Counters<PluginCallLabels>,
@@ -308,6 +309,11 @@ impl Metrics {
                 "Files compaction wrote",
                 Counters::default()
             ),
+            maintenance_over_budget: reg!(
+                "table_maintenance_over_budget_parts",
+                "Parts of the table (Paimon: buckets) whose due compaction does not fit maintenance.compaction.max-input-bytes, as the last maintenance call reported",
+                Gauges::default()
+            ),
             maintenance_duration: reg!(
                 "table_maintenance_duration_seconds",
                 "Wall time of a maintenance call",
@@ -460,6 +466,7 @@ impl Metrics {
         self.lake_size.remove(labels);
         self.lake_records.remove(labels);
         self.freshness_target.remove(labels);
+        self.maintenance_over_budget.remove(labels);
     }
 
     /// A round that failed before it was routed to a plugin.
@@ -539,6 +546,9 @@ pub struct MaintenanceCounts {
     pub bytes_deleted: u64,
     pub files_compacted: u64,
     pub files_written: u64,
+    /// Parts of the table whose due compaction does not fit the call's input budget; `None`
+    /// for a call that failed (the gauge keeps its last value).
+    pub over_budget: Option<u32>,
 }
 
 impl TableMetrics {
@@ -649,6 +659,11 @@ impl TableMetrics {
             (&m.maintenance_files_written, counts.files_written),
         ] {
             family.get_or_create(&self.labels).inc_by(n);
+        }
+        if let Some(parts) = counts.over_budget {
+            m.maintenance_over_budget
+                .get_or_create(&self.labels)
+                .set(i64::from(parts));
         }
     }
 }
@@ -805,6 +820,28 @@ mod tests {
         assert!(age[0].contains("222222222222"));
         metrics().forget_table("db", "moved");
         assert!(lines("fluss_lake_table_lag_records{database=\"db\",table=\"moved\"").is_empty());
+    }
+
+    /// The over-budget gauge holds what the last successful maintenance call reported: a
+    /// failed call says nothing about the table's parts, so it keeps the value.
+    #[test]
+    fn over_budget_parts_follow_the_last_successful_maintenance_call() {
+        let t = metrics().table(labels("budget", "333333333333"));
+        let gauge = || {
+            lines("fluss_lake_table_maintenance_over_budget_parts{database=\"db\",table=\"budget\"")
+        };
+        let call = |over_budget| MaintenanceCounts {
+            over_budget,
+            ..MaintenanceCounts::default()
+        };
+        t.maintained(true, call(Some(3)), Duration::from_millis(5));
+        assert!(gauge()[0].ends_with("} 3"), "{:?}", gauge());
+        t.maintained(false, call(None), Duration::from_millis(5));
+        assert!(gauge()[0].ends_with("} 3"), "{:?}", gauge());
+        t.maintained(true, call(Some(0)), Duration::from_millis(5));
+        assert!(gauge()[0].ends_with("} 0"), "{:?}", gauge());
+        metrics().forget_table("db", "budget");
+        assert!(gauge().is_empty());
     }
 
     /// A plugin's version is the one plugin-chosen text in a label: whatever it holds, the

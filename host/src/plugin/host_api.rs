@@ -1,4 +1,5 @@
-//! What the host gives a plugin instance: storage, logging and a clock — nothing else.
+//! What the host gives a plugin instance: storage, logging, a clock and, during a maintenance
+//! call, a place to report what it left undone — nothing else.
 //!
 //! WASI is linked only because Rust's standard library for wasm32-wasip2 imports it; the
 //! WASI context grants no directories, no environment, no arguments, no sockets and no name
@@ -13,6 +14,7 @@ use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, Was
 
 use super::bindings::fluss::lake::{clock, logging, storage, types};
 use super::engine::EngineSettings;
+use super::maintenance_bindings::fluss::lake::maintenance_status;
 use super::sandbox::{
     LogAdmission, LogRateLimit, MAX_HANDLES, MAX_OPEN_UPLOADS, SandboxLimits, truncate_message,
 };
@@ -56,6 +58,17 @@ pub struct InstanceState {
     max_list_entries: usize,
     /// Uploads started and not yet finished or dropped.
     open_uploads: usize,
+    /// What the `maintenance.maintain` call in progress reported through `maintenance-status`;
+    /// `None` outside such a call, where reports are ignored.
+    pub(super) maintenance_status: Option<MaintenanceStatus>,
+}
+
+/// What a maintenance call reported through the `maintenance-status` import (contract 0.3.2):
+/// all zero for a plugin that does not import it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MaintenanceStatus {
+    /// Parts of the table whose due compaction does not fit the call's input budget.
+    pub over_budget: u32,
 }
 
 impl InstanceState {
@@ -79,6 +92,7 @@ impl InstanceState {
             log_limit: LogRateLimit::new(settings.log_rate),
             max_list_entries: settings.max_list_entries,
             open_uploads: 0,
+            maintenance_status: None,
         }
     }
 
@@ -270,5 +284,15 @@ impl logging::Host for InstanceState {
 impl clock::Host for InstanceState {
     async fn now_millis(&mut self) -> i64 {
         crate::time::now_millis()
+    }
+}
+
+impl maintenance_status::Host for InstanceState {
+    /// A `u32` bounds itself; outside a `maintain` call the report is ignored, so another
+    /// call cannot set a table's maintenance figures.
+    fn over_budget(&mut self, parts: u32) {
+        if let Some(status) = &mut self.maintenance_status {
+            status.over_budget = parts;
+        }
     }
 }

@@ -19,7 +19,7 @@ use wasmtime::component::ResourceAny;
 
 use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
-use super::host_api::InstanceState;
+use super::host_api::{InstanceState, MaintenanceStatus};
 use super::maintenance_bindings::LakeMaintenance;
 use super::registry::Plugin;
 use super::sandbox::{
@@ -98,6 +98,13 @@ pub struct PluginInstance {
     /// Where its calls are counted; none while the plugin is being loaded (its format is
     /// not known yet).
     metrics: Option<PluginMetrics>,
+}
+
+/// What a maintenance call did: its report, and what it reported while it ran.
+#[derive(Debug)]
+pub struct Maintained {
+    pub report: MaintenanceReport,
+    pub status: MaintenanceStatus,
 }
 
 /// A writer resource living inside a [`PluginInstance`].
@@ -479,7 +486,7 @@ impl PluginInstance {
         context: &wit::CommitterContext,
         request: MaintenanceRequest,
         timeout: Duration,
-    ) -> Result<Option<MaintenanceReport>> {
+    ) -> Result<Option<Maintained>> {
         let Some(guest) = self
             .maintenance
             .as_ref()
@@ -487,8 +494,16 @@ impl PluginInstance {
         else {
             return Ok(None);
         };
+        self.store.data_mut().maintenance_status = Some(MaintenanceStatus::default());
         let r = guest_call!(self, "maintenance.maintain", timeout, |_b, s| guest
-            .call_maintain(s, context, request))?;
+            .call_maintain(s, context, request));
+        let status = self
+            .store
+            .data_mut()
+            .maintenance_status
+            .take()
+            .unwrap_or_default();
+        let r = r?;
         let report = r.map_err(|e| {
             // A plugin that does not maintain tables says so; that is no failure.
             let unsupported = e.kind == wit::ErrorKind::Unsupported;
@@ -509,7 +524,7 @@ impl PluginInstance {
                 ),
             ));
         }
-        Ok(Some(report))
+        Ok(Some(Maintained { report, status }))
     }
 
     /// Drops the committer resource.

@@ -12,7 +12,7 @@ use super::bindings::{LakePlugin, LakePluginIndices};
 use super::engine::{EngineSettings, PluginEngine};
 use super::host_api::InstanceState;
 use super::layout::TableLayout;
-use super::maintenance_bindings::LakeMaintenanceIndices;
+use super::maintenance_bindings::{LakeMaintenance, LakeMaintenanceIndices};
 use super::source::{PluginFile, read_pinned};
 use super::{CONTRACT_VERSION, PluginInstance};
 use crate::error::{Error, ErrorKind, Result};
@@ -77,6 +77,8 @@ impl Plugin {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| load_err(format!("cannot link WASI: {e:#}")))?;
         LakePlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(|e| load_err(format!("cannot link host imports: {e:#}")))?;
+        LakeMaintenance::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| load_err(format!("cannot link host imports: {e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             match other_contract_version(&component, engine.engine()) {

@@ -28,6 +28,8 @@ use crate::error::ErrorKind;
 use crate::fluss::table;
 use crate::metrics::TableMetrics;
 use crate::metrics::registry::MaintenanceCounts;
+use crate::plugin::host_api::MaintenanceStatus;
+use crate::plugin::instance::Maintained;
 use crate::plugin::{MaintenanceReport, MaintenanceRequest, PluginInstance, wit};
 
 /// The host option that turns snapshot expiry on for every table (Fluss's name).
@@ -324,10 +326,10 @@ pub async fn maintain_table(
         now,
         result
             .as_ref()
-            .is_ok_and(|r| r.as_ref().is_some_and(|r| r.more_to_do)),
+            .is_ok_and(|r| r.as_ref().is_some_and(|m| m.report.more_to_do)),
     );
     match result {
-        Ok(Some(report)) => {
+        Ok(Some(Maintained { report, status })) => {
             let took = started.elapsed();
             metrics.maintained(
                 true,
@@ -337,10 +339,11 @@ pub async fn maintain_table(
                     bytes_deleted: report.bytes_deleted,
                     files_compacted: report.files_compacted,
                     files_written: report.files_written,
+                    over_budget: Some(status.over_budget),
                 },
                 took,
             );
-            log_report(assignment, idle, &request, &report, took)
+            log_report(assignment, idle, &request, &report, status, took)
         }
         Ok(None) => {}
         Err(e) if e.kind() == ErrorKind::Unsupported => {
@@ -369,6 +372,7 @@ fn log_report(
     idle: bool,
     request: &MaintenanceRequest,
     report: &MaintenanceReport,
+    status: MaintenanceStatus,
     took: Duration,
 ) {
     tracing::info!(
@@ -385,6 +389,7 @@ fn log_report(
         bytes_written = report.bytes_written,
         snapshots_committed = report.committed_snapshots.len(),
         more_to_do = report.more_to_do,
+        over_budget = status.over_budget,
         took_ms = took.as_millis() as u64,
         "table maintained"
     );

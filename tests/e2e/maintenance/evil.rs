@@ -3,13 +3,15 @@
 //! committed and registered in Fluss (maintenance runs after both commits), the host says
 //! what happened in one line and stays up, and the honest table's plugin is told, after each
 //! round, exactly the snapshot Fluss registered as the one to keep. A table that asks for no
-//! maintenance is never maintained.
+//! maintenance is never maintained. What a `maintain` call reports through
+//! `maintenance-status` (the last value) becomes the table's over-budget gauge; what a `write`
+//! reports there is ignored.
 
 use std::time::Duration;
 
 use fluss::metadata::{TableDescriptor, TablePath};
 use fluss_lake_e2e::lake_check::wait_registered;
-use fluss_lake_e2e::{cluster, data, host, unique_name};
+use fluss_lake_e2e::{cluster, data, host, prometheus, unique_name};
 
 /// Mode → what the host log must say about it.
 const MODES: &[(&str, &str)] = &[
@@ -57,11 +59,15 @@ async fn hostile_maintenance_never_undoes_or_blocks_a_round() {
         data::create_table(&admin, &path, &table(mode, true)).await;
         tables.push(path);
     }
+    let over_budget = TablePath::new("fluss", format!("{id}_over_budget"));
+    data::create_table(&admin, &over_budget, &table("over-budget", true)).await;
+    tables.push(over_budget.clone());
     let unmaintained = TablePath::new("fluss", format!("{id}_unmaintained"));
     data::create_table(&admin, &unmaintained, &table("", false)).await;
     tables.push(unmaintained.clone());
 
     let wh = c.paimon_warehouse.display().to_string();
+    let metrics = format!("127.0.0.1:{}", prometheus::free_port().unwrap());
     let mut h = host::HostProcess::spawn(
         &host::args(
             &c.bootstrap,
@@ -79,6 +85,8 @@ async fn hostile_maintenance_never_undoes_or_blocks_a_round() {
                 "1s",
                 "--tiering.heartbeat.interval",
                 "1s",
+                "--metrics.address",
+                &metrics,
             ],
         ),
         &format!("{id}-host"),
@@ -122,6 +130,23 @@ async fn hostile_maintenance_never_undoes_or_blocks_a_round() {
             .to_vec(),
         "{log}"
     );
+    // The last value the over-budget table's `maintain` reported, not u32::MAX, not the
+    // 1 000 its writes reported; 0 for the honest table, which reports nothing.
+    h.wait_for_log("over_budget=7", Duration::from_secs(60))
+        .await;
+    let (status, text) = prometheus::http_get(&metrics, "/metrics").unwrap();
+    assert_eq!(status, 200, "{text}");
+    let gauge = |table: &str| {
+        let key = format!("table=\"{id}_{table}\"");
+        text.lines()
+            .find(|l| {
+                l.starts_with("fluss_lake_table_maintenance_over_budget_parts{") && l.contains(&key)
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_string)
+    };
+    assert_eq!(gauge("over_budget").as_deref(), Some("7"), "{text}");
+    assert_eq!(gauge("honest").as_deref(), Some("0"), "{text}");
     let registered = admin.get_latest_lake_snapshot(&tables[3]).await.unwrap();
     assert_eq!(registered.snapshot_id, 3);
     assert!(

@@ -38,6 +38,9 @@
 //! | `maintain-loop` | an honest lake whose `maintain` spins forever                      |
 //! | `maintain-flood`| an honest lake whose `maintain` reports 50 000 snapshots committed |
 //! | `maintain-fail` | an honest lake whose `maintain` fails (`io`)                       |
+//! | `over-budget`   | an honest lake that reports `u32::MAX`, then 7, parts over budget  |
+//! |                 | in `maintain` (the last counts), and 1 000 in every `write`, where |
+//! |                 | the host ignores it                                                |
 //!
 //! Otherwise `maintain` (the optional export of contract 0.3.1) records each request it gets
 //! in `maintained/<n>` (`keep-since` and the two flags) and reports nothing done.
@@ -57,7 +60,7 @@ use fluss_lake_guest_sdk::CONTRACT_VERSION;
 use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{
     catalog, committer, maintenance, plugin, writer,
 };
-use fluss_lake_guest_sdk::bindings::fluss::lake::{logging, storage};
+use fluss_lake_guest_sdk::bindings::fluss::lake::{logging, maintenance_status, storage};
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
     MaintenanceRequest, PluginInfo, ReadableSnapshot, RowBatch, TableInfo, TableLayout,
@@ -131,12 +134,12 @@ fn nonce() -> u64 {
 
 /// The contract version `info` reports, behind a marker a test can find in the `.wasm` and
 /// patch (same length) to fake a plugin built for another contract version.
-static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.3.1";
+static CONTRACT_MARKER: &str = "EVIL-CONTRACT=0.3.2";
 
 /// The plugin version `info` reports (trailing dots are padding), behind a marker a test can
 /// patch (same length) to any version text, e.g. a long one of multi-byte characters.
 static VERSION_MARKER: &str = concat!(
-    "EVIL-VERSION=0.3.1",
+    "EVIL-VERSION=0.3.2",
     "................................................................................",
     "................................................................................",
     "................................................................................",
@@ -235,6 +238,9 @@ impl writer::GuestLakeWriter for EvilWriter {
     }
 
     fn write(&self, batch: RowBatch) -> Result<(), LakeError> {
+        if self.mode == "over-budget" {
+            maintenance_status::over_budget(1_000);
+        }
         match self.mode.as_str() {
             "trap" => panic!("evil plugin: deliberate panic in write"),
             "loop" => loop {
@@ -554,6 +560,10 @@ impl maintenance::Guest for Evil {
                     WitErrorKind::Io,
                     "deliberately failed maintenance".into(),
                 ));
+            }
+            "over-budget" => {
+                maintenance_status::over_budget(u32::MAX);
+                maintenance_status::over_budget(7);
             }
             _ => {}
         }
