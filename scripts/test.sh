@@ -145,7 +145,8 @@ step "plugins: build and lint the wasm32-wasip2 guests (profile guest), and the 
 scripts/build-plugins.sh
 
 step "host, tests and native guest code: build and lint every target (release)"
-cargo build --workspace --all-targets --release
+# --timings: target/cargo-timings/ says which crate the cold build spends its time on.
+cargo build --workspace --all-targets --release --timings
 
 step "third-party example plugins (own workspaces, SDK only): unit tests"
 # The dev profile (overflow checks and debug assertions on): their dependencies resolve other

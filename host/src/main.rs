@@ -10,6 +10,9 @@ use fluss_lake_host::tiering::service::TieringService;
 fn main() -> ExitCode {
     return_large_buffers_to_the_system();
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(fluss_lake_host::plugin::compile::COMPILE_COMMAND) {
+        return fluss_lake_host::plugin::compile::child_main(&args);
+    }
     if args.get(1).map(String::as_str) == Some("plugins") {
         return plugins_command(&args);
     }
@@ -138,11 +141,16 @@ async fn run(config: HostConfig) -> fluss_lake_host::Result<()> {
         tracing::info!(address = ?server.local_addr(), "serving /metrics, /healthz and /readyz");
         tokio::spawn(server.serve());
     }
+    let health = fluss_lake_host::metrics::health::health();
+    health.starting(Some("loading plugins"));
     let plugins = startup::load_plugins(&config).await?;
     tokio::spawn(plugins.clone().watch(config.plugin_watch_interval));
+    health.starting(Some("opening the lake warehouses"));
     let warehouses = startup::open_warehouses(&config).await?;
+    health.starting(Some("connecting to the Fluss cluster"));
     let ctx = startup::connect(config, plugins, warehouses).await?;
     let service = TieringService::start(ctx).await?;
+    health.starting(None);
     service.run(shutdown_signal()).await
 }
 

@@ -12,6 +12,7 @@ use crate::coordinator::client::CoordinatorLocator;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fluss::client::{CONNECT_TIMEOUT, FlussClient, coordinator_address};
 use crate::fluss::cluster_config::ClusterConfig;
+use crate::plugin::compile::{CompileLimits, Compiler};
 use crate::plugin::engine::{EngineSettings, PluginEngine};
 use crate::plugin::sandbox::LogRate;
 use crate::plugin::{PluginSet, builtin};
@@ -20,11 +21,18 @@ use crate::warehouse::{Warehouses, options};
 
 pub async fn load_plugins(config: &HostConfig) -> Result<Arc<PluginSet>> {
     let engine = Arc::new(PluginEngine::new(EngineSettings {
-        cache_dir: config.plugin_cache_dir.clone(),
+        cache: config.plugin_cache.clone(),
         perf_map: config.plugin_perf_map,
         instance_memory_limit: config.plugin_memory_limit,
         call_timeout: config.plugin_call_timeout,
         max_result_bytes: config.plugin_max_result_size,
+        max_file_bytes: config.plugin_max_file_size,
+        compiler: Compiler::this_binary()?,
+        compile_limits: CompileLimits {
+            timeout: config.plugin_compile_timeout,
+            memory_bytes: config.plugin_compile_memory_limit,
+            ..CompileLimits::default()
+        },
         log_rate: LogRate {
             per_second: config.plugin_log_rate,
             burst: config.plugin_log_rate.saturating_mul(10),

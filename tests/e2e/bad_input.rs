@@ -285,6 +285,63 @@ fn a_plugin_of_contract_0_3_1_still_loads_with_its_maintenance_export() {
     }
 }
 
+/// A small component within every structural limit that keeps Cranelift compiling for
+/// minutes (40 000 locals read inside 900 nested loops) is compiled in a child process and
+/// cut at the compile deadline: `plugins inspect` refuses it in one line, at the deadline.
+#[test]
+fn a_compile_bomb_is_cut_at_the_compile_deadline() {
+    let bomb = scratch(
+        "bomb.wasm",
+        &fluss_lake_e2e::bombs::compile_bomb(40_000, 900),
+    );
+    let started = std::time::Instant::now();
+    let (ok, out) = inspect(&[
+        &bomb.display().to_string(),
+        "--plugin-compile-timeout",
+        "3s",
+    ]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("compiling took longer than 3 s (--plugin-compile-timeout); refused"),
+        "{out}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "refused only after {:?}",
+        started.elapsed()
+    );
+}
+
+/// A million globals cost every instance host memory outside its linear memory: refused
+/// before compiling (the structural limit), and 100 000 (within it) are counted against the
+/// instance's memory limit and refused at load when they do not fit.
+#[test]
+fn globals_are_counted_against_the_limits() {
+    let million = scratch(
+        "globals-1m.wasm",
+        &fluss_lake_e2e::bombs::many_globals(1_000_000),
+    );
+    let (ok, out) = inspect(&[&million.display().to_string()]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("1000000 globals, over the limit of 100000: refused before compiling"),
+        "{out}"
+    );
+    let many = scratch(
+        "globals-100k.wasm",
+        &fluss_lake_e2e::bombs::many_globals(100_000),
+    );
+    let (ok, out) = inspect(&[&many.display().to_string(), "--plugin-memory-limit", "1mb"]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(
+            "each instance would take 1604096 bytes of host structures (100000 globals, 0 \
+             functions), over the instance memory limit of 1048576 bytes"
+        ),
+        "{out}"
+    );
+}
+
 #[test]
 fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     let evil = std::fs::read(host::plugin("evil")).unwrap();

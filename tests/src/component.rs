@@ -149,9 +149,7 @@ impl ComponentDriver {
         warehouse: &Path,
         mut settings: EngineSettings,
     ) -> Self {
-        settings
-            .cache_dir
-            .get_or_insert_with(crate::host::plugin_cache_dir);
+        settings.cache.get_or_insert_with(crate::host::plugin_cache);
         let engine = Arc::new(PluginEngine::new(settings).unwrap());
         let plugin = Plugin::load(engine, wasm).await.expect("plugin loads");
         std::fs::create_dir_all(warehouse).unwrap();

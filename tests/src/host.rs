@@ -30,10 +30,33 @@ pub fn plugin(format: &str) -> PathBuf {
     p
 }
 
-/// The compiled-plugin cache every host and component test of the suite shares, so each
-/// plugin is compiled once per run.
+/// The compiled-plugin cache every host and component test of the suite shares, with its
+/// key, so each plugin is compiled once per run.
 pub fn plugin_cache_dir() -> PathBuf {
     repo_root().join("target/plugin-cache")
+}
+
+pub fn plugin_cache_key() -> PathBuf {
+    repo_root().join("target/plugin-cache.key")
+}
+
+/// The suite's cache, for an engine a test builds.
+pub fn plugin_cache() -> fluss_lake_host::plugin::cache::CacheSettings {
+    fluss_lake_host::plugin::cache::CacheSettings {
+        dir: plugin_cache_dir(),
+        key_file: plugin_cache_key(),
+        keep_unused: fluss_lake_host::plugin::cache::DEFAULT_KEEP_UNUSED,
+    }
+}
+
+/// The suite's cache, as options of the host binary.
+pub fn plugin_cache_args() -> [String; 4] {
+    [
+        "--plugin-cache-dir".into(),
+        plugin_cache_dir().display().to_string(),
+        "--plugin-cache-key".into(),
+        plugin_cache_key().display().to_string(),
+    ]
 }
 
 /// The evil plugin with its version patched to `version` (at most 325 bytes; the rest of the
@@ -291,8 +314,7 @@ pub fn args(bootstrap: &str, plugins: &[PathBuf], extra: &[&str]) -> Vec<String>
                 .to_string(),
         );
     }
-    a.push("--plugin-cache-dir".into());
-    a.push(plugin_cache_dir().display().to_string());
+    a.extend(plugin_cache_args());
     a.extend([
         "--tiering.poll.table.interval".to_string(),
         "1s".into(),

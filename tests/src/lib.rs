@@ -2,6 +2,7 @@
 //! data and the independent lake readers.
 
 pub mod all_types;
+pub mod bombs;
 pub mod cluster;
 pub mod component;
 pub mod crash;

@@ -20,6 +20,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::coordinator::client::PlainCredentials;
 use crate::error::{Error, ErrorKind, Result};
+use crate::plugin::cache::{CacheSettings, DEFAULT_KEEP_UNUSED};
 use crate::plugin::source::{PluginArgs, PluginSource};
 use crate::tiering::routing::RouteRule;
 
@@ -159,9 +160,17 @@ pub struct Cli {
     )]
     pub max_concurrent_splits: usize,
 
-    /// Directory for compiled plugins (default: $XDG_CACHE_HOME or ~/.cache, /fluss-lake-host).
+    /// Directory for compiled plugins (default: $XDG_CACHE_HOME or ~/.cache, /fluss-lake-host;
+    /// no cache when neither is set). It must be the host user's alone (mode 0700): it holds
+    /// native code.
     #[arg(long = "plugin-cache-dir", value_name = "DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
+
+    /// The key that authenticates compiled plugins in the cache, created when missing
+    /// (default: plugin-cache.key in the state directory). Hosts sharing a cache directory
+    /// share its entries only if they share the key.
+    #[arg(long = "plugin-cache-key", value_name = "FILE")]
+    pub plugin_cache_key: Option<PathBuf>,
 
     /// Do not cache compiled plugins on disk.
     #[arg(long = "no-plugin-cache")]
@@ -171,6 +180,16 @@ pub struct Cli {
     /// profiling; adds a little work when plugins are compiled).
     #[arg(long = "plugin-perf-map")]
     pub plugin_perf_map: bool,
+
+    /// Longest time compiling one plugin may take; a plugin that takes longer is refused
+    /// (compilation runs in a child process, off the host's runtime).
+    #[arg(long = "plugin-compile-timeout", value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub plugin_compile_timeout: Duration,
+
+    /// Address space of the process that compiles a plugin; a plugin that needs more is
+    /// refused.
+    #[arg(long = "plugin-compile-memory-limit", value_name = "SIZE", default_value = "4gb", value_parser = parse_size)]
+    pub plugin_compile_memory_limit: usize,
 
     /// Linear-memory limit of one plugin instance (e.g. 512mb, 2gb).
     #[arg(long = "plugin-memory-limit", value_name = "SIZE", default_value = "2gb", value_parser = parse_size)]
@@ -235,6 +254,10 @@ pub struct HostConfig {
     pub bootstrap_servers: String,
     /// `--plugin` and `--plugin-dir`, in command-line order (files first).
     pub plugins: Vec<PluginSource>,
+    /// `--plugin-max-file-size`.
+    pub plugin_max_file_size: u64,
+    pub plugin_compile_timeout: Duration,
+    pub plugin_compile_memory_limit: u64,
     /// Load the plugins built into the binary (`--no-builtin-plugins` turns them off).
     pub builtin_plugins: bool,
     pub metrics_address: Option<SocketAddr>,
@@ -258,7 +281,7 @@ pub struct HostConfig {
     pub heartbeat_max_failures: u32,
     pub max_concurrent_tables: usize,
     pub max_concurrent_splits: usize,
-    pub plugin_cache_dir: Option<PathBuf>,
+    pub plugin_cache: Option<CacheSettings>,
     pub plugin_perf_map: bool,
     pub plugin_memory_limit: usize,
     pub rpc_timeout: Duration,
@@ -337,6 +360,15 @@ impl HostConfig {
                 config_file.as_deref(),
             )
         });
+        let state_dir = match cli.state_dir.clone().or_else(default_state_dir) {
+            Some(dir) => dir,
+            None => {
+                return Err(raw(
+                    "no --state-dir given, and neither XDG_STATE_HOME nor HOME is set to find one"
+                        .into(),
+                ));
+            }
+        };
         let mut config = HostConfig {
             builtin_plugins,
             metrics_address: cli.metrics_address,
@@ -346,6 +378,9 @@ impl HostConfig {
             print_config,
             bootstrap_servers: cli.bootstrap_servers,
             plugins: cli.plugin_args.sources(),
+            plugin_max_file_size: cli.plugin_args.max_file_size as u64,
+            plugin_compile_timeout: cli.plugin_compile_timeout,
+            plugin_compile_memory_limit: cli.plugin_compile_memory_limit as u64,
             routes: cli.routes,
             plugin_watch_interval: cli.plugin_watch_interval,
             plugin_call_timeout: cli.plugin_call_timeout,
@@ -361,15 +396,20 @@ impl HostConfig {
             heartbeat_max_failures: cli.heartbeat_max_failures,
             max_concurrent_tables: cli.max_concurrent_tables.max(1),
             max_concurrent_splits: cli.max_concurrent_splits.max(1),
-            plugin_cache_dir: if cli.no_plugin_cache {
-                None
-            } else {
-                Some(cli.plugin_cache_dir.unwrap_or_else(default_cache_dir))
+            plugin_cache: match cli.plugin_cache_dir.or_else(default_cache_dir) {
+                Some(dir) if !cli.no_plugin_cache => Some(CacheSettings {
+                    dir,
+                    key_file: cli
+                        .plugin_cache_key
+                        .unwrap_or_else(|| state_dir.join("plugin-cache.key")),
+                    keep_unused: DEFAULT_KEEP_UNUSED,
+                }),
+                _ => None,
             },
             plugin_perf_map: cli.plugin_perf_map,
             plugin_memory_limit: cli.plugin_memory_limit,
             rpc_timeout: cli.rpc_timeout,
-            state_dir: cli.state_dir.unwrap_or_else(default_state_dir),
+            state_dir,
             shutdown_grace_period: cli.shutdown_grace_period,
             maintenance_idle_interval: cli.maintenance_idle_interval,
             fluss_options: BTreeMap::new(),
@@ -595,20 +635,21 @@ fn default_concurrency() -> usize {
         .max(2)
 }
 
-fn default_state_dir() -> PathBuf {
+/// `$XDG_STATE_HOME` or `~/.local/state`, `/fluss-lake-host`; never a shared temporary
+/// directory (the state directory holds the key of the compiled-plugin cache).
+pub fn default_state_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("fluss-lake-host")
+        .map(|base| base.join("fluss-lake-host"))
 }
 
-fn default_cache_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
+/// `$XDG_CACHE_HOME` or `~/.cache`, `/fluss-lake-host`; never a shared temporary directory.
+fn default_cache_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("fluss-lake-host")
+        .map(|base| base.join("fluss-lake-host"))
 }
 
 /// The options of a one-entry JAAS configuration, `<module> <flag> key="value" … ;`, read as

@@ -19,6 +19,9 @@ pub fn health() -> &'static Health {
 pub struct Health {
     plugins: AtomicUsize,
     stopping: AtomicBool,
+    /// What startup is doing (loading plugins, opening warehouses, connecting); `None` once
+    /// the host takes tables, or in a process that never started one (tests).
+    starting: Mutex<Option<&'static str>>,
     heartbeat: Mutex<HeartbeatState>,
 }
 
@@ -62,6 +65,11 @@ impl Health {
         let mut s = self.state();
         s.failures_in_a_row += 1;
         s.last_error = Some(error.chars().take(300).collect());
+    }
+
+    /// Startup is at `step` (`None`: done, the host takes tables).
+    pub fn starting(&self, step: Option<&'static str>) {
+        *self.starting.lock().unwrap_or_else(|p| p.into_inner()) = step;
     }
 
     /// The host got SIGTERM: it finishes its rounds but takes no new work.
@@ -118,14 +126,18 @@ impl Health {
                 detail: format!("{plugins} loaded"),
             },
             coordinator,
-            Check {
-                name: "running",
-                ok: !self.stopping.load(Ordering::Relaxed),
-                detail: if self.stopping.load(Ordering::Relaxed) {
-                    "shutting down".to_string()
-                } else {
-                    "taking tables".to_string()
-                },
+            {
+                let starting = *self.starting.lock().unwrap_or_else(|p| p.into_inner());
+                let stopping = self.stopping.load(Ordering::Relaxed);
+                Check {
+                    name: "running",
+                    ok: !stopping && starting.is_none(),
+                    detail: match (stopping, starting) {
+                        (true, _) => "shutting down".to_string(),
+                        (false, Some(step)) => format!("starting: {step}"),
+                        (false, None) => "taking tables".to_string(),
+                    },
+                }
             },
         ]
     }
@@ -160,7 +172,12 @@ mod tests {
         assert!(h.is_ready());
         std::thread::sleep(Duration::from_millis(250));
         assert!(!h.is_ready(), "a stuck heartbeat makes the host unready");
+        h.starting(Some("loading plugins"));
+        assert!(!h.is_ready());
+        assert_eq!(h.checks()[2].detail, "starting: loading plugins");
+        h.starting(None);
         h.heartbeat_ok();
+        assert!(h.is_ready());
         h.stopping();
         assert!(!h.is_ready());
     }

@@ -1,17 +1,19 @@
 //! The wasmtime engine and the on-disk cache of compiled components.
 //!
 //! Compiling a component with Cranelift takes over a second; loading a precompiled one takes
-//! under a millisecond. Compiled code is cached by the SHA-256 of the `.wasm` file and the
-//! engine's compatibility hash (wasmtime version and settings), so a changed plugin or a
-//! new host version never loads stale code.
+//! under a millisecond. Compiled code is cached ([`super::cache`], authenticated) by the
+//! SHA-256 of the `.wasm` file and the engine's compatibility hash (wasmtime version and
+//! settings), so a changed plugin or a new host version never loads stale code.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
-use super::sandbox::LogRate;
+use super::cache::{CacheSettings, PluginCache};
+use super::compile::{self, CompileLimits, Compiler, Structure};
+use super::sandbox::{LogRate, shown};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Most objects one listing returns: far more than any table's metadata directory holds
@@ -19,11 +21,29 @@ use crate::error::{Error, ErrorKind, Result};
 /// costs the host at most some tens of MiB.
 pub const DEFAULT_MAX_LIST_ENTRIES: usize = 100_000;
 
+/// Largest plugin file the host reads by default (`--plugin-max-file-size`): the standard
+/// plugins are under 8 MiB.
+pub const DEFAULT_MAX_PLUGIN_FILE_BYTES: u64 = 128 << 20;
+
+/// Why the first bytes of a file are not a WebAssembly component; `None` when they are.
+/// Checked before anything else is read or compiled.
+pub fn header_problem(head: &[u8]) -> Option<&'static str> {
+    if !head.starts_with(b"\0asm") {
+        return Some("not a WebAssembly file");
+    }
+    // Components have layer 1 in the header (bytes 6..8); core modules have layer 0.
+    if head.len() < 8 || head[6..8] != [1, 0] {
+        return Some("a core WebAssembly module, not a component; build it for wasm32-wasip2");
+    }
+    None
+}
+
 /// Settings shared by every plugin instance.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
-    /// Where compiled components are cached; `None` disables the cache.
-    pub cache_dir: Option<PathBuf>,
+    /// Where compiled components are cached, and the key that authenticates them; `None`
+    /// disables the cache.
+    pub cache: Option<CacheSettings>,
     /// Whether to write a perf map (`/tmp/perf-<pid>.map`) naming compiled plugin code.
     pub perf_map: bool,
     /// Linear-memory ceiling of one plugin instance, in bytes.
@@ -37,18 +57,26 @@ pub struct EngineSettings {
     pub log_rate: LogRate,
     /// Most entries one `list-objects` call may return.
     pub max_list_entries: usize,
+    /// Largest plugin file read; a larger one is refused before it is read.
+    pub max_file_bytes: u64,
+    /// Where plugins are compiled, and the bounds of a compilation.
+    pub compiler: Compiler,
+    pub compile_limits: CompileLimits,
 }
 
 impl Default for EngineSettings {
     fn default() -> Self {
         Self {
-            cache_dir: None,
+            cache: None,
             perf_map: false,
             instance_memory_limit: 2 << 30,
             call_timeout: Duration::from_secs(600),
             max_result_bytes: 64 << 20,
             log_rate: LogRate::default(),
             max_list_entries: DEFAULT_MAX_LIST_ENTRIES,
+            max_file_bytes: DEFAULT_MAX_PLUGIN_FILE_BYTES,
+            compiler: Compiler::default(),
+            compile_limits: CompileLimits::default(),
         }
     }
 }
@@ -61,24 +89,45 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 pub struct PluginEngine {
     engine: Engine,
     settings: EngineSettings,
+    cache: Option<PluginCache>,
+    /// The engine's compatibility (wasmtime version and settings), in every cache entry's name
+    /// so a new host version never loads code compiled for another.
+    engine_tag: String,
 }
 
 impl PluginEngine {
     pub fn new(settings: EngineSettings) -> Result<Self> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        if settings.perf_map {
-            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
-        }
-        let engine = Engine::new(&config).map_err(|e| {
+        let engine = new_engine(settings.perf_map).map_err(|e| {
             Error::new(
                 ErrorKind::Internal,
                 format!("cannot create the wasm engine: {e:#}"),
             )
         })?;
         spawn_epoch_ticker(&engine)?;
-        Ok(Self { engine, settings })
+        let cache = settings.cache.as_ref().map(PluginCache::open).transpose()?;
+        let engine_tag = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut h);
+            format!("{:016x}", std::hash::Hasher::finish(&h))
+        };
+        Ok(Self {
+            engine,
+            settings,
+            cache,
+            engine_tag,
+        })
+    }
+
+    /// Removes the cached code of plugins other than `in_use` (digests) once unused for a
+    /// while; see [`PluginCache::evict`].
+    pub fn evict_cache<'a>(&self, in_use: impl IntoIterator<Item = &'a str>) {
+        if let Some(cache) = &self.cache {
+            let keep = in_use
+                .into_iter()
+                .map(|digest| cache.name(digest, &self.engine_tag))
+                .collect();
+            cache.evict(&keep);
+        }
     }
 
     pub fn engine(&self) -> &Engine {
@@ -90,60 +139,96 @@ impl PluginEngine {
     }
 
     /// Loads a component from `bytes` (read from `origin`, SHA-256 `digest`), through the
-    /// cache when enabled.
-    pub fn load(&self, origin: &Path, bytes: &[u8], digest: &str) -> Result<Component> {
-        let load_err = |what: String| {
-            Error::new(
-                ErrorKind::PluginLoad,
-                format!("{}: {what}", origin.display()),
-            )
+    /// cache when enabled, after checking its structure against the compile limits and its
+    /// instances' host structures against the memory limit.
+    pub async fn load(&self, origin: &Path, bytes: &[u8], digest: &str) -> Result<Loaded> {
+        let load_err =
+            |what: String| Error::new(ErrorKind::PluginLoad, format!("{}: {what}", shown(origin)));
+        if let Some(problem) = header_problem(bytes) {
+            return Err(load_err(problem.into()));
+        }
+        // Malformed bytes count as nothing here: the compiler then says what is wrong.
+        let structure = Structure::of(bytes).unwrap_or_default();
+        if let Some(why) = structure.over(&self.settings.compile_limits.structure) {
+            return Err(load_err(why));
+        }
+        let instance_bytes = structure.instance_bytes();
+        if instance_bytes > self.settings.instance_memory_limit as u64 {
+            return Err(load_err(format!(
+                "each instance would take {instance_bytes} bytes of host structures ({} \
+                 globals, {} functions), over the instance memory limit of {} bytes; refused",
+                structure.globals, structure.functions, self.settings.instance_memory_limit
+            )));
+        }
+        let loaded = |component| Loaded {
+            component,
+            structure,
         };
-        if !bytes.starts_with(b"\0asm") {
-            return Err(load_err("not a WebAssembly file".into()));
-        }
-        // Components have layer 1 in the header (bytes 6..8); core modules have layer 0.
-        if bytes.len() < 8 || bytes[6..8] != [1, 0] {
-            return Err(load_err(
-                "a core WebAssembly module, not a component; build it for wasm32-wasip2".into(),
-            ));
-        }
-        let cached = self.settings.cache_dir.as_ref().map(|dir| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(&self.engine.precompile_compatibility_hash(), &mut h);
-            let engine_tag = std::hash::Hasher::finish(&h);
-            dir.join(format!("{digest}-{engine_tag:016x}.cwasm"))
-        });
-        if let Some(path) = &cached
-            && path.exists()
+        let cached = self
+            .cache
+            .as_ref()
+            .map(|cache| (cache, cache.name(digest, &self.engine_tag)));
+        if let Some((cache, name)) = &cached
+            && let Some(artifact) = cache.get(name, self.settings.compile_limits.max_artifact_bytes)
         {
-            // SAFETY: the file was written by `precompile_component` of an engine with the same
-            // compatibility hash (it is in the name) into the host's own cache directory.
-            match unsafe { Component::deserialize_file(&self.engine, path) } {
+            // SAFETY: these bytes, read into memory, carry the tag of this host's cache key
+            // over their name, which holds the engine's compatibility hash: they are what
+            // `precompile_component` of an engine like this one wrote (PluginCache::get).
+            match unsafe { Component::deserialize(&self.engine, &artifact) } {
                 Ok(component) => {
-                    tracing::debug!(plugin = %origin.display(), cache = %path.display(), "loaded compiled plugin from cache");
-                    return Ok(component);
+                    tracing::debug!(plugin = %shown(origin), cache = %name, "loaded compiled plugin from cache");
+                    return Ok(loaded(component));
                 }
                 Err(e) => {
-                    tracing::warn!(cache = %path.display(), "ignoring unusable cached plugin: {e:#}");
+                    tracing::warn!(cache = %name, "ignoring unusable cached plugin: {e:#}");
                 }
             }
         }
+        tracing::info!(plugin = %shown(origin), bytes = bytes.len(), "compiling plugin");
         let started = std::time::Instant::now();
-        let compiled = self
-            .engine
-            .precompile_component(bytes)
-            .map_err(|e| load_err(format!("not a valid component: {e:#}")))?;
-        tracing::info!(plugin = %origin.display(), elapsed_ms = started.elapsed().as_millis() as u64, "compiled plugin");
-        if let Some(path) = &cached
-            && let Err(e) = write_atomically(path, &compiled)
+        let compiled = compile::compile(
+            &self.engine,
+            self.settings.perf_map,
+            &self.settings.compiler,
+            &self.settings.compile_limits,
+            bytes,
+        )
+        .await
+        .map_err(|e| match e.kind() {
+            ErrorKind::PluginLoad => load_err(e.message().to_string()),
+            _ => e,
+        })?;
+        tracing::info!(plugin = %shown(origin), elapsed_ms = started.elapsed().as_millis() as u64, "compiled plugin");
+        if let Some((cache, name)) = &cached
+            && let Err(e) = cache.put(name, &compiled)
         {
-            tracing::warn!(cache = %path.display(), "cannot cache compiled plugin: {e}");
+            tracing::warn!(cache = %shown(&cache.dir().join(name)), "cannot cache compiled plugin: {e}");
         }
-        // SAFETY: `compiled` was just produced by this engine's `precompile_component`.
+        // SAFETY: `compiled` was just produced by `precompile_component` of this engine, or of
+        // an engine with the same settings in the compile child, through a pipe only the two
+        // processes hold.
         let component = unsafe { Component::deserialize(&self.engine, &compiled) }
             .map_err(|e| load_err(format!("cannot load compiled component: {e:#}")))?;
-        Ok(component)
+        Ok(loaded(component))
     }
+}
+
+/// A compiled component and what its file holds.
+pub struct Loaded {
+    pub component: Component,
+    pub structure: Structure,
+}
+
+/// The wasmtime engine plugins run on. The compile child ([`super::compile`]) builds its own
+/// from the same settings, so that what it compiles loads here.
+pub fn new_engine(perf_map: bool) -> wasmtime::Result<Engine> {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    if perf_map {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
+    Engine::new(&config)
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] for as long as the engine lives.
@@ -165,17 +250,4 @@ fn spawn_epoch_ticker(engine: &Engine) -> Result<()> {
                 format!("cannot start the wasm epoch thread: {e}"),
             )
         })
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    // Unique per process and per call: two engines of one process (or two threads) may
-    // cache the same plugin at once.
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(tmp, path)
 }

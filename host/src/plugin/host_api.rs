@@ -16,7 +16,8 @@ use super::bindings::fluss::lake::{clock, logging, storage, types};
 use super::engine::EngineSettings;
 use super::maintenance_bindings::fluss::lake::maintenance_status;
 use super::sandbox::{
-    LogAdmission, LogRateLimit, MAX_HANDLES, MAX_OPEN_UPLOADS, SandboxLimits, truncate_message,
+    LogAdmission, LogRateLimit, MAX_HANDLES, MAX_OPEN_UPLOADS, SandboxLimits, StderrTail,
+    truncate_message,
 };
 use super::storage::{ObjectInfo, ScopedStorage, StorageError, StorageErrorKind, Upload};
 
@@ -61,6 +62,8 @@ pub struct InstanceState {
     /// What the `maintenance.maintain` call in progress reported through `maintenance-status`;
     /// `None` outside such a call, where reports are ignored.
     pub(super) maintenance_status: Option<MaintenanceStatus>,
+    /// The end of what the plugin wrote to its WASI stderr, for the error of a trap.
+    pub(super) stderr: StderrTail,
 }
 
 /// What a maintenance call reported through the `maintenance-status` import (contract 0.3.2):
@@ -73,12 +76,14 @@ pub struct MaintenanceStatus {
 
 impl InstanceState {
     pub fn new(settings: &EngineSettings, log_context: String) -> Self {
+        let stderr = StderrTail::default();
         let wasi = WasiCtx::builder()
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .wall_clock(FrozenClock)
             .monotonic_clock(FrozenClock)
+            .stderr(stderr.clone())
             .build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
@@ -93,6 +98,7 @@ impl InstanceState {
             max_list_entries: settings.max_list_entries,
             open_uploads: 0,
             maintenance_status: None,
+            stderr,
         }
     }
 

@@ -5,13 +5,15 @@
 //! the sandbox limits, ask `info`) and prints who it says it is and how long a fresh instance
 //! takes. Exits non-zero when the file would be refused.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
 
+use super::cache::CacheArgs;
+use super::compile::{CompileLimits, Compiler, Structure};
 use super::engine::{EngineSettings, PluginEngine};
 use super::registry::Plugin;
+use super::sandbox::shown;
 use super::source::{self, PluginFile};
 use super::{CONTRACT_VERSION, PluginInstance};
 use crate::config::parse_size;
@@ -31,9 +33,20 @@ pub struct InspectCli {
     #[arg(long = "plugin-memory-limit", value_name = "SIZE", default_value = "2gb", value_parser = parse_size)]
     pub plugin_memory_limit: usize,
 
-    /// Directory for compiled plugins (as the host's `--plugin-cache-dir`); default: none.
-    #[arg(long = "plugin-cache-dir", value_name = "DIR")]
-    pub plugin_cache_dir: Option<PathBuf>,
+    /// Longest time compiling the plugin may take (as the host's `--plugin-compile-timeout`).
+    #[arg(long = "plugin-compile-timeout", value_name = "DURATION", default_value = "120s", value_parser = crate::config::parse_duration)]
+    pub plugin_compile_timeout: std::time::Duration,
+
+    /// Address space of the compile process (as the host's `--plugin-compile-memory-limit`).
+    #[arg(long = "plugin-compile-memory-limit", value_name = "SIZE", default_value = "4gb", value_parser = parse_size)]
+    pub plugin_compile_memory_limit: usize,
+
+    /// Largest plugin file read (as the host's `--plugin-max-file-size`).
+    #[arg(long = "plugin-max-file-size", value_name = "SIZE", default_value = "128mb", value_parser = parse_size)]
+    pub plugin_max_file_size: usize,
+
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 /// Writes the report to `out`; returns whether the plugin loads.
@@ -42,23 +55,34 @@ pub async fn inspect(cli: &InspectCli, out: &mut impl std::io::Write) -> Result<
     let w = |out: &mut dyn std::io::Write, k: &str, v: String| {
         let _ = writeln!(out, "{:<18}{v}", format!("{k}:"));
     };
-    w(out, "path", path.display().to_string());
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            w(out, "size", format!("{} bytes", bytes.len()));
-            w(out, "sha256", source::digest(&bytes));
-        }
-        Err(e) => {
-            w(out, "loads", format!("no: cannot read: {e}"));
-            return Ok(false);
-        }
-    }
+    w(out, "path", shown(path));
     let engine = Arc::new(PluginEngine::new(EngineSettings {
-        cache_dir: cli.plugin_cache_dir.clone(),
+        cache: cli.cache.settings()?,
         instance_memory_limit: cli.plugin_memory_limit,
+        max_file_bytes: cli.plugin_max_file_size as u64,
+        compiler: Compiler::this_binary()?,
+        compile_limits: CompileLimits {
+            timeout: cli.plugin_compile_timeout,
+            memory_bytes: cli.plugin_compile_memory_limit as u64,
+            ..CompileLimits::default()
+        },
         ..EngineSettings::default()
     })?);
-    let plugin = match Plugin::load_file(engine, &cli.plugin).await {
+    // Read once, as the host reads it (bounded, header first), and loaded from those bytes.
+    let read =
+        match source::read_pinned_blocking(&cli.plugin, engine.settings().max_file_bytes).await {
+            Ok(read) => read,
+            Err(e) => {
+                w(out, "loads", format!("no: {e}"));
+                return Ok(false);
+            }
+        };
+    w(out, "size", format!("{} bytes", read.bytes.len()));
+    w(out, "sha256", read.digest.clone());
+    if let Some(structure) = Structure::of(&read.bytes) {
+        w(out, "structure", structure.describe());
+    }
+    let plugin = match Plugin::from_bytes(engine, path, &read.bytes, read.digest).await {
         Ok(p) => p,
         Err(e) => {
             w(out, "loads", format!("no: {e}"));

@@ -76,6 +76,20 @@ const BLOCKED_CALL_GRACE: Duration = Duration::from_secs(1);
 /// no work: a plugin that blocks there must not hold startup or a hot swap for long.
 pub const LOAD_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Bytes the host lifts out of an instance in one crossing (an import's arguments, a call's
+/// result) at most, as wasmtime's hostcall fuel counts them: what the largest legitimate
+/// payload needs (`--plugin-max-result-size`, and at least 64 MiB for a `put` of a whole
+/// object), plus room for the rest of the call's values. Beyond it the lift traps before the
+/// host allocates anything.
+fn call_fuel(max_result_bytes: usize) -> usize {
+    max_result_bytes.max(64 << 20) + (1 << 20)
+}
+
+/// The fuel of `info`: its strings are cut to [`MAX_INFO_FIELD_BYTES`] each, so a plugin
+/// never needs more than a few KiB to say who it is; a huge or aliased string traps instead
+/// of costing the host its size.
+const INFO_FUEL: usize = 64 << 10;
+
 pub type Config = Vec<(String, String)>;
 
 /// Snapshots one `maintenance.maintain` call may report committing: compaction commits once
@@ -116,9 +130,12 @@ pub struct CommitterHandle(ResourceAny);
 impl PluginInstance {
     pub async fn new(plugin: &Plugin, log_context: String) -> Result<Self> {
         let settings = plugin.engine_settings();
-        let mut store = Store::new(plugin.engine(), InstanceState::new(settings, log_context));
+        let mut state = InstanceState::new(settings, log_context);
+        state.limits.count_fixed(plugin.instance_bytes());
+        let mut store = Store::new(plugin.engine(), state);
         store.limiter(|s| &mut s.limits);
         store.set_max_component_handles(sandbox::MAX_HANDLES);
+        store.set_hostcall_fuel(call_fuel(settings.max_result_bytes));
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| sandbox::on_epoch(ctx.data().deadline));
         let timeout = settings.call_timeout.min(LOAD_CALL_TIMEOUT);
@@ -137,10 +154,28 @@ impl PluginInstance {
         .await;
         let (bindings, maintenance) = match instantiated {
             Ok(Ok(b)) => b,
+            // A trap in a start function (a deadline, a limit, a panic): one line, as in a call.
+            Ok(Err(e))
+                if e.downcast_ref::<wasmtime::Trap>().is_some()
+                    || e.downcast_ref::<DeadlineExceeded>().is_some()
+                    || store.data().limits.memory_exceeded.is_some() =>
+            {
+                return Err(describe_trap(
+                    name,
+                    "instantiation",
+                    timeout,
+                    store.hostcall_fuel(),
+                    store.data(),
+                    e,
+                ));
+            }
             Ok(Err(e)) => {
                 return Err(Error::new(
                     ErrorKind::Plugin,
-                    format!("cannot instantiate plugin {name}: {e:#}"),
+                    format!(
+                        "cannot instantiate plugin {name}: {}",
+                        sandbox::plugin_text(&format!("{e:#}"), sandbox::MAX_MESSAGE_CHARS)
+                    ),
                 ));
             }
             Err(_) => {
@@ -260,52 +295,13 @@ impl PluginInstance {
 
     /// Names the limit a trap came from, if any.
     fn trap(&self, call: &str, e: wasmtime::Error) -> Error {
-        let name = &self.plugin_name;
-        if e.downcast_ref::<DeadlineExceeded>().is_some() {
-            return Error::new(
-                ErrorKind::PluginLimit,
-                format!(
-                    "plugin {name} ran past its {:?} call deadline in {call} and was interrupted",
-                    self.call_timeout
-                ),
-            );
-        }
-        // WASI's resource table says so by type, the component's handle tables in words.
-        let handles_full = e
-            .downcast_ref::<wasmtime::component::ResourceTableError>()
-            .is_some_and(|t| matches!(t, wasmtime::component::ResourceTableError::Full))
-            || e.chain()
-                .any(|c| c.to_string().contains("store handle limit exceeded"));
-        if handles_full {
-            return Error::new(
-                ErrorKind::PluginLimit,
-                format!(
-                    "plugin {name} exceeded its limit of {} resource handles in {call}",
-                    sandbox::MAX_HANDLES
-                ),
-            );
-        }
-        if let Some(requested) = self.store.data().limits.memory_exceeded {
-            return Error::new(
-                ErrorKind::PluginLimit,
-                format!(
-                    "plugin {name} exceeded its memory limit of {} bytes in {call} (asked for {requested})",
-                    self.store.data().limits.memory_limit()
-                ),
-            );
-        }
-        // One line for the operator; the wasm backtrace goes to the debug log.
-        tracing::debug!(plugin = %name, call, "plugin trap: {e:?}");
-        let what = match e.downcast_ref::<wasmtime::Trap>() {
-            Some(wasmtime::Trap::UnreachableCodeReached) => {
-                "wasm `unreachable` executed (a panic or abort in the plugin)".to_string()
-            }
-            Some(trap) => trap.to_string(),
-            None => e.root_cause().to_string(),
-        };
-        Error::new(
-            ErrorKind::Plugin,
-            format!("plugin {name} trapped in {call}: {what}"),
+        describe_trap(
+            &self.plugin_name,
+            call,
+            self.call_timeout,
+            self.store.hostcall_fuel(),
+            self.store.data(),
+            e,
         )
     }
 
@@ -326,12 +322,16 @@ impl PluginInstance {
     }
 
     pub async fn info(&mut self) -> Result<PluginInfo> {
-        let mut info = guest_call!(
+        let fuel = self.store.hostcall_fuel();
+        self.store.set_hostcall_fuel(INFO_FUEL);
+        let info = guest_call!(
             self,
             "info",
             self.call_timeout.min(LOAD_CALL_TIMEOUT),
             |b, s| b.fluss_lake_plugin().call_info(s)
-        )?;
+        );
+        self.store.set_hostcall_fuel(fuel);
+        let mut info = info?;
         for field in [
             &mut info.format,
             &mut info.plugin_version,
@@ -540,4 +540,99 @@ impl Drop for PluginInstance {
             m.memory(self.memory_bytes());
         }
     }
+}
+
+/// One line saying how a call (or the instantiation) of plugin `name` ended in a trap: the
+/// limit it hit, if any, else the trap, followed by the end of what the plugin wrote to its
+/// stderr (a panic's message). The wasm backtrace goes to the debug log only.
+fn describe_trap(
+    name: &str,
+    call: &str,
+    call_timeout: Duration,
+    hostcall_fuel: usize,
+    state: &InstanceState,
+    e: wasmtime::Error,
+) -> Error {
+    let error = describe_trap_alone(name, call, call_timeout, hostcall_fuel, state, e);
+    match state.stderr.tail() {
+        Some(tail) => Error::new(
+            error.kind(),
+            format!("{}; its stderr ended with: {tail}", error.message()),
+        ),
+        None => error,
+    }
+}
+
+fn describe_trap_alone(
+    name: &str,
+    call: &str,
+    call_timeout: Duration,
+    hostcall_fuel: usize,
+    state: &InstanceState,
+    e: wasmtime::Error,
+) -> Error {
+    if e.downcast_ref::<DeadlineExceeded>().is_some() {
+        return Error::new(
+            ErrorKind::PluginLimit,
+            format!(
+                "plugin {name} ran past its {:?} call deadline in {call} and was interrupted",
+                call_timeout
+            ),
+        );
+    }
+    // WASI's resource table says so by type, the component's handle tables in words.
+    let handles_full = e
+        .downcast_ref::<wasmtime::component::ResourceTableError>()
+        .is_some_and(|t| matches!(t, wasmtime::component::ResourceTableError::Full))
+        || e.chain()
+            .any(|c| c.to_string().contains("store handle limit exceeded"));
+    if handles_full {
+        return Error::new(
+            ErrorKind::PluginLimit,
+            format!(
+                "plugin {name} exceeded its limit of {} resource handles in {call}",
+                sandbox::MAX_HANDLES
+            ),
+        );
+    }
+    // wasmtime's words for hostcall fuel running out: a lift over what one call may carry.
+    if e.chain().any(|c| {
+        c.to_string()
+            .contains("fuel allocated for hostcalls has been exhausted")
+    }) {
+        return Error::new(
+            ErrorKind::PluginLimit,
+            format!(
+                "plugin {name} handed the host more than the {hostcall_fuel} bytes one call may \
+                 carry in {call}{}; refused before it was copied",
+                if call == "info" {
+                    " (what says who a plugin is)"
+                } else {
+                    " (--plugin-max-result-size)"
+                }
+            ),
+        );
+    }
+    if let Some(requested) = state.limits.memory_exceeded {
+        return Error::new(
+            ErrorKind::PluginLimit,
+            format!(
+                "plugin {name} exceeded its memory limit of {} bytes in {call} (asked for {requested})",
+                state.limits.memory_limit()
+            ),
+        );
+    }
+    // One line for the operator; the wasm backtrace goes to the debug log.
+    tracing::debug!(plugin = %name, call, "plugin trap: {e:?}");
+    let what = match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::UnreachableCodeReached) => {
+            "wasm `unreachable` executed (a panic or abort in the plugin)".to_string()
+        }
+        Some(trap) => trap.to_string(),
+        None => e.root_cause().to_string(),
+    };
+    Error::new(
+        ErrorKind::Plugin,
+        format!("plugin {name} trapped in {call}: {what}"),
+    )
 }

@@ -5,11 +5,12 @@
 //! command the same way) and prints one line per plugin, built-in plugins a file replaces
 //! included and marked as such.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
 
+use super::cache::CacheArgs;
+use super::compile::Compiler;
 use super::engine::{EngineSettings, PluginEngine};
 use super::registry::PluginRegistry;
 use super::source::{self, PluginArgs};
@@ -26,17 +27,19 @@ pub struct ListCli {
     #[command(flatten)]
     pub plugins: PluginArgs,
 
-    /// Directory for compiled plugins (as the host's `--plugin-cache-dir`); default: none.
-    #[arg(long = "plugin-cache-dir", value_name = "DIR")]
-    pub plugin_cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 /// Writes the list to `out`.
 pub async fn list(cli: &ListCli, out: &mut impl std::io::Write) -> Result<()> {
-    let engine = Arc::new(PluginEngine::new(EngineSettings {
-        cache_dir: cli.plugin_cache_dir.clone(),
-        ..EngineSettings::default()
-    })?);
+    let engine = Arc::new(PluginEngine::new(cli.plugins.engine_settings(
+        EngineSettings {
+            cache: cli.cache.settings()?,
+            compiler: Compiler::this_binary()?,
+            ..EngineSettings::default()
+        },
+    ))?);
     let sources = cli.plugins.sources();
     let files = PluginRegistry::load(engine.clone(), &source::expand(&sources)?).await?;
     let builtins = if cli.plugins.no_builtin_plugins {
@@ -53,7 +56,7 @@ pub async fn list(cli: &ListCli, out: &mut impl std::io::Write) -> Result<()> {
     for p in files.plugins() {
         rows.push((
             p.format().to_string(),
-            row(p, "file", &p.path().display().to_string()),
+            row(p, "file", &super::sandbox::shown(p.path())),
         ));
     }
     for b in &builtins {

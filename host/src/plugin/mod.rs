@@ -1,6 +1,8 @@
 //! The plugin runtime: WebAssembly components that implement the `fluss:lake` contract.
 //!
 //! - [`engine`] owns the wasmtime engine and the on-disk cache of compiled components.
+//! - [`compile`] compiles a plugin as an untrusted workload: structure checked, then in a
+//!   child process under memory, CPU and wall bounds.
 //! - [`builtin`] holds the standard plugins embedded in the binary (`embedded-plugins`).
 //! - [`source`] names the plugin files: `--plugin PATH[#sha256=…]` and `--plugin-dir DIR`.
 //! - [`registry`] loads plugin files and answers "which plugin writes format X".
@@ -14,6 +16,8 @@
 //! - [`inspect`] is `fluss-lake-host plugins inspect PATH`, [`list`] is `plugins list`.
 
 pub mod builtin;
+pub mod cache;
+pub mod compile;
 pub mod engine;
 pub mod host_api;
 pub mod inspect;

@@ -13,7 +13,8 @@ use super::engine::{EngineSettings, PluginEngine};
 use super::host_api::InstanceState;
 use super::layout::TableLayout;
 use super::maintenance_bindings::{LakeMaintenance, LakeMaintenanceIndices};
-use super::source::{PluginFile, read_pinned};
+use super::sandbox::shown;
+use super::source::{PluginFile, read_pinned_blocking};
 use super::{CONTRACT_VERSION, PluginInstance};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -36,6 +37,11 @@ pub struct Plugin {
     instantiate_time: Duration,
     /// Embedded in the binary (see [`builtin`](super::builtin)) rather than read from a file.
     builtin: bool,
+    /// Its file's name, escaped: what errors call it until `info` says its format.
+    file_name: String,
+    /// Host memory each instance takes besides its linear memories (counted against the
+    /// instance's memory limit; `Structure::instance_bytes`).
+    instance_bytes: usize,
 }
 
 impl Plugin {
@@ -54,8 +60,8 @@ impl Plugin {
 
     /// Like [`load`](Self::load), refusing a file whose digest differs from its pin.
     pub async fn load_file(engine: Arc<PluginEngine>, file: &PluginFile) -> Result<Self> {
-        let (bytes, digest) = read_pinned(file)?;
-        Self::from_bytes(engine, &file.path, &bytes, digest).await
+        let read = read_pinned_blocking(file, engine.settings().max_file_bytes).await?;
+        Self::from_bytes(engine, &file.path, &read.bytes, read.digest).await
     }
 
     /// Compiles (or fetches from the cache), links and identifies a plugin already read from
@@ -69,10 +75,11 @@ impl Plugin {
         let load_err = |what: String| {
             Error::new(
                 ErrorKind::PluginLoad,
-                format!("plugin {}: {what}", path.display()),
+                format!("plugin {}: {what}", shown(path)),
             )
         };
-        let component = engine.load(path, bytes, &digest)?;
+        let loaded = engine.load(path, bytes, &digest).await?;
+        let component = loaded.component;
         let mut linker: Linker<InstanceState> = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| load_err(format!("cannot link WASI: {e:#}")))?;
@@ -111,9 +118,11 @@ impl Plugin {
             size: bytes.len() as u64,
             instantiate_time: Duration::ZERO,
             builtin: false,
+            file_name: shown(Path::new(path.file_name().unwrap_or(path.as_os_str()))),
+            instance_bytes: loaded.structure.instance_bytes() as usize,
         };
         let started = Instant::now();
-        let mut instance = PluginInstance::new(&plugin, format!("{}", path.display()))
+        let mut instance = PluginInstance::new(&plugin, shown(path))
             .await
             .map_err(|e| load_err(e.message().to_string()))?;
         plugin.instantiate_time = started.elapsed();
@@ -168,8 +177,13 @@ impl Plugin {
         self.maintenance.is_some()
     }
 
+    /// The format it serves; while it loads (before `info` says), its file's name.
     pub fn name(&self) -> &str {
-        &self.format
+        if self.format.is_empty() {
+            &self.file_name
+        } else {
+            &self.format
+        }
     }
 
     pub fn format(&self) -> &str {
@@ -195,6 +209,10 @@ impl Plugin {
 
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    pub fn instance_bytes(&self) -> usize {
+        self.instance_bytes
     }
 
     pub fn size(&self) -> u64 {
@@ -238,7 +256,7 @@ pub(super) fn log_loaded(plugin: &Plugin) {
         contract = plugin.contract_version(),
         maintains_tables = plugin.maintains_tables(),
         origin = plugin.origin(),
-        path = %plugin.path().display(),
+        path = %shown(plugin.path()),
         sha256 = plugin.digest(),
         instantiate_us = plugin.instantiate_time().as_micros() as u64,
         "loaded plugin"
@@ -299,8 +317,8 @@ impl PluginRegistry {
                 ErrorKind::PluginLoad,
                 format!(
                     "plugins {} and {} both claim format '{}'",
-                    existing.path().display(),
-                    plugin.path().display(),
+                    shown(existing.path()),
+                    shown(plugin.path()),
                     plugin.format()
                 ),
             ));

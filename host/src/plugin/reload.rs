@@ -5,16 +5,20 @@
 //! they started with while the next rounds get the new one. A file whose new contents fail
 //! to load (corrupt, wrong contract, digest pin, a format another plugin serves) is refused
 //! and the version loaded before keeps serving. Reloads are triggered by SIGHUP and by a
-//! poll of the files' size and modification time.
+//! poll of the files' identities ([`source::Fingerprint`]: size, times, inode). A file whose
+//! identity has not moved since it was read is not read again, whether it was loaded or
+//! refused.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use super::engine::PluginEngine;
 use super::registry::{Plugin, PluginRegistry, log_loaded};
-use super::source::{self, PluginSource};
-use crate::error::Result;
+use super::sandbox::shown;
+use super::source::{self, FileIdentity, Fingerprint, PluginSource};
+use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::health::health;
 use crate::metrics::{PluginLabels, metrics};
 
@@ -25,10 +29,47 @@ pub struct PluginSet {
     builtins: Vec<Arc<Plugin>>,
     current: RwLock<Arc<PluginRegistry>>,
     /// Serializes reloads (SIGHUP and the poll may race).
-    reloading: tokio::sync::Mutex<Fingerprint>,
+    reloading: tokio::sync::Mutex<ReloadState>,
 }
 
-type Fingerprint = Vec<(PathBuf, u64, Option<SystemTime>)>;
+/// What reloads remember between them.
+struct ReloadState {
+    /// The sources as the last reload looked at them.
+    fingerprint: Fingerprint,
+    /// What each file held when it was last read, by path.
+    seen: HashMap<PathBuf, Seen>,
+    /// When unused compiled code was last looked for when nothing changed.
+    evicted_at: std::time::Instant,
+}
+
+impl Default for ReloadState {
+    fn default() -> Self {
+        Self {
+            fingerprint: Fingerprint::default(),
+            seen: HashMap::new(),
+            evicted_at: std::time::Instant::now(),
+        }
+    }
+}
+
+/// How often a poll that found nothing changed looks for unused compiled code.
+const EVICT_EVERY: Duration = Duration::from_secs(60);
+
+/// A file as it was last read: the digest of a version that loaded, or why it was refused.
+struct Seen {
+    identity: FileIdentity,
+    read_at: SystemTime,
+    outcome: std::result::Result<String, String>,
+}
+
+impl Seen {
+    /// Whether the file at `path` still holds what was read, as far as its identity tells.
+    fn holds(&self, path: &std::path::Path) -> bool {
+        std::fs::metadata(path).is_ok_and(|m| {
+            FileIdentity::of(&m) == self.identity && !self.identity.is_recent(self.read_at)
+        })
+    }
+}
 
 /// What one reload did, for logs and tests.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -49,23 +90,36 @@ impl PluginSet {
         sources: Vec<PluginSource>,
         builtins: Vec<Arc<Plugin>>,
     ) -> Result<Self> {
-        let fingerprint = source::fingerprint(&sources);
+        let fingerprint = Fingerprint::of(&sources);
         let files = source::expand(&sources)?;
         let mut registry = PluginRegistry::load(engine.clone(), &files).await?;
         for b in &builtins {
             if let Some(file) = registry.get(b.format()) {
-                tracing::info!(path = %file.path().display(), format = b.format(), "plugin file replaces the built-in plugin of its format");
+                tracing::info!(path = %shown(file.path()), format = b.format(), "plugin file replaces the built-in plugin of its format");
             }
         }
         registry.add_builtins(&builtins);
         publish(&registry);
-        Ok(Self {
+        let set = Self {
             engine,
             sources,
             builtins,
             current: RwLock::new(Arc::new(registry)),
-            reloading: tokio::sync::Mutex::new(fingerprint),
-        })
+            reloading: tokio::sync::Mutex::new(ReloadState {
+                fingerprint,
+                ..ReloadState::default()
+            }),
+        };
+        set.evict_unused_code();
+        Ok(set)
+    }
+
+    /// Removes from the compiled-plugin cache the code of plugins neither loaded nor built in
+    /// (once unused for a while: hosts sharing the cache keep theirs).
+    fn evict_unused_code(&self) {
+        let current = self.current();
+        let in_use = current.plugins().chain(self.builtins.iter());
+        self.engine.evict_cache(in_use.map(|p| p.digest()));
     }
 
     /// A single fixed registry (tests, `plugins inspect`).
@@ -75,7 +129,7 @@ impl PluginSet {
             sources: Vec::new(),
             builtins: Vec::new(),
             current: RwLock::new(Arc::new(registry)),
-            reloading: tokio::sync::Mutex::new(Vec::new()),
+            reloading: tokio::sync::Mutex::new(ReloadState::default()),
         }
     }
 
@@ -90,12 +144,17 @@ impl PluginSet {
     /// Re-reads the sources if their files changed since the last look (or always, when
     /// `force`), loads what changed and swaps the registry.
     pub async fn reload(&self, force: bool) -> ReloadReport {
-        let mut last = self.reloading.lock().await;
-        let fingerprint = source::fingerprint(&self.sources);
-        if !force && *last == fingerprint {
+        let mut state = self.reloading.lock().await;
+        let fingerprint = Fingerprint::of(&self.sources);
+        if !force && !state.fingerprint.differs(&fingerprint) {
+            // The code of a plugin swapped out a while ago goes once its keep time is over.
+            if state.evicted_at.elapsed() >= EVICT_EVERY {
+                state.evicted_at = std::time::Instant::now();
+                self.evict_unused_code();
+            }
             return ReloadReport::default();
         }
-        *last = fingerprint;
+        state.fingerprint = fingerprint;
         let old = self.current();
         let mut report = ReloadReport::default();
         let files = match source::expand(&self.sources) {
@@ -108,14 +167,17 @@ impl PluginSet {
         let mut next = PluginRegistry::default();
         for file in &files {
             let previous = old.by_path(&file.path);
-            let plugin = match self.load_if_changed(file, previous.as_ref()).await {
+            let plugin = match self
+                .load_if_changed(&mut state.seen, file, previous.as_ref())
+                .await
+            {
                 Ok(Some(new)) => {
                     report.loaded.push((file.path.clone(), new.describe()));
                     new
                 }
                 Ok(None) => previous.expect("unchanged means it was loaded"),
                 Err(e) => {
-                    tracing::error!(path = %file.path.display(), "refused the new version of a plugin, the previous one keeps serving: {e}");
+                    tracing::error!(path = %shown(&file.path), "refused the new version of a plugin, the previous one keeps serving: {e}");
                     report.refused.push((file.path.clone(), e.to_string()));
                     match previous {
                         Some(p) => p,
@@ -142,29 +204,80 @@ impl PluginSet {
                 } else {
                     "its format is no longer served"
                 };
-                tracing::warn!(path = %plugin.path().display(), format = plugin.format(), "plugin file removed; {now}");
+                tracing::warn!(path = %shown(plugin.path()), format = plugin.format(), "plugin file removed; {now}");
                 report.removed.push(plugin.path().to_path_buf());
             }
         }
         publish(&next);
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         for (path, what) in &report.loaded {
-            tracing::info!(path = %path.display(), plugin = %what, "plugin swapped in; rounds in flight finish on the previous version");
+            tracing::info!(path = %shown(path), plugin = %what, "plugin swapped in; rounds in flight finish on the previous version");
         }
+        self.evict_unused_code();
         report
     }
 
-    /// Loads `file` unless it still holds the version `previous` was loaded from.
+    /// Loads `file` unless it still holds the version `previous` was loaded from. A file
+    /// whose identity has not moved since it was last read is not read again: unchanged, or
+    /// refused again for the reason it was refused.
     async fn load_if_changed(
+        &self,
+        seen: &mut HashMap<PathBuf, Seen>,
+        file: &source::PluginFile,
+        previous: Option<&Arc<Plugin>>,
+    ) -> Result<Option<Arc<Plugin>>> {
+        if let Some(last) = seen.get(&file.path)
+            && last.holds(&file.path)
+        {
+            match &last.outcome {
+                Ok(digest) if previous.is_some_and(|p| p.digest() == digest) => return Ok(None),
+                Ok(_) => {}
+                Err(refused) => return Err(Error::new(ErrorKind::PluginLoad, refused.clone())),
+            }
+        }
+        let identity = std::fs::metadata(&file.path)
+            .ok()
+            .map(|m| FileIdentity::of(&m));
+        let read_at = SystemTime::now();
+        let loaded = self.load_file(file, previous).await;
+        // Remembered under the identity seen before the read: a write during it moves the
+        // identity, so the file is read again next time.
+        if let Some(identity) = identity {
+            let outcome = match &loaded {
+                Ok(Some(p)) => Ok(p.digest().to_string()),
+                Ok(None) => Ok(previous.map(|p| p.digest().to_string()).unwrap_or_default()),
+                Err(e) if e.kind() == ErrorKind::PluginLoad => Err(e.message().to_string()),
+                // Anything else (an instance that could not start for want of memory) is no
+                // verdict on the file: try it again next time.
+                Err(_) => {
+                    seen.remove(&file.path);
+                    return loaded;
+                }
+            };
+            seen.insert(
+                file.path.clone(),
+                Seen {
+                    identity,
+                    read_at,
+                    outcome,
+                },
+            );
+        }
+        loaded
+    }
+
+    async fn load_file(
         &self,
         file: &source::PluginFile,
         previous: Option<&Arc<Plugin>>,
     ) -> Result<Option<Arc<Plugin>>> {
-        let (bytes, digest) = source::read_pinned(file)?;
-        if previous.is_some_and(|p| p.digest() == digest) {
+        let read =
+            source::read_pinned_blocking(file, self.engine.settings().max_file_bytes).await?;
+        if previous.is_some_and(|p| p.digest() == read.digest) {
             return Ok(None);
         }
-        let plugin = Plugin::from_bytes(self.engine.clone(), &file.path, &bytes, digest).await?;
+        let plugin =
+            Plugin::from_bytes(self.engine.clone(), &file.path, &read.bytes, read.digest).await?;
         log_loaded(&plugin);
         Ok(Some(Arc::new(plugin)))
     }

@@ -47,6 +47,96 @@ pub const MAX_MESSAGE_CHARS: usize = 8 * 1024;
 /// Longest format name, plugin version or contract version kept from a plugin's `info`.
 pub const MAX_INFO_FIELD_BYTES: usize = 256;
 
+/// Bytes of a plugin's WASI stderr kept: the end of what it wrote (a Rust panic's message
+/// is well within it), shown in the error of a trap.
+pub const STDERR_TAIL_BYTES: usize = 2048;
+
+/// A plugin instance's WASI stderr: a ring of its last [`STDERR_TAIL_BYTES`] bytes. Writing
+/// never blocks, never fails and costs the host no more than the ring (a flood only spends
+/// the guest's own call time); nothing of it reaches the host's log unless the instance
+/// traps, when [`tail`](Self::tail) goes into the error.
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<Mutex<std::collections::VecDeque<u8>>>);
+
+impl StderrTail {
+    fn push(&self, bytes: &[u8]) {
+        let mut ring = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let keep = &bytes[bytes.len().saturating_sub(STDERR_TAIL_BYTES)..];
+        let overflow = (ring.len() + keep.len()).saturating_sub(STDERR_TAIL_BYTES);
+        let drop = overflow.min(ring.len());
+        ring.drain(..drop);
+        ring.extend(keep);
+    }
+
+    /// The last lines written, escaped like all plugin text; `None` when nothing was.
+    pub fn tail(&self) -> Option<String> {
+        let ring = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (a, b) = ring.as_slices();
+        let text = String::from_utf8_lossy(&[a, b].concat()).trim().to_string();
+        // Escaping grows a character to at most 10 bytes: the whole tail is kept.
+        (!text.is_empty()).then(|| plugin_text(&text, 10 * STDERR_TAIL_BYTES))
+    }
+}
+
+impl wasmtime_wasi::cli::IsTerminal for StderrTail {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdoutStream for StderrTail {
+    fn p2_stream(&self) -> Box<dyn wasmtime_wasi::p2::OutputStream> {
+        Box::new(self.clone())
+    }
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+/// Room offered to every write: any size is taken (and cut to the ring).
+const STDERR_PERMIT: usize = 64 * 1024;
+
+impl wasmtime_wasi::p2::OutputStream for StderrTail {
+    fn write(&mut self, bytes: bytes::Bytes) -> wasmtime_wasi::p2::StreamResult<()> {
+        self.push(&bytes);
+        Ok(())
+    }
+    fn flush(&mut self) -> wasmtime_wasi::p2::StreamResult<()> {
+        Ok(())
+    }
+    fn check_write(&mut self) -> wasmtime_wasi::p2::StreamResult<usize> {
+        Ok(STDERR_PERMIT)
+    }
+}
+
+#[async_trait::async_trait]
+impl wasmtime_wasi::p2::Pollable for StderrTail {
+    async fn ready(&mut self) {}
+}
+
+impl tokio::io::AsyncWrite for StderrTail {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.push(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 /// Resource limits of one instance, remembering which limit was hit so that the trap it
 /// causes can be reported as "exceeded its memory limit" rather than as a generic trap.
 pub struct SandboxLimits {
@@ -66,6 +156,12 @@ impl SandboxLimits {
             table_elements: 0,
             memory_exceeded: None,
         }
+    }
+
+    /// Counts `bytes` the instance holds outside its memories and tables (its globals and
+    /// function references in the host) against the limit, before it grows anything.
+    pub fn count_fixed(&mut self, bytes: usize) {
+        self.memory_total = self.memory_total.saturating_add(bytes);
     }
 
     pub fn memory_limit(&self) -> usize {
@@ -239,6 +335,16 @@ pub fn check_result_size(
     Ok(())
 }
 
+/// Longest path the host prints of a plugin file (its name, chosen by whoever can write a
+/// plugin directory, is as untrusted as plugin text).
+pub const MAX_SHOWN_PATH_BYTES: usize = 1024;
+
+/// A plugin file's path as the host logs it and puts it in errors: escaped and bounded as
+/// [`plugin_text`] is, so a file name cannot forge a line of the host's log.
+pub fn shown(path: &std::path::Path) -> String {
+    plugin_text(&path.to_string_lossy(), MAX_SHOWN_PATH_BYTES)
+}
+
 /// Makes text a plugin hands the host safe to keep and to print: at most `max_bytes` bytes,
 /// cut between characters (never inside one, which would panic), and with control
 /// characters (newlines, terminal escapes) written as escapes, so a plugin's text can neither
@@ -344,6 +450,24 @@ mod tests {
         let _b = claims.claim("/wh/db/ab", 2).unwrap();
         drop(a);
         let _now_free = claims.claim("/wh/db/a/sub", 3).unwrap();
+    }
+
+    #[test]
+    fn stderr_keeps_its_last_bytes_escaped() {
+        let tail = StderrTail::default();
+        assert_eq!(tail.tail(), None);
+        tail.push(&vec![b'x'; 10_000]);
+        tail.push(b"\npanicked at src/lib.rs:1:1:\nboom\n");
+        let text = tail.tail().unwrap();
+        assert!(
+            text.ends_with("panicked at src/lib.rs:1:1:\\nboom"),
+            "{text}"
+        );
+        assert!(
+            !text.contains('\n') && text.len() <= STDERR_TAIL_BYTES + 64,
+            "{text}"
+        );
+        assert_eq!(tail.0.lock().unwrap().len(), STDERR_TAIL_BYTES);
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+use super::engine::{EngineSettings, header_problem};
+use super::sandbox::shown;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One plugin file, optionally pinned to the SHA-256 of its contents.
@@ -59,6 +61,10 @@ pub struct PluginArgs {
     /// file serves.
     #[arg(long = "no-builtin-plugins")]
     pub no_builtin_plugins: bool,
+
+    /// Largest plugin file the host reads (e.g. 64mb); a larger one is refused unread.
+    #[arg(long = "plugin-max-file-size", value_name = "SIZE", default_value = "128mb", value_parser = crate::config::parse_size)]
+    pub max_file_size: usize,
 }
 
 impl PluginArgs {
@@ -70,6 +76,14 @@ impl PluginArgs {
             .map(PluginSource::File)
             .chain(self.plugin_dirs.iter().cloned().map(PluginSource::Dir))
             .collect()
+    }
+
+    /// The engine settings these arguments set, over `base`.
+    pub fn engine_settings(&self, base: EngineSettings) -> EngineSettings {
+        EngineSettings {
+            max_file_bytes: self.max_file_size as u64,
+            ..base
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -95,7 +109,7 @@ pub fn expand(sources: &[PluginSource]) -> Result<Vec<PluginFile>> {
                 let entries = std::fs::read_dir(dir).map_err(|e| {
                     Error::new(
                         ErrorKind::PluginLoad,
-                        format!("--plugin-dir {}: cannot read: {e}", dir.display()),
+                        format!("--plugin-dir {}: cannot read: {e}", shown(dir)),
                     )
                 })?;
                 let mut found: Vec<PathBuf> = entries
@@ -114,45 +128,178 @@ pub fn expand(sources: &[PluginSource]) -> Result<Vec<PluginFile>> {
     Ok(files)
 }
 
-/// What a change of the sources looks like without reading the files: every file's path,
-/// size and modification time. Cheap enough to poll every few seconds.
-pub fn fingerprint(sources: &[PluginSource]) -> Vec<(PathBuf, u64, Option<SystemTime>)> {
-    let files = expand(sources).unwrap_or_default();
-    files
-        .into_iter()
-        .map(|f| {
-            let meta = std::fs::metadata(&f.path).ok();
-            (
-                f.path,
-                meta.as_ref().map(|m| m.len()).unwrap_or(0),
-                meta.and_then(|m| m.modified().ok()),
-            )
-        })
-        .collect()
+/// Who a file is, as the file system says without reading it. Any write moves its change
+/// time (which no user can set back) and a replaced file gets another inode, so a file whose
+/// identity has not moved holds the bytes it held; except right after a change, within one
+/// tick of the file system's clock ([`is_recent`](Self::is_recent)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    len: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+    inode: u64,
+    device: u64,
 }
 
-/// Reads a plugin file and checks its pin; returns the bytes and their SHA-256, computed
-/// once for the pin, the reload comparison and the compiled-code cache.
-pub fn read_pinned(file: &PluginFile) -> Result<(Vec<u8>, String)> {
-    let bytes = std::fs::read(&file.path).map_err(|e| {
+/// How long after a change a file's identity is not trusted to move on the next change: far
+/// more than a file system timestamp tick (a jiffy, at most 10 ms).
+pub const RECENT: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl FileIdentity {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        Self {
+            len: meta.len(),
+            modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+            device: meta.dev(),
+        }
+    }
+
+    /// Whether the file changed within [`RECENT`] before `looked_at`: another write in the
+    /// same clock tick would leave its identity as it is, so it must be read again (as git
+    /// does with "racily clean" entries).
+    pub fn is_recent(&self, looked_at: SystemTime) -> bool {
+        let at = looked_at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        self.modified_ns.max(self.changed_ns) > at - RECENT.as_nanos() as i128
+    }
+}
+
+/// What the sources hold, without reading the files: every file's path and identity (`None`
+/// when it cannot be looked at), and when they were looked at. Cheap enough to poll every
+/// few seconds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Fingerprint {
+    files: Vec<(PathBuf, Option<FileIdentity>)>,
+    looked_at: Option<SystemTime>,
+}
+
+impl Fingerprint {
+    pub fn of(sources: &[PluginSource]) -> Self {
+        let looked_at = SystemTime::now();
+        let files = expand(sources)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|f| {
+                let identity = std::fs::metadata(&f.path)
+                    .ok()
+                    .map(|m| FileIdentity::of(&m));
+                (f.path, identity)
+            })
+            .collect();
+        Self {
+            files,
+            looked_at: Some(looked_at),
+        }
+    }
+
+    /// Whether `now` may name other contents than `self`: a file appeared, went or moved,
+    /// or one had changed too recently when `self` was taken to trust that it did not change
+    /// again.
+    pub fn differs(&self, now: &Fingerprint) -> bool {
+        let same_files = self.files.len() == now.files.len()
+            && self
+                .files
+                .iter()
+                .zip(&now.files)
+                .all(|((p, a), (q, b))| p == q && a == b);
+        let recent = self.looked_at.is_none_or(|at| {
+            self.files
+                .iter()
+                .any(|(_, id)| id.is_some_and(|id| id.is_recent(at)))
+        });
+        !same_files || recent
+    }
+}
+
+/// A plugin file read whole: its bytes, their SHA-256 (computed once for the pin, the reload
+/// comparison and the compiled-code cache) and the identity of the file they were read from.
+pub struct ReadPlugin {
+    pub bytes: Vec<u8>,
+    pub digest: String,
+    pub identity: FileIdentity,
+    /// When it was read (see [`FileIdentity::is_recent`]).
+    pub read_at: SystemTime,
+}
+
+/// [`read_pinned`] on a blocking thread: a read of up to `max_bytes` from a slow disk never
+/// holds a worker of the async runtime.
+pub async fn read_pinned_blocking(file: &PluginFile, max_bytes: u64) -> Result<ReadPlugin> {
+    let file = file.clone();
+    tokio::task::spawn_blocking(move || read_pinned(&file, max_bytes))
+        .await
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("plugin read thread: {e}")))?
+}
+
+/// Reads a plugin file and checks its pin. What costs nothing is checked first: a file
+/// larger than `max_bytes` is refused unread, then its first 8 bytes must be a WebAssembly
+/// component header; only then is the rest read, never more than `max_bytes` in all.
+pub fn read_pinned(file: &PluginFile, max_bytes: u64) -> Result<ReadPlugin> {
+    use std::io::Read;
+    let refuse = |what: String| {
         Error::new(
             ErrorKind::PluginLoad,
-            format!("plugin {}: cannot read: {e}", file.path.display()),
+            format!("plugin {}: {what}", shown(&file.path)),
         )
-    })?;
+    };
+    let read_at = SystemTime::now();
+    // Not blocking on open: a FIFO put in a plugin's place would wait for a writer forever.
+    let mut f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&file.path)
+            .map_err(|e| refuse(format!("cannot read: {e}")))?
+    };
+    let meta = f
+        .metadata()
+        .map_err(|e| refuse(format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return Err(refuse("not a regular file".into()));
+    }
+    if meta.len() > max_bytes {
+        return Err(refuse(format!(
+            "{} bytes, over the {max_bytes}-byte limit (--plugin-max-file-size); refused unread",
+            meta.len()
+        )));
+    }
+    let mut head = Vec::with_capacity(8);
+    (&mut f)
+        .take(8)
+        .read_to_end(&mut head)
+        .map_err(|e| refuse(format!("cannot read: {e}")))?;
+    if let Some(problem) = header_problem(&head) {
+        return Err(refuse(problem.into()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    bytes.extend_from_slice(&head);
+    f.take(max_bytes + 1 - head.len() as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refuse(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(refuse(format!(
+            "grew past the {max_bytes}-byte limit (--plugin-max-file-size) while read; refused"
+        )));
+    }
     let actual = digest(&bytes);
     if let Some(pin) = &file.sha256
         && &actual != pin
     {
-        return Err(Error::new(
-            ErrorKind::PluginLoad,
-            format!(
-                "plugin {}: sha256 {actual} does not match the pinned {pin}; refused",
-                file.path.display()
-            ),
-        ));
+        return Err(refuse(format!(
+            "sha256 {actual} does not match the pinned {pin}; refused"
+        )));
     }
-    Ok((bytes, actual))
+    Ok(ReadPlugin {
+        bytes,
+        digest: actual,
+        identity: FileIdentity::of(&meta),
+        read_at,
+    })
 }
 
 /// The SHA-256 of a plugin file, lower-case hex.
@@ -194,11 +341,35 @@ mod tests {
             path: dir.join("a.wasm"),
             sha256: Some(digest(b"y")),
         };
-        assert_eq!(
-            read_pinned(&pinned).unwrap_err().kind(),
-            ErrorKind::PluginLoad
-        );
+        assert!(matches!(
+            read_pinned(&pinned, 1 << 20),
+            Err(e) if e.kind() == ErrorKind::PluginLoad
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         assert!(expand(&[PluginSource::Dir(dir)]).is_err());
+    }
+
+    /// A file looked at within [`RECENT`] of its last change may change again without its
+    /// identity moving: such a fingerprint differs even from itself, until it is older.
+    #[test]
+    fn recently_changed_files_are_not_trusted_to_be_unchanged() {
+        let dir = std::env::temp_dir().join(format!("plugin-recent-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.wasm"), b"x").unwrap();
+        let sources = [PluginSource::Dir(dir.clone())];
+        let now = Fingerprint::of(&sources);
+        assert!(now.differs(&now.clone()), "changed just now");
+        let later = Fingerprint {
+            looked_at: Some(SystemTime::now() + RECENT),
+            ..now.clone()
+        };
+        assert!(
+            !later.differs(&now),
+            "the same identities, looked at long after"
+        );
+        std::fs::write(dir.join("b.wasm"), b"y").unwrap();
+        assert!(later.differs(&Fingerprint::of(&sources)), "a new file");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -39,7 +39,7 @@ impl Suite {
                 instance_memory_limit: MEMORY_LIMIT,
                 call_timeout: CALL_TIMEOUT,
                 max_result_bytes: MAX_RESULT,
-                cache_dir: Some(host::plugin_cache_dir()),
+                cache: Some(host::plugin_cache()),
                 max_list_entries: MAX_LIST_ENTRIES,
                 ..EngineSettings::default()
             })
@@ -172,6 +172,14 @@ async fn traps_and_oversized_results_fail_the_call_and_nothing_else() {
     let e = s.evil_split("trap").await;
     assert_eq!(e.kind(), ErrorKind::Plugin, "{e}");
     assert!(e.message().contains("trapped in writer.write"), "{e}");
+    // The panic's own words, from the plugin's stderr, on the error's one line.
+    assert!(
+        e.message().contains("; its stderr ended with: ")
+            && e.message()
+                .contains("evil plugin: deliberate panic in write")
+            && !e.message().contains('\n'),
+        "{e}"
+    );
     s.good_split("after_trap").await;
 
     let e = s.evil_split("memory").await;
@@ -183,14 +191,26 @@ async fn traps_and_oversized_results_fail_the_call_and_nothing_else() {
     );
     s.good_split("after_memory").await;
 
+    // 100 MiB: cut while lifted (the call's hostcall fuel), before the host holds it.
     let e = s.evil_split("huge-result").await;
+    assert_eq!(e.kind(), ErrorKind::PluginLimit, "{e}");
+    assert!(
+        e.message().contains(
+            "handed the host more than the 68157440 bytes one call may carry in writer.complete"
+        ),
+        "{e}"
+    );
+    s.good_split("after_huge_result").await;
+
+    // 16 MiB: within what a call may carry, over the result limit: refused once lifted.
+    let e = s.evil_split("big-result").await;
     assert_eq!(e.kind(), ErrorKind::PluginLimit, "{e}");
     assert!(
         e.message()
             .contains("write result from writer.complete, over the 8388608-byte limit"),
         "{e}"
     );
-    s.good_split("after_huge_result").await;
+    s.good_split("after_big_result").await;
 }
 
 /// The evil plugin declaring the table layout `<database suffix>;<table suffix>`.
@@ -447,6 +467,54 @@ async fn a_log_flood_is_dropped_and_counted() {
         flood + dropped,
         100_000,
         "{flood} logged, {dropped} dropped"
+    );
+}
+
+/// An `info` whose plugin version is 120 MiB of pages the guest never touched is refused at
+/// load, before the host copies it (the host keeps 256 bytes of a version: lifting more than
+/// a few KiB out of `info` traps).
+#[tokio::test]
+async fn a_huge_info_string_is_refused_before_it_is_copied() {
+    let bytes = std::fs::read(plugin("evil")).unwrap();
+    let patched = host::patch_marker(&bytes, b"EVIL-INFO=honest", b"EVIL-INFO=bigver");
+    let engine = Arc::new(PluginEngine::new(EngineSettings::default()).unwrap());
+    let digest = format!("{:064x}", patched.len() + 1);
+    let e = match Plugin::from_bytes(engine, Path::new("bigver.wasm"), &patched, digest).await {
+        Ok(p) => panic!(
+            "a 120 MiB info loaded (version cut to {} bytes)",
+            p.version().len()
+        ),
+        Err(e) => e,
+    };
+    assert_eq!(e.kind(), ErrorKind::PluginLoad, "{e}");
+    assert!(
+        e.message()
+            .contains("handed the host more than the 65536 bytes one call may carry in info"),
+        "{e}"
+    );
+}
+
+/// An instance whose memory does not fit the limit fails at instantiation in one line that
+/// names the limit and the file (its format is not known yet), not with a backtrace.
+#[tokio::test]
+async fn a_limit_hit_while_loading_is_one_line_naming_the_file() {
+    let engine = Arc::new(
+        PluginEngine::new(EngineSettings {
+            instance_memory_limit: 64 << 10,
+            ..EngineSettings::default()
+        })
+        .unwrap(),
+    );
+    let e = match Plugin::load(engine, &plugin("evil")).await {
+        Ok(_) => panic!("evil loaded in 64 KiB"),
+        Err(e) => e,
+    };
+    assert_eq!(e.kind(), ErrorKind::PluginLoad, "{e}");
+    assert!(
+        e.message()
+            .contains("plugin evil.wasm exceeded its memory limit of 65536 bytes in instantiation")
+            && !e.message().contains('\n'),
+        "{e}"
     );
 }
 

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use fluss_lake_e2e::{host, repo_root, unique_name};
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
@@ -113,7 +114,7 @@ async fn a_plugin_file_replaces_a_builtin_and_removing_it_brings_the_builtin_bac
     std::fs::create_dir_all(&dir).unwrap();
     let engine = Arc::new(
         PluginEngine::new(EngineSettings {
-            cache_dir: Some(host::plugin_cache_dir()),
+            cache: Some(host::plugin_cache()),
             ..EngineSettings::default()
         })
         .unwrap(),
@@ -148,5 +149,197 @@ async fn a_plugin_file_replaces_a_builtin_and_removing_it_brings_the_builtin_bac
     for format in ["iceberg", "lance"] {
         assert!(set.current().get(format).unwrap().is_builtin(), "{format}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A new version written in place with the old one's size and modification time (set back
+/// after the write) is still seen by the poll: the file's change time moved, which no user
+/// can set back.
+#[tokio::test]
+async fn a_change_that_keeps_size_and_modification_time_is_swapped_in() {
+    let dir = repo_root()
+        .join("target/test-scratch")
+        .join(unique_name("samesize"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (host::evil_with_version("1"), host::evil_with_version("2"));
+    assert_eq!(a.len(), b.len());
+    let path = dir.join("evil.wasm");
+    std::fs::write(&path, &a).unwrap();
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let engine = Arc::new(PluginEngine::new(EngineSettings::default()).unwrap());
+    let set = PluginSet::load(engine, vec![PluginSource::Dir(dir.clone())], Vec::new())
+        .await
+        .unwrap();
+    // Past the window in which a change may keep the file's timestamps.
+    tokio::time::sleep(fluss_lake_host::plugin::source::RECENT + Duration::from_millis(200)).await;
+    assert_eq!(set.reload(false).await, Default::default());
+    assert_eq!(
+        set.reload(false).await,
+        Default::default(),
+        "nothing changed"
+    );
+
+    std::fs::write(&path, &b).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(
+        (meta.len(), meta.modified().unwrap()),
+        (a.len() as u64, modified)
+    );
+    let report = set.reload(false).await;
+    assert_eq!(report.loaded.len(), 1, "{report:?}");
+    assert_eq!(set.current().get("evil").unwrap().digest(), digest(&b));
+}
+
+/// A plugin file over `--plugin-max-file-size` (a 3 GiB sparse file: no bytes on disk) is
+/// refused before it is read; a file whose name holds a newline and a line shaped like the
+/// host's log is named escaped, on one line.
+#[tokio::test]
+async fn huge_files_are_refused_unread_and_hostile_names_are_escaped() {
+    let dir = repo_root()
+        .join("target/test-scratch")
+        .join(unique_name("hostilefiles"));
+    std::fs::create_dir_all(&dir).unwrap();
+    install(&dir, "evil.wasm", &host::evil_with_version("1"));
+    let engine = Arc::new(PluginEngine::new(EngineSettings::default()).unwrap());
+    let set = PluginSet::load(engine, vec![PluginSource::Dir(dir.clone())], Vec::new())
+        .await
+        .unwrap();
+
+    let huge = std::fs::File::create(dir.join("huge.wasm")).unwrap();
+    huge.set_len(3 << 30).unwrap();
+    let forged = "x\n2026-12-03T00:00:00Z  INFO plugin swapped in\n.wasm";
+    std::fs::write(dir.join(forged), b"\0asm\x0d\0\x01\0garbage").unwrap();
+    let report = set.reload(false).await;
+    let huge_refusal = report
+        .refused
+        .iter()
+        .find(|(p, _)| p.ends_with("huge.wasm"))
+        .unwrap_or_else(|| panic!("{report:?}"));
+    assert!(
+        huge_refusal
+            .1
+            .contains("3221225472 bytes, over the 134217728-byte limit")
+            && huge_refusal.1.contains("refused unread"),
+        "{report:?}"
+    );
+    let named = report
+        .refused
+        .iter()
+        .find(|(p, _)| p.to_string_lossy().contains("swapped in"))
+        .unwrap_or_else(|| panic!("{report:?}"));
+    assert!(
+        !named.1.contains('\n')
+            && named
+                .1
+                .contains("x\\n2026-12-03T00:00:00Z  INFO plugin swapped in\\n.wasm"),
+        "{:?}",
+        named.1
+    );
+    assert!(
+        set.current().get("evil").is_some(),
+        "the good plugin keeps serving"
+    );
+}
+
+/// A compiled-plugin cache entry replaced by another plugin's compiled code (valid, but
+/// tagged for another name), or by code tagged under another key, is refused and removed
+/// before it is loaded: the plugin is compiled again and is what its file says. The code of a
+/// plugin swapped out is removed once unused (here at once).
+#[tokio::test]
+async fn planted_compiled_code_is_refused_and_swapped_out_code_evicted() {
+    use fluss_lake_host::plugin::cache::CacheSettings;
+    let dir = repo_root()
+        .join("target/test-scratch")
+        .join(unique_name("planted"));
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let cache = CacheSettings {
+        dir: dir.join("cache"),
+        key_file: dir.join("state/plugin-cache.key"),
+        keep_unused: Duration::ZERO,
+    };
+    let engine = || {
+        Arc::new(
+            PluginEngine::new(EngineSettings {
+                cache: Some(cache.clone()),
+                ..EngineSettings::default()
+            })
+            .unwrap(),
+        )
+    };
+    let entries = || {
+        let mut names: Vec<String> = std::fs::read_dir(&cache.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let (evil, null) = (
+        std::fs::read(host::plugin("evil")).unwrap(),
+        std::fs::read(host::plugin("test-null")).unwrap(),
+    );
+    install(&plugins, "evil.wasm", &evil);
+    install(&plugins, "null.wasm", &null);
+    PluginSet::load(
+        engine(),
+        vec![PluginSource::Dir(plugins.clone())],
+        Vec::new(),
+    )
+    .await
+    .unwrap();
+    let names = entries();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let named = |d: &str| names.iter().find(|n| n.starts_with(d)).unwrap().clone();
+    let (evil_entry, null_entry) = (named(&digest(&evil)), named(&digest(&null)));
+
+    // test-null's compiled code under evil's name.
+    std::fs::copy(cache.dir.join(&null_entry), cache.dir.join(&evil_entry)).unwrap();
+    let set = PluginSet::load(
+        engine(),
+        vec![PluginSource::Dir(plugins.clone())],
+        Vec::new(),
+    )
+    .await
+    .unwrap();
+    assert!(set.current().get("evil").is_some() && set.current().get("test-null").is_some());
+    let mut evil_instance = PluginInstance::new(&set.current().get("evil").unwrap(), "t".into())
+        .await
+        .unwrap();
+    assert_eq!(evil_instance.info().await.unwrap().format, "evil");
+
+    // Code tagged under another key, with evil's name.
+    let other = fluss_lake_host::plugin::cache::PluginCache::open(&CacheSettings {
+        key_file: dir.join("other.key"),
+        ..cache.clone()
+    })
+    .unwrap();
+    // (An entry is an 8-byte magic and a 32-byte tag, then the compiled code.)
+    let null_code = std::fs::read(cache.dir.join(&null_entry)).unwrap()[40..].to_vec();
+    other.put(&evil_entry, &null_code).unwrap();
+    let set = PluginSet::load(
+        engine(),
+        vec![PluginSource::Dir(plugins.clone())],
+        Vec::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        set.current().get("evil").unwrap().digest(),
+        digest(&evil),
+        "recompiled from its file"
+    );
+
+    // null.wasm swapped out: its compiled code goes.
+    std::fs::remove_file(plugins.join("null.wasm")).unwrap();
+    let report = set.reload(false).await;
+    assert_eq!(report.removed.len(), 1, "{report:?}");
+    assert_eq!(entries(), vec![evil_entry.clone()]);
     let _ = std::fs::remove_dir_all(&dir);
 }

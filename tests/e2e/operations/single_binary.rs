@@ -17,8 +17,8 @@ fn digest(format: &str) -> String {
 
 fn plugins_list(extra: &[&str]) -> String {
     let out = Command::new(host::host_bin())
-        .args(["plugins", "list", "--plugin-cache-dir"])
-        .arg(host::plugin_cache_dir())
+        .args(["plugins", "list"])
+        .args(host::plugin_cache_args())
         .args(extra)
         .output()
         .unwrap();
@@ -78,6 +78,7 @@ async fn the_single_binary_tiers_a_stock_paimon_table_from_a_config_file() {
 fluss.bootstrap.servers = "{bootstrap}"
 state-dir = "{state}"
 plugin-cache-dir = "{cache}"
+plugin-cache-key = "{key}"
 
 [tiering]
 poll.table.interval = "1s"
@@ -89,6 +90,7 @@ password = "do-not-print-me"
             bootstrap = c.bootstrap,
             state = dir.join("state").display(),
             cache = host::plugin_cache_dir().display(),
+            key = host::plugin_cache_key().display(),
         ),
     )
     .unwrap();

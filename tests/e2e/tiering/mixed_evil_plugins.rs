@@ -21,7 +21,7 @@ const MODES: &[(&str, &str)] = &[
     ),
     (
         "huge-result",
-        "write result from writer.complete, over the 8388608-byte limit",
+        "handed the host more than the 68157440 bytes one call may carry in writer.complete",
     ),
     ("escape", "every escape was refused"),
     (

@@ -142,3 +142,104 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     assert!(h.exited().is_none(), "host exited:\n{}", h.log());
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
 }
+
+/// A compile bomb dropped into a live host's plugin directory (a small component that keeps
+/// Cranelift busy for minutes) is compiled in a child process and refused at the compile
+/// deadline. Meanwhile the host answers `/healthz`, its heartbeats go on (`/readyz` stays
+/// 200) and it tiers; a good new version installed with the bomb swaps in once the bomb is
+/// refused, and the refused bomb is not compiled again while it is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compile_bomb_never_stalls_a_live_host() {
+    let c = cluster::lease("paimon");
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
+    let admin = conn.get_admin().unwrap();
+    let table = unique_name("bomb");
+    let path = TablePath::new("fluss", &table);
+    data::create_table(&admin, &path, &data::lake_log_table(1, Some("id"), "1s")).await;
+
+    let dir = repo_root().join("target/test-scratch").join(&table);
+    std::fs::create_dir_all(&dir).unwrap();
+    let v1 = std::fs::read(host::plugin("paimon")).unwrap();
+    let v2 = host::new_version_of(&v1, b"after the bomb");
+    install(&dir, &v1);
+    let metrics = format!(
+        "127.0.0.1:{}",
+        fluss_lake_e2e::prometheus::free_port().unwrap()
+    );
+    let dir_arg = dir.display().to_string();
+    let mut h = host::HostProcess::spawn(
+        &host::args(
+            &c.bootstrap,
+            &[],
+            &[
+                "--plugin-dir",
+                &dir_arg,
+                "--plugin-watch-interval",
+                "1s",
+                "--plugin-compile-timeout",
+                "10s",
+                "--metrics.address",
+                &metrics,
+            ],
+        ),
+        &format!("{table}-host"),
+    );
+    let get = |target: &str| fluss_lake_e2e::prometheus::http_get(&metrics, target);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !get("/readyz").is_ok_and(|(status, _)| status == 200) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never ready:\n{}",
+            h.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // The bomb sorts before paimon.wasm: the poll that finds both compiles it first.
+    std::fs::write(
+        dir.join("bomb.wasm"),
+        fluss_lake_e2e::bombs::compile_bomb(40_000, 900),
+    )
+    .unwrap();
+    install(&dir, &v2);
+    h.wait_for_log("compiling plugin", Duration::from_secs(30))
+        .await;
+    // While it compiles: health answers, heartbeats keep the host ready, rounds commit.
+    data::write_rows(&conn, &path, 0, 1_000, 1_000).await;
+    let probing = std::time::Instant::now();
+    while probing.elapsed() < Duration::from_secs(8) {
+        let asked = std::time::Instant::now();
+        let (healthz, _) = get("/healthz").unwrap();
+        let (readyz, body) = get("/readyz").unwrap();
+        assert_eq!((healthz, readyz), (200, 200), "{body}\n{}", h.log());
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "health answered after {:?}",
+            asked.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let log = h.log();
+    assert!(
+        !log.contains("compiling took longer"),
+        "the bomb compiled for under 8 s:\n{log}"
+    );
+    assert!(
+        log.contains(&committed(&table)),
+        "no round committed while the bomb compiled:\n{log}"
+    );
+
+    h.wait_for_log(
+        "compiling took longer than 10 s (--plugin-compile-timeout); refused",
+        Duration::from_secs(60),
+    )
+    .await;
+    h.wait_for_log(&format!("sha256:{}", sha12(&v2)), Duration::from_secs(60))
+        .await;
+    // Unchanged, the bomb is not compiled again by the next polls.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let log = h.log();
+    assert_eq!(log.matches("compiling took longer").count(), 1, "{log}");
+    assert!(h.exited().is_none(), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

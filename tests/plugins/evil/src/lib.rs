@@ -10,6 +10,7 @@
 //! | `loop`          | spins forever in `write`                                          |
 //! | `memory`        | allocates without end in `write`                                  |
 //! | `huge-result`   | returns a 100 MiB write result from `complete`                    |
+//! | `big-result`    | returns a 16 MiB write result from `complete`                     |
 //! | `escape`        | writes `../`, absolute and `a/../../` paths through raw storage    |
 //! | `malformed`     | commits and returns snapshot id -7                                |
 //! | `forged-offsets`| claims a snapshot Fluss missed, with an offsets file of its own   |
@@ -147,7 +148,8 @@ static VERSION_MARKER: &str = concat!(
 );
 
 /// What `info` does, behind a marker a test can patch (same length): `honest` answers,
-/// `sleeps` blocks in a WASI timer for an hour first.
+/// `sleeps` blocks in a WASI timer for an hour first, `bigver` answers a 120 MiB plugin
+/// version of fresh (never touched) pages.
 static INFO_MARKER: &str = "EVIL-INFO=honest";
 
 /// The table layout `info` declares: `EVIL-LAYOUT=<database suffix>;<table suffix>` then `#`
@@ -176,6 +178,15 @@ impl plugin::Guest for Evil {
     fn info() -> PluginInfo {
         if std::hint::black_box(INFO_MARKER).ends_with("sleeps") {
             sleep_an_hour();
+        }
+        if std::hint::black_box(INFO_MARKER).ends_with("bigver") {
+            let version = String::from_utf8(vec![0u8; 120 << 20]).unwrap_or_default();
+            return PluginInfo {
+                format: "evil".into(),
+                plugin_version: version,
+                contract_version: CONTRACT_VERSION.into(),
+                layout: declared_layout(),
+            };
         }
         let marker = std::hint::black_box(CONTRACT_MARKER);
         let contract = marker
@@ -390,6 +401,7 @@ impl writer::GuestLakeWriter for EvilWriter {
     fn complete(&self) -> Result<WriteResult, LakeError> {
         let payload = match self.mode.as_str() {
             "huge-result" => vec![0xAB; 100 << 20],
+            "big-result" => vec![0xAB; 16 << 20],
             "unsure-commit" => self.written.borrow().join("\n").into_bytes(),
             _ => self.split.clone().into_bytes(),
         };
