@@ -336,7 +336,7 @@ fn globals_are_counted_against_the_limits() {
     assert!(
         out.contains(
             "each instance would take 1604096 bytes of host structures (100000 globals, 0 \
-             functions), over the instance memory limit of 1048576 bytes"
+             functions, 0 core instances), over the instance memory limit of 1048576 bytes"
         ),
         "{out}"
     );

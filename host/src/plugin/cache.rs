@@ -88,6 +88,7 @@ impl CacheArgs {
 }
 
 /// An open, checked cache.
+#[derive(Clone)]
 pub struct PluginCache {
     dir: PathBuf,
     key: [u8; KEY_BYTES],
@@ -244,7 +245,11 @@ impl PluginCache {
             }
             Err(why) => {
                 tracing::warn!(cache = %shown(&path), "refusing a cached plugin, removed: {why}");
-                let _ = std::fs::remove_file(&path);
+                // Only the file checked: another host may have just put a good one in place.
+                let same = |m: std::io::Result<std::fs::Metadata>| m.map(|m| (m.dev(), m.ino()));
+                if same(file.metadata()).ok() == same(std::fs::symlink_metadata(&path)).ok() {
+                    let _ = std::fs::remove_file(&path);
+                }
                 None
             }
         }
@@ -337,8 +342,9 @@ fn read_or_create_key(path: &Path) -> Result<[u8; KEY_BYTES]> {
         // Written whole aside, then linked into place: a host starting at the same time
         // either wins or reads the winner's whole key, never half of one.
         getrandom::fill(&mut key).map_err(|e| cannot("draw a random key", &e))?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce).map_err(|e| cannot("draw a random name", &e))?;
+        let tmp = path.with_extension(format!("tmp{}", u64::from_le_bytes(nonce)));
         let written = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -11,7 +11,8 @@
 //! other reloads.
 //!
 //! A library user without the binary (tests, the benchmark) compiles on a blocking thread of
-//! its own ([`Compiler::InProcess`]), after the same structural check.
+//! its own ([`Compiler::InProcess`]), after the same structural check (which
+//! [`PluginEngine::load`](super::engine::PluginEngine::load) makes before any compile).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,6 +40,11 @@ impl Compiler {
     /// This binary, re-executed with [`COMPILE_COMMAND`]: what the binary's commands (the
     /// host, `plugins inspect`, `plugins list`) compile with.
     pub fn this_binary() -> Result<Self> {
+        // The running binary itself, even after it was replaced on disk by an upgrade.
+        let proc_self = PathBuf::from("/proc/self/exe");
+        if proc_self.exists() {
+            return Ok(Compiler::Child(proc_self));
+        }
         std::env::current_exe().map(Compiler::Child).map_err(|e| {
             Error::new(
                 ErrorKind::Internal,
@@ -131,28 +137,58 @@ pub struct Structure {
     pub tables: u64,
     pub memories: u64,
     pub modules: u64,
+    /// Core instances the component creates (`instantiate` of a core module).
+    pub core_instances: u64,
+    instance_bytes: u64,
 }
 
+/// Host bytes per global, per function and per core instance (wasmtime's `VMGlobalDefinition`,
+/// `VMFuncRef`, and the rest of a `VMContext` with its `Instance`, rounded up).
+const GLOBAL_INSTANCE_BYTES: u64 = 16;
+const FUNCTION_INSTANCE_BYTES: u64 = 32;
+const MODULE_INSTANCE_BYTES: u64 = 4096;
+
 impl Structure {
-    /// Counts `bytes`; `None` when they do not parse (the compiler then says what is wrong).
-    pub fn of(bytes: &[u8]) -> Option<Self> {
-        use wasmparser::{Operator, Parser, Payload};
+    /// Counts `bytes` in one pass; a file that does not parse (every operator of every
+    /// function is read) is refused here, with the parser's words, so that no malformed part
+    /// can hide a function the counts never saw.
+    pub fn of(bytes: &[u8]) -> std::result::Result<Self, String> {
+        use wasmparser::{Encoding, Operator, Parser, Payload};
+        let malformed = |e: wasmparser::BinaryReaderError| format!("not a valid component: {e}");
         let mut s = Structure::default();
+        // Per core module: the host structures of one of its instances (see
+        // `instance_bytes`); `open` is the module being read, if any.
+        let mut module_bytes: Vec<u64> = Vec::new();
+        let mut open: Option<u64> = None;
+        let mut nesting: Vec<Encoding> = Vec::new();
         for payload in Parser::new(0).parse_all(bytes) {
-            match payload.ok()? {
+            match payload.map_err(malformed)? {
+                Payload::Version { encoding, .. } => {
+                    nesting.push(encoding);
+                    if encoding == Encoding::Module {
+                        open = Some(MODULE_INSTANCE_BYTES);
+                    }
+                }
+                Payload::End(_) => {
+                    if nesting.pop() == Some(Encoding::Module)
+                        && let Some(bytes) = open.take()
+                    {
+                        module_bytes.push(bytes);
+                    }
+                }
                 Payload::CodeSectionEntry(body) => {
                     s.functions += 1;
                     s.largest_function_bytes =
                         s.largest_function_bytes.max(body.range().len() as u64);
                     let mut locals = 0u64;
-                    for local in body.get_locals_reader().ok()? {
-                        locals += u64::from(local.ok()?.0);
+                    for local in body.get_locals_reader().map_err(malformed)? {
+                        locals = locals.saturating_add(u64::from(local.map_err(malformed)?.0));
                     }
                     s.most_locals = s.most_locals.max(locals);
-                    let mut ops = body.get_operators_reader().ok()?;
+                    let mut ops = body.get_operators_reader().map_err(malformed)?;
                     let mut depth = 0u64;
                     while !ops.eof() {
-                        match ops.read().ok()? {
+                        match ops.read().map_err(malformed)? {
                             Operator::Block { .. }
                             | Operator::Loop { .. }
                             | Operator::If { .. }
@@ -164,15 +200,41 @@ impl Structure {
                             _ => {}
                         }
                     }
+                    if let Some(b) = open.as_mut() {
+                        *b += FUNCTION_INSTANCE_BYTES;
+                    }
                 }
-                Payload::GlobalSection(r) => s.globals += u64::from(r.count()),
+                Payload::GlobalSection(r) => {
+                    s.globals += u64::from(r.count());
+                    if let Some(b) = open.as_mut() {
+                        *b += u64::from(r.count()) * GLOBAL_INSTANCE_BYTES;
+                    }
+                }
                 Payload::TableSection(r) => s.tables += u64::from(r.count()),
                 Payload::MemorySection(r) => s.memories += u64::from(r.count()),
                 Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => s.modules += 1,
+                Payload::InstanceSection(r) => {
+                    for instance in r {
+                        if matches!(
+                            instance.map_err(malformed)?,
+                            wasmparser::Instance::Instantiate { .. }
+                        ) {
+                            s.core_instances += 1;
+                        }
+                    }
+                }
                 _ => {}
             }
         }
-        Some(s)
+        // Every module instantiated once, and each further instantiation costed as the
+        // largest module (a component may instantiate one module many times).
+        let largest = module_bytes.iter().copied().max().unwrap_or(0);
+        let extra = s.core_instances.saturating_sub(module_bytes.len() as u64);
+        s.instance_bytes = module_bytes
+            .iter()
+            .sum::<u64>()
+            .saturating_add(extra.saturating_mul(largest));
+        Ok(s)
     }
 
     /// The first count over `limits`, as the one-line reason of a refusal.
@@ -202,20 +264,21 @@ impl Structure {
         })
     }
 
-    /// Host memory one instance takes besides its linear memories and tables (which the
-    /// sandbox counts as they grow): wasmtime keeps each global (16 bytes) and a reference to
-    /// each function (32 bytes) in the instance's context, and some bookkeeping per core
-    /// instance. Counted against the instance's memory limit, so a million globals cost
-    /// their plugin its budget, not the host.
+    /// Host memory one instance of the component takes besides its linear memories and
+    /// tables (which the sandbox counts as they grow): wasmtime keeps each global (16 bytes)
+    /// and a reference to each function (32 bytes) in a core instance's context, plus some
+    /// bookkeeping per core instance, for every core instance the component creates. Counted
+    /// against the instance's memory limit, so a million globals cost their plugin its
+    /// budget, not the host.
     pub fn instance_bytes(&self) -> u64 {
-        self.globals * 16 + self.functions * 32 + self.modules * 4096
+        self.instance_bytes
     }
 
     /// One line for `plugins inspect`.
     pub fn describe(&self) -> String {
         format!(
             "{} functions (largest {} bytes, most locals {}, deepest nesting {}), {} globals, \
-             {} tables, {} memories, {} modules",
+             {} tables, {} memories, {} modules, {} core instances taking {} host bytes",
             self.functions,
             self.largest_function_bytes,
             self.most_locals,
@@ -223,15 +286,20 @@ impl Structure {
             self.globals,
             self.tables,
             self.memories,
-            self.modules
+            self.modules,
+            self.core_instances,
+            self.instance_bytes
         )
     }
 }
 
-/// Why `bytes` is refused before compilation; `None` when within `limits` (or malformed: the
-/// compiler then says what is wrong).
+/// Why `bytes` is refused before compilation (malformed, or over `limits`); `None` when they
+/// may be compiled.
 pub fn check_structure(bytes: &[u8], limits: &StructureLimits) -> Option<String> {
-    Structure::of(bytes)?.over(limits)
+    match Structure::of(bytes) {
+        Ok(structure) => structure.over(limits),
+        Err(malformed) => Some(malformed),
+    }
 }
 
 /// Compiles `bytes` with `engine` as `compiler` says, under `limits`: the artifact
@@ -284,6 +352,8 @@ async fn compile_in_child(
     let mut child = tokio::process::Command::new(binary)
         .arg(COMPILE_COMMAND)
         .arg(request)
+        // Nothing of the host's environment (credentials among it) reaches the child.
+        .env_clear()
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -333,12 +403,23 @@ async fn compile_in_child(
     let (artifact, errors, status) = match tokio::time::timeout(limits.timeout, exchange).await {
         Ok(done) => done,
         Err(_) => {
+            // Killed and reaped before the next compile may start: its memory is free.
+            let _ = child.start_kill();
+            let _ = child.wait().await;
             return Err(refuse(format!(
                 "compiling took longer than {} s (--plugin-compile-timeout); refused",
                 limits.timeout.as_secs()
             )));
         }
     };
+    // Before the exit status: a child cut off by the artifact bound fails writing it.
+    if let Ok(artifact) = &artifact
+        && artifact.len() as u64 > max_artifact
+    {
+        return Err(refuse(format!(
+            "its compiled code is over {max_artifact} bytes; refused"
+        )));
+    }
     let errors = super::sandbox::plugin_text(
         String::from_utf8_lossy(&errors).trim(),
         super::sandbox::MAX_MESSAGE_CHARS,
@@ -352,39 +433,38 @@ async fn compile_in_child(
     if !status.success() {
         use std::os::unix::process::ExitStatusExt;
         return Err(refuse(match status.signal() {
-            Some(libc::SIGXCPU) | Some(libc::SIGKILL) => format!(
+            Some(libc::SIGXCPU) => format!(
                 "compiling used more than {} CPU seconds; refused",
                 request_cpu_seconds(limits)
             ),
-            _ if errors.contains("memory allocation") || status.signal() == Some(libc::SIGABRT) => {
-                format!(
-                    "compiling needed more than {} bytes (--plugin-compile-memory-limit); refused",
-                    limits.memory_bytes
-                )
-            }
-            _ if errors.is_empty() => format!("the compile process failed ({status})"),
-            _ => errors,
+            // Rust's allocation-failure handler says so on stderr, then aborts.
+            _ if errors.contains("memory allocation") => format!(
+                "compiling needed more than {} bytes (--plugin-compile-memory-limit); refused",
+                limits.memory_bytes
+            ),
+            Some(libc::SIGKILL) => "the compile process was killed (by the system's \
+                 out-of-memory killer or an operator); refused"
+                .to_string(),
+            _ if errors.is_empty() => format!("the compile process failed ({status}); refused"),
+            _ => format!("the compile process failed: {errors}"),
         }));
     }
-    let artifact = artifact.map_err(|e| {
+    artifact.map_err(|e| {
         Error::new(
             ErrorKind::Internal,
             format!("reading the compiled plugin: {e}"),
         )
-    })?;
-    if artifact.len() as u64 > max_artifact {
-        return Err(refuse(format!(
-            "its compiled code is over {max_artifact} bytes; refused"
-        )));
-    }
-    Ok(artifact)
+    })
 }
 
 /// The child's CPU bound: compilation runs on every core, so the wall bound times the cores,
 /// and only the wall deadline decides unless the child escapes it somehow.
 fn request_cpu_seconds(limits: &CompileLimits) -> u64 {
-    limits.timeout.as_secs().max(1)
-        * std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+    limits
+        .timeout
+        .as_secs()
+        .max(1)
+        .saturating_mul(std::thread::available_parallelism().map_or(1, |n| n.get() as u64))
 }
 
 /// The compile child: `fluss-lake-host __compile-plugin <request>`. Reads the component from
@@ -405,6 +485,17 @@ fn child(args: &[String]) -> std::result::Result<(), String> {
         .get(2)
         .ok_or("no compile request")
         .and_then(|r| serde_json::from_str(r).map_err(|_| "a malformed compile request"))?;
+    // Dies with the host (a crashed host leaves no compile running), dumps no core (a 4 GiB
+    // address space), and stays within its address space and CPU time.
+    // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid touch nothing of this process's memory.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0
+            || libc::getppid() == 1
+        {
+            return Err("the host that started this compile is gone".into());
+        }
+    }
+    limit(libc::RLIMIT_CORE, 0)?;
     limit(libc::RLIMIT_AS, request.memory_bytes)?;
     limit(libc::RLIMIT_CPU, request.cpu_seconds)?;
     let mut bytes = Vec::new();
@@ -533,23 +624,65 @@ mod tests {
         assert!(check_structure(&two, &limits).is_some_and(|w| w.starts_with("120000 globals")));
     }
 
-    /// In process, a component within the limits compiles into what the engine loads, and one
-    /// beyond them is refused without being compiled.
+    /// A file that does not parse is refused before compiling: a malformed function cannot
+    /// hide the functions beside it from the counts.
+    #[test]
+    fn a_malformed_function_cannot_hide_the_others() {
+        let mut core = module(1, 0, 1_001, 0);
+        // The body's last byte (its `end`) becomes an opcode that does not exist.
+        let at = core.len() - 1;
+        core[at] = 0xff;
+        let why = check_structure(&component(&core), &StructureLimits::default()).unwrap();
+        assert!(why.starts_with("not a valid component"), "{why}");
+    }
+
+    /// Through the engine (in process), a component within the limits compiles into what the
+    /// engine loads, and one beyond them is refused without being compiled.
     #[tokio::test]
-    async fn in_process_compilation_is_checked_first() {
-        let engine = super::super::engine::new_engine(false).unwrap();
-        let limits = CompileLimits::default();
+    async fn in_process_loads_are_checked_first() {
+        let engine = super::super::engine::PluginEngine::new(Default::default()).unwrap();
         let ok = component(&module(2, 2, 2, 2));
-        let artifact = compile(&engine, false, &Compiler::InProcess, &limits, &ok)
+        let loaded = engine
+            .load(std::path::Path::new("ok.wasm"), &ok, "digest")
             .await
             .unwrap();
-        // SAFETY: produced just above by this engine.
-        unsafe { wasmtime::component::Component::deserialize(&engine, &artifact) }.unwrap();
+        assert_eq!(
+            (loaded.structure.functions, loaded.structure.globals),
+            (2, 2)
+        );
         let deep = component(&module(1, 0, 1_001, 0));
-        let e = compile(&engine, false, &Compiler::InProcess, &limits, &deep)
+        let e = match engine
+            .load(std::path::Path::new("deep.wasm"), &deep, "digest")
             .await
-            .unwrap_err();
+        {
+            Ok(_) => panic!("a 1001-deep function compiled"),
+            Err(e) => e,
+        };
         assert_eq!(e.kind(), ErrorKind::PluginLoad);
-        assert!(e.message().contains("nested blocks"), "{e}");
+        assert!(
+            e.message()
+                .starts_with("deep.wasm: 1001 nested blocks in one function"),
+            "{e}"
+        );
+    }
+
+    /// Instances are costed per core instance: a module instantiated three times costs three
+    /// times its globals.
+    #[test]
+    fn every_core_instance_is_costed() {
+        let core = module(0, 0, 0, 1_000);
+        let mut c = wasm_encoder::Component::new();
+        c.section(&wasm_encoder::RawSection {
+            id: wasm_encoder::ComponentSectionId::CoreModule as u8,
+            data: &core,
+        });
+        let mut instances = wasm_encoder::InstanceSection::new();
+        for _ in 0..3 {
+            instances.instantiate(0, Vec::<(&str, wasm_encoder::ModuleArg)>::new());
+        }
+        c.section(&instances);
+        let s = Structure::of(&c.finish()).unwrap();
+        assert_eq!(s.core_instances, 3);
+        assert_eq!(s.instance_bytes(), 3 * (1_000 * 16 + 4096));
     }
 }

@@ -119,14 +119,14 @@ impl PluginEngine {
     }
 
     /// Removes the cached code of plugins other than `in_use` (digests) once unused for a
-    /// while; see [`PluginCache::evict`].
-    pub fn evict_cache<'a>(&self, in_use: impl IntoIterator<Item = &'a str>) {
-        if let Some(cache) = &self.cache {
+    /// while (see [`PluginCache::evict`]), on a blocking thread.
+    pub async fn evict_cache<'a>(&self, in_use: impl IntoIterator<Item = &'a str>) {
+        if let Some(cache) = self.cache.clone() {
             let keep = in_use
                 .into_iter()
                 .map(|digest| cache.name(digest, &self.engine_tag))
                 .collect();
-            cache.evict(&keep);
+            let _ = tokio::task::spawn_blocking(move || cache.evict(&keep)).await;
         }
     }
 
@@ -147,43 +147,68 @@ impl PluginEngine {
         if let Some(problem) = header_problem(bytes) {
             return Err(load_err(problem.into()));
         }
-        // Malformed bytes count as nothing here: the compiler then says what is wrong.
-        let structure = Structure::of(bytes).unwrap_or_default();
-        if let Some(why) = structure.over(&self.settings.compile_limits.structure) {
-            return Err(load_err(why));
-        }
-        let instance_bytes = structure.instance_bytes();
-        if instance_bytes > self.settings.instance_memory_limit as u64 {
-            return Err(load_err(format!(
-                "each instance would take {instance_bytes} bytes of host structures ({} \
-                 globals, {} functions), over the instance memory limit of {} bytes; refused",
-                structure.globals, structure.functions, self.settings.instance_memory_limit
-            )));
-        }
-        let loaded = |component| Loaded {
-            component,
-            structure,
-        };
-        let cached = self
+        // The structural pass, the cache's read and check and the deserialisation read or
+        // map up to hundreds of MiB: on a blocking thread, never on a runtime worker.
+        let name = self
             .cache
             .as_ref()
-            .map(|cache| (cache, cache.name(digest, &self.engine_tag)));
-        if let Some((cache, name)) = &cached
-            && let Some(artifact) = cache.get(name, self.settings.compile_limits.max_artifact_bytes)
-        {
-            // SAFETY: these bytes, read into memory, carry the tag of this host's cache key
-            // over their name, which holds the engine's compatibility hash: they are what
-            // `precompile_component` of an engine like this one wrote (PluginCache::get).
-            match unsafe { Component::deserialize(&self.engine, &artifact) } {
-                Ok(component) => {
-                    tracing::debug!(plugin = %shown(origin), cache = %name, "loaded compiled plugin from cache");
-                    return Ok(loaded(component));
+            .map(|cache| cache.name(digest, &self.engine_tag));
+        let looked = {
+            let (engine, cache, name) = (self.engine.clone(), self.cache.clone(), name.clone());
+            let (limits, memory_limit) = (
+                self.settings.compile_limits.clone(),
+                self.settings.instance_memory_limit as u64,
+            );
+            let owned = bytes.to_vec();
+            let origin = shown(origin);
+            tokio::task::spawn_blocking(move || {
+                let structure = Structure::of(&owned)?;
+                if let Some(why) = structure.over(&limits.structure) {
+                    return Err(why);
                 }
-                Err(e) => {
-                    tracing::warn!(cache = %name, "ignoring unusable cached plugin: {e:#}");
+                let instance_bytes = structure.instance_bytes();
+                if instance_bytes > memory_limit {
+                    return Err(format!(
+                        "each instance would take {instance_bytes} bytes of host structures ({} \
+                         globals, {} functions, {} core instances), over the instance memory \
+                         limit of {memory_limit} bytes; refused",
+                        structure.globals, structure.functions, structure.core_instances
+                    ));
                 }
+                let (Some(cache), Some(name)) = (cache, name) else {
+                    return Ok((structure, None));
+                };
+                let Some(artifact) = cache.get(&name, limits.max_artifact_bytes) else {
+                    return Ok((structure, None));
+                };
+                // SAFETY: these bytes, read into memory, carry the tag of this host's cache
+                // key over their name, which holds the engine's compatibility hash: they are
+                // what `precompile_component` of an engine like this one wrote
+                // (PluginCache::get).
+                match unsafe { Component::deserialize(&engine, &artifact) } {
+                    Ok(component) => {
+                        tracing::debug!(plugin = %origin, cache = %name, "loaded compiled plugin from cache");
+                        Ok((structure, Some(component)))
+                    }
+                    Err(e) => {
+                        tracing::warn!(cache = %name, "ignoring unusable cached plugin: {e:#}");
+                        Ok((structure, None))
+                    }
+                }
+            })
+            .await
+            .map_err(|e| Error::new(ErrorKind::Internal, format!("plugin load thread: {e}")))?
+        };
+        let structure = match looked {
+            Ok((structure, Some(component))) => {
+                return Ok(Loaded {
+                    component,
+                    structure,
+                });
             }
-        }
+            Ok((structure, None)) => structure,
+            Err(why) => return Err(load_err(why)),
+        };
         tracing::info!(plugin = %shown(origin), bytes = bytes.len(), "compiling plugin");
         let started = std::time::Instant::now();
         let compiled = compile::compile(
@@ -199,17 +224,25 @@ impl PluginEngine {
             _ => e,
         })?;
         tracing::info!(plugin = %shown(origin), elapsed_ms = started.elapsed().as_millis() as u64, "compiled plugin");
-        if let Some((cache, name)) = &cached
-            && let Err(e) = cache.put(name, &compiled)
-        {
-            tracing::warn!(cache = %shown(&cache.dir().join(name)), "cannot cache compiled plugin: {e}");
-        }
-        // SAFETY: `compiled` was just produced by `precompile_component` of this engine, or of
-        // an engine with the same settings in the compile child, through a pipe only the two
-        // processes hold.
-        let component = unsafe { Component::deserialize(&self.engine, &compiled) }
-            .map_err(|e| load_err(format!("cannot load compiled component: {e:#}")))?;
-        Ok(loaded(component))
+        let (engine, cache) = (self.engine.clone(), self.cache.clone());
+        let component = tokio::task::spawn_blocking(move || {
+            if let (Some(cache), Some(name)) = (&cache, &name)
+                && let Err(e) = cache.put(name, &compiled)
+            {
+                tracing::warn!(cache = %shown(&cache.dir().join(name)), "cannot cache compiled plugin: {e}");
+            }
+            // SAFETY: `compiled` was just produced by `precompile_component` of this engine,
+            // or of an engine with the same settings in the compile child, through a pipe
+            // only the two processes hold.
+            unsafe { Component::deserialize(&engine, &compiled) }
+        })
+        .await
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("plugin load thread: {e}")))?
+        .map_err(|e| load_err(format!("cannot load compiled component: {e:#}")))?;
+        Ok(Loaded {
+            component,
+            structure,
+        })
     }
 }
 

@@ -79,8 +79,12 @@ pub async fn inspect(cli: &InspectCli, out: &mut impl std::io::Write) -> Result<
         };
     w(out, "size", format!("{} bytes", read.bytes.len()));
     w(out, "sha256", read.digest.clone());
-    if let Some(structure) = Structure::of(&read.bytes) {
-        w(out, "structure", structure.describe());
+    match Structure::of(&read.bytes) {
+        Ok(structure) => w(out, "structure", structure.describe()),
+        Err(malformed) => {
+            w(out, "loads", format!("no: {malformed}"));
+            return Ok(false);
+        }
     }
     let plugin = match Plugin::from_bytes(engine, path, &read.bytes, read.digest).await {
         Ok(p) => p,

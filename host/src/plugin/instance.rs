@@ -82,7 +82,7 @@ pub const LOAD_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// object), plus room for the rest of the call's values. Beyond it the lift traps before the
 /// host allocates anything.
 fn call_fuel(max_result_bytes: usize) -> usize {
-    max_result_bytes.max(64 << 20) + (1 << 20)
+    max_result_bytes.max(64 << 20).saturating_add(1 << 20)
 }
 
 /// The fuel of `info`: its strings are cut to [`MAX_INFO_FIELD_BYTES`] each, so a plugin
@@ -322,14 +322,10 @@ impl PluginInstance {
     }
 
     pub async fn info(&mut self) -> Result<PluginInfo> {
+        self.check_usable("info")?;
         let fuel = self.store.hostcall_fuel();
         self.store.set_hostcall_fuel(INFO_FUEL);
-        let info = guest_call!(
-            self,
-            "info",
-            self.call_timeout.min(LOAD_CALL_TIMEOUT),
-            |b, s| b.fluss_lake_plugin().call_info(s)
-        );
+        let info = self.info_call().await;
         self.store.set_hostcall_fuel(fuel);
         let mut info = info?;
         for field in [
@@ -340,6 +336,16 @@ impl PluginInstance {
             *field = sandbox::plugin_text(field, MAX_INFO_FIELD_BYTES);
         }
         Ok(info)
+    }
+
+    /// `info` itself, under whatever fuel the caller set.
+    async fn info_call(&mut self) -> Result<PluginInfo> {
+        guest_call!(
+            self,
+            "info",
+            self.call_timeout.min(LOAD_CALL_TIMEOUT),
+            |b, s| b.fluss_lake_plugin().call_info(s)
+        )
     }
 
     pub async fn validate_table(&mut self, table: &wit::TableInfo, config: &Config) -> Result<()> {

@@ -59,6 +59,8 @@ const EVICT_EVERY: Duration = Duration::from_secs(60);
 struct Seen {
     identity: FileIdentity,
     read_at: SystemTime,
+    /// The digest of what was read; `None` when the file could not be read whole.
+    digest: Option<String>,
     outcome: std::result::Result<String, String>,
 }
 
@@ -110,16 +112,16 @@ impl PluginSet {
                 ..ReloadState::default()
             }),
         };
-        set.evict_unused_code();
+        set.evict_unused_code().await;
         Ok(set)
     }
 
     /// Removes from the compiled-plugin cache the code of plugins neither loaded nor built in
     /// (once unused for a while: hosts sharing the cache keep theirs).
-    fn evict_unused_code(&self) {
+    async fn evict_unused_code(&self) {
         let current = self.current();
         let in_use = current.plugins().chain(self.builtins.iter());
-        self.engine.evict_cache(in_use.map(|p| p.digest()));
+        self.engine.evict_cache(in_use.map(|p| p.digest())).await;
     }
 
     /// A single fixed registry (tests, `plugins inspect`).
@@ -150,11 +152,16 @@ impl PluginSet {
             // The code of a plugin swapped out a while ago goes once its keep time is over.
             if state.evicted_at.elapsed() >= EVICT_EVERY {
                 state.evicted_at = std::time::Instant::now();
-                self.evict_unused_code();
+                self.evict_unused_code().await;
             }
             return ReloadReport::default();
         }
         state.fingerprint = fingerprint;
+        if force {
+            // SIGHUP: the operator asks for everything to be tried again, refused files too
+            // (a compile cut by a deadline on a host that was overloaded then).
+            state.seen.retain(|_, seen| seen.outcome.is_ok());
+        }
         let old = self.current();
         let mut report = ReloadReport::default();
         let files = match source::expand(&self.sources) {
@@ -164,6 +171,10 @@ impl PluginSet {
                 return report;
             }
         };
+        // What is remembered of files no longer there goes (names are the user's to choose).
+        state
+            .seen
+            .retain(|path, _| files.iter().any(|f| &f.path == path));
         let mut next = PluginRegistry::default();
         for file in &files {
             let previous = old.by_path(&file.path);
@@ -213,7 +224,7 @@ impl PluginSet {
         for (path, what) in &report.loaded {
             tracing::info!(path = %shown(path), plugin = %what, "plugin swapped in; rounds in flight finish on the previous version");
         }
-        self.evict_unused_code();
+        self.evict_unused_code().await;
         report
     }
 
@@ -239,7 +250,7 @@ impl PluginSet {
             .ok()
             .map(|m| FileIdentity::of(&m));
         let read_at = SystemTime::now();
-        let loaded = self.load_file(file, previous).await;
+        let (digest, loaded) = self.load_file(file, previous, seen.get(&file.path)).await;
         // Remembered under the identity seen before the read: a write during it moves the
         // identity, so the file is read again next time.
         if let Some(identity) = identity {
@@ -247,8 +258,9 @@ impl PluginSet {
                 Ok(Some(p)) => Ok(p.digest().to_string()),
                 Ok(None) => Ok(previous.map(|p| p.digest().to_string()).unwrap_or_default()),
                 Err(e) if e.kind() == ErrorKind::PluginLoad => Err(e.message().to_string()),
-                // Anything else (an instance that could not start for want of memory) is no
-                // verdict on the file: try it again next time.
+                // Anything else (the host could not start a thread or a process) is no verdict
+                // on the file: try it again next time. Compile limits are verdicts: a bomb is
+                // not compiled again until it changes (or SIGHUP asks).
                 Err(_) => {
                     seen.remove(&file.path);
                     return loaded;
@@ -259,6 +271,7 @@ impl PluginSet {
                 Seen {
                     identity,
                     read_at,
+                    digest,
                     outcome,
                 },
             );
@@ -266,20 +279,46 @@ impl PluginSet {
         loaded
     }
 
+    /// Reads `file` and loads it unless it holds what `previous` was loaded from, or what
+    /// was refused when `last` read it (a file re-read only because it had changed just
+    /// before that read, git's "racily clean" case, is not compiled again). Also returns the
+    /// digest read.
     async fn load_file(
         &self,
         file: &source::PluginFile,
         previous: Option<&Arc<Plugin>>,
-    ) -> Result<Option<Arc<Plugin>>> {
+        last: Option<&Seen>,
+    ) -> (Option<String>, Result<Option<Arc<Plugin>>>) {
         let read =
-            source::read_pinned_blocking(file, self.engine.settings().max_file_bytes).await?;
+            match source::read_pinned_blocking(file, self.engine.settings().max_file_bytes).await {
+                Ok(read) => read,
+                Err(e) => return (None, Err(e)),
+            };
+        let digest = Some(read.digest.clone());
         if previous.is_some_and(|p| p.digest() == read.digest) {
-            return Ok(None);
+            return (digest, Ok(None));
         }
-        let plugin =
-            Plugin::from_bytes(self.engine.clone(), &file.path, &read.bytes, read.digest).await?;
-        log_loaded(&plugin);
-        Ok(Some(Arc::new(plugin)))
+        if let Some(Seen {
+            digest: Some(d),
+            outcome: Err(refused),
+            ..
+        }) = last
+            && *d == read.digest
+        {
+            return (
+                digest,
+                Err(Error::new(ErrorKind::PluginLoad, refused.clone())),
+            );
+        }
+        let loaded =
+            Plugin::from_bytes(self.engine.clone(), &file.path, &read.bytes, read.digest).await;
+        (
+            digest,
+            loaded.map(|plugin| {
+                log_loaded(&plugin);
+                Some(Arc::new(plugin))
+            }),
+        )
     }
 
     /// Reloads on SIGHUP and whenever the files change (polled every `interval`; zero turns

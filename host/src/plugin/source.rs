@@ -278,7 +278,7 @@ pub fn read_pinned(file: &PluginFile, max_bytes: u64) -> Result<ReadPlugin> {
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     bytes.extend_from_slice(&head);
-    f.take(max_bytes + 1 - head.len() as u64)
+    f.take(max_bytes.saturating_add(1) - head.len() as u64)
         .read_to_end(&mut bytes)
         .map_err(|e| refuse(format!("cannot read: {e}")))?;
     if bytes.len() as u64 > max_bytes {

@@ -500,20 +500,20 @@ async fn a_huge_info_string_is_refused_before_it_is_copied() {
 async fn a_limit_hit_while_loading_is_one_line_naming_the_file() {
     let engine = Arc::new(
         PluginEngine::new(EngineSettings {
-            instance_memory_limit: 64 << 10,
+            instance_memory_limit: 256 << 10,
             ..EngineSettings::default()
         })
         .unwrap(),
     );
     let e = match Plugin::load(engine, &plugin("evil")).await {
-        Ok(_) => panic!("evil loaded in 64 KiB"),
+        Ok(_) => panic!("evil loaded in 256 KiB"),
         Err(e) => e,
     };
     assert_eq!(e.kind(), ErrorKind::PluginLoad, "{e}");
     assert!(
-        e.message()
-            .contains("plugin evil.wasm exceeded its memory limit of 65536 bytes in instantiation")
-            && !e.message().contains('\n'),
+        e.message().contains(
+            "plugin evil.wasm exceeded its memory limit of 262144 bytes in instantiation"
+        ) && !e.message().contains('\n'),
         "{e}"
     );
 }
