@@ -33,13 +33,7 @@ pub fn compile_bomb(locals: u32, nesting: u32) -> Vec<u8> {
     module.section(&types);
     module.section(&funcs);
     module.section(&code);
-    let core = module.finish();
-    let mut component = Component::new();
-    component.section(&RawSection {
-        id: ComponentSectionId::CoreModule as u8,
-        data: &core,
-    });
-    component.finish()
+    component_of(&module.finish())
 }
 
 /// A component whose one core module defines `globals` mutable i32 globals and nothing else:
@@ -58,11 +52,15 @@ pub fn many_globals(globals: u32) -> Vec<u8> {
     }
     let mut module = Module::new();
     module.section(&section);
-    let core = module.finish();
+    component_of(&module.finish())
+}
+
+/// A component holding `core` as its one core module.
+fn component_of(core: &[u8]) -> Vec<u8> {
     let mut component = Component::new();
     component.section(&RawSection {
         id: ComponentSectionId::CoreModule as u8,
-        data: &core,
+        data: core,
     });
     component.finish()
 }

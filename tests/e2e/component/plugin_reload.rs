@@ -273,6 +273,22 @@ async fn planted_compiled_code_is_refused_and_swapped_out_code_evicted() {
             .unwrap(),
         )
     };
+    // Every plugin of the directory, through a new engine on the cache (as a new host).
+    let load = async || {
+        PluginSet::load(
+            engine(),
+            vec![PluginSource::Dir(plugins.clone())],
+            Vec::new(),
+        )
+        .await
+        .unwrap()
+    };
+    // The code that answers as evil is evil's (not the planted test-null code).
+    let evil_answers = async |set: &PluginSet| {
+        let evil = set.current().get("evil").unwrap();
+        let mut instance = PluginInstance::new(&evil, "t".into()).await.unwrap();
+        assert_eq!(instance.info().await.unwrap().format, "evil");
+    };
     let entries = || {
         let mut names: Vec<String> = std::fs::read_dir(&cache.dir)
             .unwrap()
@@ -287,13 +303,7 @@ async fn planted_compiled_code_is_refused_and_swapped_out_code_evicted() {
     );
     install(&plugins, "evil.wasm", &evil);
     install(&plugins, "null.wasm", &null);
-    PluginSet::load(
-        engine(),
-        vec![PluginSource::Dir(plugins.clone())],
-        Vec::new(),
-    )
-    .await
-    .unwrap();
+    load().await;
     let names = entries();
     assert_eq!(names.len(), 2, "{names:?}");
     let named = |d: &str| names.iter().find(|n| n.starts_with(d)).unwrap().clone();
@@ -301,18 +311,9 @@ async fn planted_compiled_code_is_refused_and_swapped_out_code_evicted() {
 
     // test-null's compiled code under evil's name.
     std::fs::copy(cache.dir.join(&null_entry), cache.dir.join(&evil_entry)).unwrap();
-    let set = PluginSet::load(
-        engine(),
-        vec![PluginSource::Dir(plugins.clone())],
-        Vec::new(),
-    )
-    .await
-    .unwrap();
+    let set = load().await;
     assert!(set.current().get("evil").is_some() && set.current().get("test-null").is_some());
-    let mut evil_instance = PluginInstance::new(&set.current().get("evil").unwrap(), "t".into())
-        .await
-        .unwrap();
-    assert_eq!(evil_instance.info().await.unwrap().format, "evil");
+    evil_answers(&set).await;
 
     // Code tagged under another key, with evil's name.
     let other = fluss_lake_host::plugin::cache::PluginCache::open(&CacheSettings {
@@ -323,18 +324,9 @@ async fn planted_compiled_code_is_refused_and_swapped_out_code_evicted() {
     // (An entry is an 8-byte magic and a 32-byte tag, then the compiled code.)
     let null_code = std::fs::read(cache.dir.join(&null_entry)).unwrap()[40..].to_vec();
     other.put(&evil_entry, &null_code).unwrap();
-    let set = PluginSet::load(
-        engine(),
-        vec![PluginSource::Dir(plugins.clone())],
-        Vec::new(),
-    )
-    .await
-    .unwrap();
+    let set = load().await;
     // Recompiled from its file: the code that answers is evil's, not test-null's.
-    let mut evil_instance = PluginInstance::new(&set.current().get("evil").unwrap(), "t".into())
-        .await
-        .unwrap();
-    assert_eq!(evil_instance.info().await.unwrap().format, "evil");
+    evil_answers(&set).await;
 
     // null.wasm swapped out: its compiled code goes.
     std::fs::remove_file(plugins.join("null.wasm")).unwrap();
