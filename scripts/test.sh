@@ -14,9 +14,12 @@
 # - one test binary (tests/e2e) instead of one per test file;
 # - the Python readers, the Fluss jars and the clusters are set up in the background while
 #   Rust compiles;
+# - the compiled-plugin cache the tests share is filled once, before they start;
 # - tests run concurrently, each test that needs Fluss on a cluster of its own (a pool of
-#   FLUSS_TEST_CLUSTERS clusters); the few whose assertions are about wall time (group
-#   `alone`) run afterwards, one at a time.
+#   FLUSS_TEST_CLUSTERS clusters; the summary says how long tests waited for one); the
+#   workspace's other test binaries, the plugin smoke tests and the example plugins' tests
+#   run beside the end-to-end tests, which mostly wait; the few whose assertions are about
+#   wall time (group `alone`) run afterwards, one at a time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -31,7 +34,7 @@ export AWS_METADATA_ENDPOINT=http://127.0.0.1:9 AWS_EC2_METADATA_DISABLED=true
 TEST_THREADS="${TEST_THREADS:-5}"
 LOGS="$ROOT/target/test-logs"
 mkdir -p "$LOGS"
-rm -f "$LOGS/cargo-test.log"
+rm -f "$LOGS/cargo-test.log" "$LOGS/leases.log"
 
 # ---- step timing -----------------------------------------------------------------------
 T0=$(date +%s)
@@ -69,6 +72,13 @@ finish() {
     sed -n 's/^test \(.*\) \.\.\. \([a-zA-Z]*\) <\([0-9.]*\)s>$/\3 \1 \2/p' "$LOGS/cargo-test.log" \
       | sort -rn | awk 'NR <= 15 { printf "  %7.1fs  %s %s\n", $1, $2, ($3 == "ok" ? "" : $3) }'
     # (awk reads to the end: `head` would make sort die of SIGPIPE and fail the run's exit code)
+  fi
+  if [[ -f "$LOGS/leases.log" ]]; then
+    # tests/src/cluster.rs journals every lease: what the pool's size cost in waiting.
+    printf '\n==> cluster leases (seconds: busy = emptying + held)\n'
+    sed 's/[a-z]*=//g' "$LOGS/leases.log" | awk '
+      { n[$1]++; busy[$1] += $3 + $4; waited[$1] += $2 }
+      END { for (c in n) printf "  cluster %s: %3d leases, busy %6.0f, tests waited %6.0f\n", c, n[c], busy[c], waited[c] }' | sort
   fi
   printf '\n==> summary (%s)\n' "$([[ $rc == 0 ]] && echo passed || echo "FAILED, exit $rc")"
   printf '  %s\n' "${SUMMARY[@]}"
@@ -147,46 +157,75 @@ scripts/build-plugins.sh
 step "host, tests and native guest code: build and lint every target (release)"
 # --timings: target/cargo-timings/ says which crate the cold build spends its time on.
 cargo build --workspace --all-targets --release --timings
-
-step "third-party example plugins (own workspaces, SDK only): unit tests"
-# The dev profile (overflow checks and debug assertions on): their dependencies resolve other
-# features than the workspace's, so nothing is shared with the release build, and a debug
-# build of them takes half the time.
-for example in examples/*/Cargo.toml; do
-  cargo test --manifest-path "$example" --target-dir target
-done
+# The compiled-plugin cache the tests share (tests/src/host.rs plugin_cache_dir), filled once
+# now with every plugin under test: otherwise the first tests to start a host each compile the
+# same plugins at once, minutes of CPU on a machine the tests already keep busy.
+background plugin-cache target/release/fluss-lake-host plugins list --plugin-dir target/plugins \
+  --plugin-cache-dir target/plugin-cache --plugin-cache-key target/plugin-cache.key
 
 step "wait for the background setup"
 await python-readers
 await clusters
 await prometheus
+await plugin-cache
 
 step "alerting rules (docs/prometheus/alerts.yml): promtool check and unit tests"
 target/prometheus-dist/usr/bin/promtool check rules docs/prometheus/alerts.yml
 target/prometheus-dist/usr/bin/promtool test rules docs/prometheus/alerts_test.yml
 
-step "plugin smoke tests without the Rust host (wasmtime-py + pypaimon / pyiceberg / pylance)"
-smoke_pids=()
-for format in paimon iceberg lance; do
-  smoke_dir="$(mktemp -d)"
-  target/venv/bin/python tests/python/wasm_smoke.py "target/plugins/$format.wasm" "$smoke_dir" \
-    >"$LOGS/wasm-smoke-$format.log" 2>&1 &
-  smoke_pids+=("$!:$format")
-done
-for entry in "${smoke_pids[@]}"; do
-  if ! wait "${entry%%:*}"; then
-    echo "ERROR: wasm smoke test of ${entry#*:} failed:" >&2
-    cat "$LOGS/wasm-smoke-${entry#*:}.log" >&2
-    exit 1
-  fi
-  tail -n 1 "$LOGS/wasm-smoke-${entry#*:}.log"
-done
-
 # Each test's time in the output (scripts/test-runner.sh), for the slowest-tests summary.
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$ROOT/scripts/test-runner.sh"
 
-step "unit tests and end-to-end tests, $TEST_THREADS at a time on $FLUSS_TEST_CLUSTERS clusters"
-cargo test --workspace --release -- --test-threads="$TEST_THREADS" --skip alone:: 2>&1 | tee "$LOGS/cargo-test.log"
+# Every test binary of the workspace but e2e: the unit tests, the guests' own reader tests,
+# the benchmark's tests, then the doc tests. --workspace, as every cargo command here: the same
+# package set resolves the same features, so nothing rebuilds.
+workspace_tests() {
+  local args=() name
+  for name in $(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    for t in p["targets"]:
+        if t["kind"] == ["test"] and t["name"] != "e2e":
+            print(t["name"])'); do
+    args+=(--test "$name")
+  done
+  cargo test --workspace --release --lib --bins "${args[@]}" -- --test-threads=2
+  cargo test --workspace --release --doc
+}
+
+# The plugins on their own, without the Rust host (wasmtime-py + pypaimon / pyiceberg / pylance).
+wasm_smoke_tests() {
+  local format dir
+  for format in paimon iceberg lance; do
+    dir="$(mktemp -d)"
+    echo "--- $format"
+    target/venv/bin/python tests/python/wasm_smoke.py "target/plugins/$format.wasm" "$dir"
+  done
+}
+
+# The dev profile (overflow checks and debug assertions on): their dependencies resolve other
+# features than the workspace's, so nothing is shared with the release build, and a debug build
+# of them takes half the time.
+example_plugin_tests() {
+  local example
+  for example in examples/*/Cargo.toml; do
+    echo "--- $example"
+    cargo test --manifest-path "$example" --target-dir target
+  done
+}
+
+step "tests: end-to-end ($TEST_THREADS at a time on $FLUSS_TEST_CLUSTERS clusters); meanwhile the workspace's other tests, the plugin smoke tests and the example plugins' tests"
+# The end-to-end tests mostly wait on their clusters; the others mostly compute: they run
+# side by side, each with its own log, and the step fails with the log of any that failed.
+background workspace-tests workspace_tests
+background wasm-smoke wasm_smoke_tests
+background example-plugin-tests example_plugin_tests
+cargo test --workspace --release --test e2e -- --test-threads="$TEST_THREADS" --skip alone:: 2>&1 \
+  | tee "$LOGS/cargo-test.log"
+await workspace-tests
+cat "$LOGS/workspace-tests.log" >>"$LOGS/cargo-test.log"
+await wasm-smoke
+await example-plugin-tests
 
 step "tests that measure wall time (group alone), one at a time"
 # --workspace, as above: the same package set resolves the same features, so nothing rebuilds.

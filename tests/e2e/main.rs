@@ -7,6 +7,7 @@
 
 mod bad_input;
 mod bench;
+mod client;
 mod component;
 mod faults;
 mod maintenance;

@@ -140,6 +140,11 @@ pub struct Lease {
     info: ClusterInfo,
     /// Held for the lease's lifetime; the lock is released when the file is closed.
     _lock: File,
+    /// When the lease was asked for, locked, and granted (the cluster emptied or restarted),
+    /// for the lease journal.
+    asked: Instant,
+    locked: Instant,
+    granted: Instant,
 }
 
 impl Deref for Lease {
@@ -163,6 +168,41 @@ impl Drop for Lease {
         if std::thread::panicking() {
             let _ = std::fs::write(dirty_marker(self.info.index), b"a test panicked\n");
         }
+        journal(
+            self.info.index,
+            [
+                self.locked.duration_since(self.asked),
+                self.granted.duration_since(self.locked),
+                self.granted.elapsed(),
+            ],
+        );
+    }
+}
+
+/// Appends a line to `target/test-logs/leases.log`: the test (libtest names each test's thread
+/// after it), the cluster, how long the test waited for it, how long emptying (or restarting)
+/// it took, and how long the test held it. The suite's summary (scripts/test.sh) adds them
+/// up, so the pool is sized from measurements.
+fn journal(index: usize, [waited, prepared, held]: [Duration; 3]) {
+    use std::io::Write;
+    let dir = repo_root().join("target").join("test-logs");
+    let _ = std::fs::create_dir_all(&dir);
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_string();
+    if let Ok(mut f) = File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join("leases.log"))
+    {
+        let _ = writeln!(
+            f,
+            "cluster={index} waited={:.1} prepared={:.1} held={:.1} test={test}",
+            waited.as_secs_f64(),
+            prepared.as_secs_f64(),
+            held.as_secs_f64()
+        );
     }
 }
 
@@ -259,6 +299,7 @@ fn lease_one_of(indices: std::ops::Range<usize>) -> Lease {
                 .open(lock_path(index))
                 .expect("cluster lock file");
             if lock.try_lock().is_ok() {
+                let locked = Instant::now();
                 let format = prepare(index);
                 if waited.elapsed() > Duration::from_secs(1) {
                     eprintln!(
@@ -269,6 +310,9 @@ fn lease_one_of(indices: std::ops::Range<usize>) -> Lease {
                 return Lease {
                     info: ClusterInfo::new(index, &format),
                     _lock: lock,
+                    asked: waited,
+                    locked,
+                    granted: Instant::now(),
                 };
             }
         }

@@ -36,6 +36,7 @@ use arrow::{
         writer::StreamWriter,
     },
 };
+use arrow_schema::ArrowError;
 use arrow_schema::ArrowError::ParseError;
 use arrow_schema::SchemaRef;
 use arrow_schema::{DataType as ArrowDataType, Field};
@@ -894,7 +895,7 @@ fn convert_lossless_columns(batch: &RecordBatch, row_type: &RowType) -> Result<R
             // Cast to a nullable version of the target: casting straight to a
             // NOT NULL nested type fails inside Arrow, and `check_not_null`
             // gives a better message for the same mistake a moment later.
-            columns.push(arrow::compute::cast(
+            columns.push(convert_lossless(
                 column,
                 &relax_nested_nullability(field.data_type()),
             )?);
@@ -914,6 +915,121 @@ fn convert_lossless_columns(batch: &RecordBatch, row_type: &RowType) -> Result<R
         )),
         columns,
     )?)
+}
+
+/// Converts `array` to `to`, a type it matches up to an encoding difference or what
+/// [`erase_read_irrelevant`] ignores ([`is_same_or_lossless`]): large or view strings and
+/// binaries to plain ones, dictionaries to their values, lists, structs and maps rebuilt with
+/// the target's fields around converted children, a timestamp relabelled with the target's
+/// zone. These are the conversions `arrow::compute::cast` made here, written out so that the
+/// client does not build arrow's compute kernels (see PATCHED.md). Anything else is refused.
+fn convert_lossless(
+    array: &ArrayRef,
+    to: &ArrowDataType,
+) -> std::result::Result<ArrayRef, ArrowError> {
+    use arrow::array::{
+        AsArray, BinaryArray, ListArray, MapArray, StringArray, StructArray, make_array,
+    };
+    use arrow::buffer::{OffsetBuffer, ScalarBuffer};
+    use ArrowDataType::*;
+
+    let from = array.data_type();
+    if from == to {
+        return Ok(Arc::clone(array));
+    }
+    // Offsets of a large (64-bit) list or string as 32-bit ones: refused past 2 GiB, as
+    // casting did.
+    let narrow = |offsets: &[i64]| -> std::result::Result<OffsetBuffer<i32>, ArrowError> {
+        let narrowed = offsets
+            .iter()
+            .map(|&o| i32::try_from(o))
+            .collect::<std::result::Result<Vec<i32>, _>>()
+            .map_err(|_| {
+                ArrowError::ComputeError(format!(
+                    "{from} holds more than {} bytes or values, which {to} cannot",
+                    i32::MAX
+                ))
+            })?;
+        Ok(OffsetBuffer::new(ScalarBuffer::from(narrowed)))
+    };
+    let converted: ArrayRef = match (from, to) {
+        (Dictionary(_, _), _) => {
+            let dictionary = array.as_any_dictionary();
+            let values = convert_lossless(dictionary.values(), to)?;
+            arrow::compute::take(values.as_ref(), dictionary.keys(), None)?
+        }
+        (List(_), List(to_field)) => {
+            let list = array.as_list::<i32>();
+            Arc::new(ListArray::try_new(
+                Arc::clone(to_field),
+                list.offsets().clone(),
+                convert_lossless(list.values(), to_field.data_type())?,
+                list.nulls().cloned(),
+            )?)
+        }
+        (LargeList(_), List(to_field)) => {
+            let list = array.as_list::<i64>();
+            Arc::new(ListArray::try_new(
+                Arc::clone(to_field),
+                narrow(list.offsets())?,
+                convert_lossless(list.values(), to_field.data_type())?,
+                list.nulls().cloned(),
+            )?)
+        }
+        (Struct(_), Struct(to_fields)) => {
+            let structs = array.as_struct();
+            let children = structs
+                .columns()
+                .iter()
+                .zip(to_fields.iter())
+                .map(|(child, field)| convert_lossless(child, field.data_type()))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Arc::new(StructArray::try_new(
+                to_fields.clone(),
+                children,
+                structs.nulls().cloned(),
+            )?)
+        }
+        (Map(_, _), Map(to_entries, sorted)) => {
+            let map = array.as_map();
+            let entries: ArrayRef = Arc::new(map.entries().clone());
+            let entries = convert_lossless(&entries, to_entries.data_type())?;
+            Arc::new(MapArray::try_new(
+                Arc::clone(to_entries),
+                map.offsets().clone(),
+                entries.as_struct().clone(),
+                map.nulls().cloned(),
+                *sorted,
+            )?)
+        }
+        (LargeUtf8, Utf8) => {
+            let strings = array.as_string::<i64>();
+            Arc::new(StringArray::try_new(
+                narrow(strings.offsets())?,
+                strings.values().clone(),
+                strings.nulls().cloned(),
+            )?)
+        }
+        (Utf8View, Utf8) => Arc::new(array.as_string_view().iter().collect::<StringArray>()),
+        (LargeBinary, Binary) => {
+            let bytes = array.as_binary::<i64>();
+            Arc::new(BinaryArray::try_new(
+                narrow(bytes.offsets())?,
+                bytes.values().clone(),
+                bytes.nulls().cloned(),
+            )?)
+        }
+        (BinaryView, Binary) => Arc::new(array.as_binary_view().iter().collect::<BinaryArray>()),
+        (Timestamp(from_unit, _), Timestamp(to_unit, _)) if from_unit == to_unit => {
+            make_array(array.to_data().into_builder().data_type(to.clone()).build()?)
+        }
+        _ => {
+            return Err(ArrowError::CastError(format!(
+                "cannot convert {from} to {to} without loss"
+            )));
+        }
+    };
+    Ok(converted)
 }
 
 /// The fixed fields of a log record batch header.

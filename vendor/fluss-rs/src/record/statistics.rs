@@ -51,7 +51,6 @@ use crate::row::aligned::{AlignedRowWriter, calculate_fix_part_size_in_bytes};
 use crate::row::binary::BinaryWriter;
 use crate::row::{Decimal, TimestampLtz, TimestampNtz};
 use arrow::array::{Array, RecordBatch};
-use arrow::compute::kernels::aggregate;
 use arrow::datatypes::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
     Int64Type, Time32MillisecondType, TimestampMicrosecondType, TimestampMillisecondType,
@@ -1224,5 +1223,45 @@ mod tests {
             .expect("statistics");
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex, java_statistics_block_hex());
+    }
+}
+
+/// A column's least and greatest non-null values, as arrow-arith's `aggregate` kernels give
+/// them for the types the statistics use them on (integers, decimals, dates, times and
+/// timestamps in their natural order, `false < true`, strings byte-wise): written out so that
+/// the client does not build arrow's compute kernels (see PATCHED.md). Floats have their own
+/// Java ordering above.
+mod aggregate {
+    use arrow::array::{BooleanArray, PrimitiveArray, StringArray};
+    use arrow::datatypes::ArrowPrimitiveType;
+
+    pub(super) fn min<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>) -> Option<T::Native>
+    where
+        T::Native: Ord,
+    {
+        array.iter().flatten().min()
+    }
+
+    pub(super) fn max<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>) -> Option<T::Native>
+    where
+        T::Native: Ord,
+    {
+        array.iter().flatten().max()
+    }
+
+    pub(super) fn min_boolean(array: &BooleanArray) -> Option<bool> {
+        array.iter().flatten().min()
+    }
+
+    pub(super) fn max_boolean(array: &BooleanArray) -> Option<bool> {
+        array.iter().flatten().max()
+    }
+
+    pub(super) fn min_string(array: &StringArray) -> Option<&str> {
+        array.iter().flatten().min()
+    }
+
+    pub(super) fn max_string(array: &StringArray) -> Option<&str> {
+        array.iter().flatten().max()
     }
 }
