@@ -51,6 +51,8 @@ pub mod deps {
     pub use arrow_schema;
     pub use arrow_select;
     pub use parquet;
+    pub use prost;
+    pub use serde;
     pub use serde_json;
     pub use uuid;
 }
