@@ -24,14 +24,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-export FLUSS_TEST_CLUSTERS="${FLUSS_TEST_CLUSTERS:-3}"
+export FLUSS_TEST_CLUSTERS="${FLUSS_TEST_CLUSTERS:-4}"
 # The S3 cluster (tests/src/cluster.rs S3_CLUSTER, `lease_s3`) keeps its remote data and lake
 # warehouses on the test S3 server (cluster/s3/start.sh).
 S3_CLUSTER=9
 # No S3 client of a test may look for an instance metadata service (the AWS credential chain's
 # last step, at a link-local address): it gets a closed loopback port instead.
 export AWS_METADATA_ENDPOINT=http://127.0.0.1:9 AWS_EC2_METADATA_DISABLED=true
-TEST_THREADS="${TEST_THREADS:-5}"
+TEST_THREADS="${TEST_THREADS:-6}"
 LOGS="$ROOT/target/test-logs"
 mkdir -p "$LOGS"
 rm -f "$LOGS/cargo-test.log" "$LOGS/leases.log"

@@ -118,7 +118,18 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
         (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
     // A cluster busy with other tests' tables can take a while to elect every leader.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while let Err(e) = admin.list_offsets(path, &buckets, OffsetSpec::Latest).await {
+    loop {
+        // Each ask bounded too: an ask sent to a server that is not up yet may never answer.
+        let asked = tokio::time::timeout(
+            Duration::from_secs(10),
+            admin.list_offsets(path, &buckets, OffsetSpec::Latest),
+        )
+        .await;
+        let e = match asked {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "no answer within 10 s".to_string(),
+        };
         assert!(
             std::time::Instant::now() < deadline,
             "table {path} never became ready: {e}"
@@ -339,6 +350,34 @@ pub async fn create_partition(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     name
+}
+
+/// Waits until every bucket of the (unpartitioned) table `path` has a leader that answers
+/// for its offsets: after a tablet server restarts, its buckets are led again only once the
+/// coordinator has elected them (tens of seconds on a loaded machine), and a writer created
+/// before that can wait for an answer that never comes.
+pub async fn wait_until_served(admin: &FlussAdmin, path: &TablePath, timeout: Duration) {
+    let buckets: Vec<i32> =
+        (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        // Each ask bounded too: an ask sent to a server that is not up yet may never answer.
+        let asked = tokio::time::timeout(
+            Duration::from_secs(10),
+            admin.list_offsets(path, &buckets, OffsetSpec::Latest),
+        )
+        .await;
+        let e = match asked {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "no answer within 10 s".to_string(),
+        };
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} was not served within {timeout:?}: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Every (partition id, bucket) → high watermark of a table (all partitions, or the table).

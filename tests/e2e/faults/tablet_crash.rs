@@ -59,10 +59,21 @@ async fn a_tablet_server_killed_mid_round_and_restarted_is_converged_on() {
         String::from_utf8_lossy(&restarted.stderr)
     );
 
-    // More rows once Fluss serves the table again, through a client of the test's own.
+    // More rows once Fluss serves the table again (every bucket led again), through a
+    // client of the test's own created after that.
+    {
+        let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
+        let admin = conn.get_admin().unwrap();
+        data::wait_until_served(&admin, &path, Duration::from_secs(180)).await;
+    }
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
-    data::write_rows(&conn, &path, 6_000, 3_000, 1_000).await;
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        data::write_rows(&conn, &path, 6_000, 3_000, 1_000),
+    )
+    .await
+    .expect("writing 3,000 rows after the restart did not finish within 120 s");
     let ends = data::all_log_end_offsets(&admin, &path).await;
     data::wait_for_all_lake_offsets(&admin, &path, &ends, Duration::from_secs(180))
         .await
