@@ -2,7 +2,7 @@
 # Sets everything up from a fresh machine and runs every check and test:
 # toolchain target, Python readers, Fluss jars, formatting, lints, plugins, unit tests,
 # and the end-to-end tests against real Fluss clusters (started here, stopped on exit).
-# Prints the time of each step and a summary at the end. tests/README.md says how to run
+# Prints the time of each step and a summary at the end. docs/development.md says how to run
 # one test or one group.
 #
 #   scripts/test.sh
@@ -24,14 +24,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-export FLUSS_TEST_CLUSTERS="${FLUSS_TEST_CLUSTERS:-4}"
+export FLUSS_TEST_CLUSTERS="${FLUSS_TEST_CLUSTERS:-3}"
 # The S3 cluster (tests/src/cluster.rs S3_CLUSTER, `lease_s3`) keeps its remote data and lake
 # warehouses on the test S3 server (cluster/s3/start.sh).
 S3_CLUSTER=9
 # No S3 client of a test may look for an instance metadata service (the AWS credential chain's
 # last step, at a link-local address): it gets a closed loopback port instead.
 export AWS_METADATA_ENDPOINT=http://127.0.0.1:9 AWS_EC2_METADATA_DISABLED=true
-TEST_THREADS="${TEST_THREADS:-6}"
+TEST_THREADS="${TEST_THREADS:-5}"
 LOGS="$ROOT/target/test-logs"
 mkdir -p "$LOGS"
 rm -f "$LOGS/cargo-test.log" "$LOGS/leases.log"
@@ -149,6 +149,11 @@ background prometheus cluster/prometheus/setup.sh
 step "format"
 cargo fmt --all -- --check
 for example in examples/*/Cargo.toml; do cargo fmt --manifest-path "$example" -- --check; done
+
+step "docs: every link and anchor of the Markdown pages, and the README's size"
+# docs/configuration.md itself is checked against the options by the host's unit tests
+# (config_reference).
+python3 scripts/check-docs.py
 
 # The plugins first: the host binary under test embeds the standard ones (embedded-plugins).
 step "plugins: build and lint the wasm32-wasip2 guests (profile guest), and the third-party examples"

@@ -1,5 +1,5 @@
 //! Every end-to-end and component test, in one test binary (one link of the host, wasmtime
-//! and arrow instead of one per file). The modules are the groups `tests/README.md`
+//! and arrow instead of one per file). The modules are the groups `docs/development.md`
 //! describes; run one with `cargo test --release --test e2e <group>::`.
 //!
 //! Tests that need a Fluss cluster take a lease on one of the pool's clusters

@@ -114,28 +114,8 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
     if descriptor.is_partitioned() {
         return;
     }
-    let buckets: Vec<i32> =
-        (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
     // A cluster busy with other tests' tables can take a while to elect every leader.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    loop {
-        // Each ask bounded too: an ask sent to a server that is not up yet may never answer.
-        let asked = tokio::time::timeout(
-            Duration::from_secs(10),
-            admin.list_offsets(path, &buckets, OffsetSpec::Latest),
-        )
-        .await;
-        let e = match asked {
-            Ok(Ok(_)) => return,
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => "no answer within 10 s".to_string(),
-        };
-        assert!(
-            std::time::Instant::now() < deadline,
-            "table {path} never became ready: {e}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_until_served(admin, path, Duration::from_secs(120)).await;
 }
 
 /// Rows `first..first+count` of the standard table, deterministic in the row number;
@@ -353,9 +333,9 @@ pub async fn create_partition(
 }
 
 /// Waits until every bucket of the (unpartitioned) table `path` has a leader that answers
-/// for its offsets: after a tablet server restarts, its buckets are led again only once the
-/// coordinator has elected them (tens of seconds on a loaded machine), and a writer created
-/// before that can wait for an answer that never comes.
+/// for its offsets: after a table is created, or after a tablet server restarts, its buckets
+/// are led only once the coordinator has elected them (tens of seconds on a loaded machine),
+/// and a writer created before that can wait for an answer that never comes.
 pub async fn wait_until_served(admin: &FlussAdmin, path: &TablePath, timeout: Duration) {
     let buckets: Vec<i32> =
         (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();

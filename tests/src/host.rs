@@ -13,7 +13,7 @@ pub fn host_bin() -> PathBuf {
         .unwrap_or_else(|_| repo_root().join("target/release/fluss-lake-host"));
     assert!(
         bin.exists(),
-        "{} is missing: build it with `cargo build --release -p fluss-lake-host`",
+        "{} is missing: build it with `cargo build --workspace --release` (the test crate turns on the host features the tests use)",
         bin.display()
     );
     bin
