@@ -1,7 +1,8 @@
 //! The writer of one split: the Fluss rows plus the system columns, minus the partition
-//! columns, into Snappy Parquet files (rolled at the target size by the SDK's writer) in the
-//! partition's directory, each described by an `add` action with its partition values and
-//! statistics. Nothing is visible to readers until the committer publishes the actions.
+//! columns, into Parquet files (zstd level 1, the SDK's default; rolled at the target size by
+//! the SDK's writer) in the partition's directory, each described by an `add` action with its
+//! partition values and statistics. Nothing is visible to readers until the committer
+//! publishes the actions.
 
 use fluss_lake_guest_sdk::convert::{constant_i32, i64_column, millis_column};
 use fluss_lake_guest_sdk::deps::arrow_array::RecordBatch;
