@@ -33,19 +33,13 @@ pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
     })?;
     check_supported(&schema, Some(table))?;
     check_compatible(&schema, table)?;
-    if config::get_bool(&table.properties, AUTO_COMPACTION, false)? {
-        // Readers merge level-0 files correctly, only more slowly; a compaction job can catch up.
-        fluss_lake_guest_sdk::warn!(
-            "{AUTO_COMPACTION} is set on {}.{} but this plugin only writes (no compaction): \
-             files accumulate until a Paimon compaction job compacts them",
-            table.path.database,
-            table.path.table
-        );
-    }
+    // A malformed value is refused here, before any round; the compaction it asks for runs as
+    // table maintenance when the host calls `maintain` (crate::maintenance).
+    config::get_bool(&table.properties, AUTO_COMPACTION, false)?;
     Ok(())
 }
 
-/// Fluss property asking the tiering service to compact the lake table while writing.
+/// Fluss property asking the tiering service to compact the lake table.
 const AUTO_COMPACTION: &str = "table.datalake.auto-compaction";
 
 /// Creates `schema/schema-0` for the table unless a schema exists; `true` when created.
