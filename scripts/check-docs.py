@@ -21,7 +21,7 @@ README_MAX_BYTES = 10 * 1024
 SKIP_DIRS = {"target", "vendor", "node_modules"}
 
 INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-REFERENCE_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+\"[^\"]*\")?\s*$", re.M)
+REFERENCE_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+\"[^\"]*\")?\s*$")
 HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 HTML_ID = re.compile(r"<[^>]+\b(?:id|name)\s*=\s*\"([^\"]+)\"")
 FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -36,8 +36,8 @@ def markdown_files():
                 yield Path(dirpath) / name
 
 
-def prose_lines(text):
-    """The lines outside fenced code blocks, with code spans blanked; (line number, text)."""
+def outside_fences(text):
+    """The lines outside fenced code blocks: (line number, text)."""
     fenced = None
     for number, line in enumerate(text.splitlines(), 1):
         fence = FENCE.match(line)
@@ -48,7 +48,13 @@ def prose_lines(text):
                 fenced = None
             continue
         if fenced is None:
-            yield number, CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
+            yield number, line
+
+
+def prose_lines(text):
+    """The lines outside fenced code blocks, with code spans blanked; (line number, text)."""
+    for number, line in outside_fences(text):
+        yield number, CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
 
 
 def slug(heading):
@@ -71,15 +77,7 @@ _anchors = {}
 def anchors(path):
     if path not in _anchors:
         found, seen = set(), {}
-        text = path.read_text(encoding="utf-8")
-        fenced = None
-        for line in text.splitlines():
-            fence = FENCE.match(line)
-            if fence:
-                fenced = fence.group(1) if fenced is None else (None if fence.group(1) == fenced else fenced)
-                continue
-            if fenced is not None:
-                continue
+        for _, line in outside_fences(path.read_text(encoding="utf-8")):
             heading = HEADING.match(line)
             if heading:
                 base = slug(heading.group(2))
@@ -98,8 +96,7 @@ def check(path):
     targets = []
     for number, line in prose_lines(text):
         targets += [(number, t) for t in INLINE_LINK.findall(line)]
-    for match in REFERENCE_DEF.finditer(text):
-        targets.append((text[: match.start()].count("\n") + 1, match.group(1)))
+        targets += [(number, t) for t in REFERENCE_DEF.findall(line)]
     for number, target in targets:
         if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # http:, https:, mailto:
             continue
@@ -135,7 +132,7 @@ def self_test():
         (ROOT / "docs" / "a.md").write_text(
             "# A page\n\n## The `--x` option, again!\n\n## The `--x` option, again!\n\n"
             "[ok](b.md#b-title) [ok](#the---x-option-again-1) [ok](../src)\n"
-            "[missing](c.md) [bad anchor](b.md#nope)\n\n```\n[in code](nowhere.md)\n```\n"
+            "[missing](c.md) [bad anchor](b.md#nope)\n\n```\n[in code](nowhere.md)\n[code]: nowhere.md\n```\n"
             "`[span](nowhere.md)` [web](https://example.com/x)\n\n[ref]: b.md#nope-either\n",
             encoding="utf-8",
         )
@@ -147,7 +144,7 @@ def self_test():
     expected = [
         "docs/a.md:8: link to a missing file: c.md",
         "docs/a.md:8: no heading or id '#nope' in docs/b.md",
-        "docs/a.md:14: no heading or id '#nope-either' in docs/b.md",
+        "docs/a.md:16: no heading or id '#nope-either' in docs/b.md",
     ]
     if found != expected:
         print(f"check-docs self-test failed: found {found}, expected {expected}")

@@ -119,7 +119,8 @@ fn default(arg: &Arg) -> String {
     if arg.is_required_set() {
         return "required".into();
     }
-    if help(arg).contains("default:") || help(arg).contains("Default:") {
+    let help = help(arg);
+    if help.contains("default:") || help.contains("Default:") {
         return String::new();
     }
     let defaults: Vec<String> = arg
