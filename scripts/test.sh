@@ -16,10 +16,11 @@
 #   Rust compiles;
 # - the compiled-plugin cache the tests share is filled once, before they start;
 # - tests run concurrently, each test that needs Fluss on a cluster of its own (a pool of
-#   FLUSS_TEST_CLUSTERS clusters; the summary says how long tests waited for one); the
-#   workspace's other test binaries, the plugin smoke tests and the example plugins' tests
-#   run beside the end-to-end tests, which mostly wait; the few whose assertions are about
-#   wall time (group `alone`) run afterwards, one at a time.
+#   FLUSS_TEST_CLUSTERS clusters; the summary says how long tests waited for one), the longest
+#   and the S3 cluster's first; the workspace's other test targets are compiled and run, with
+#   the plugin smoke tests and the example plugins' tests, at a lower CPU priority beside the
+#   end-to-end tests, which mostly wait; the few whose assertions are about wall time (group
+#   `alone`) run afterwards, one at a time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -31,7 +32,7 @@ S3_CLUSTER=9
 # No S3 client of a test may look for an instance metadata service (the AWS credential chain's
 # last step, at a link-local address): it gets a closed loopback port instead.
 export AWS_METADATA_ENDPOINT=http://127.0.0.1:9 AWS_EC2_METADATA_DISABLED=true
-TEST_THREADS="${TEST_THREADS:-5}"
+TEST_THREADS="${TEST_THREADS:-4}"
 LOGS="$ROOT/target/test-logs"
 mkdir -p "$LOGS"
 rm -f "$LOGS/cargo-test.log" "$LOGS/leases.log"
@@ -96,6 +97,13 @@ background() {
   JOB_PIDS[$name]=$!
   echo "started in the background: $name (log: target/test-logs/$name.log)"
 }
+# `background` at a lower CPU priority (nice 10, inherited by everything the job starts).
+background_low() {
+  local name="$1"; shift
+  ( renice -n 10 -p "$BASHPID" >/dev/null && "$@" ) >"$LOGS/$name.log" 2>&1 &
+  JOB_PIDS[$name]=$!
+  echo "started in the background at low priority: $name (log: target/test-logs/$name.log)"
+}
 await() {
   local name="$1"
   if ! wait "${JOB_PIDS[$name]}"; then
@@ -159,9 +167,14 @@ python3 scripts/check-docs.py
 step "plugins: build and lint the wasm32-wasip2 guests (profile guest), and the third-party examples"
 scripts/build-plugins.sh
 
-step "host, tests and native guest code: build and lint every target (release)"
-# --timings: target/cargo-timings/ says which crate the cold build spends its time on.
-cargo build --workspace --all-targets --release --timings
+step "host, benchmark and end-to-end tests: build and lint (release)"
+# What the end-to-end tests run: every binary (the host, the benchmark, the demo), the examples
+# and the e2e test binary. Every other target (unit tests, the guests' reader tests, doc tests)
+# is compiled and linted in the test step, on the CPU the end-to-end tests leave idle
+# (workspace_tests). --workspace, as every cargo command here: the same package set resolves
+# the same features, so nothing is compiled twice. --timings: target/cargo-timings/ says which
+# crate the cold build spends its time on.
+cargo build --workspace --release --bins --examples --test e2e --timings
 # The compiled-plugin cache the tests share (tests/src/host.rs plugin_cache_dir), filled once
 # now with every plugin under test: otherwise the first tests to start a host each compile the
 # same plugins at once, minutes of CPU on a machine the tests already keep busy.
@@ -186,6 +199,8 @@ export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$ROOT/scripts/test-runner.s
 # package set resolves the same features, so nothing rebuilds.
 workspace_tests() {
   local args=() name
+  # Every target, so clippy (the wrapper) lints each one as before; then they run.
+  cargo build --workspace --release --all-targets
   for name in $(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["packages"]:
@@ -210,23 +225,72 @@ wasm_smoke_tests() {
 
 # The dev profile (overflow checks and debug assertions on): their dependencies resolve other
 # features than the workspace's, so nothing is shared with the release build, and a debug build
-# of them takes half the time.
+# of them takes half the time. Without debug information, which nothing here reads (a failing
+# test's panic message and line do not need it) and which is much of a debug build's time.
 example_plugin_tests() {
   local example
   for example in examples/*/Cargo.toml; do
     echo "--- $example"
-    cargo test --manifest-path "$example" --target-dir target
+    CARGO_PROFILE_DEV_DEBUG=false cargo test --manifest-path "$example" --target-dir target
   done
 }
 
-step "tests: end-to-end ($TEST_THREADS at a time on $FLUSS_TEST_CLUSTERS clusters); meanwhile the workspace's other tests, the plugin smoke tests and the example plugins' tests"
+step "tests: end-to-end (on $FLUSS_TEST_CLUSTERS clusters and the S3 cluster); meanwhile the workspace's other tests (compiled now), the plugin smoke tests and the example plugins' tests"
 # The end-to-end tests mostly wait on their clusters; the others mostly compute: they run
 # side by side, each with its own log, and the step fails with the log of any that failed.
-background workspace-tests workspace_tests
-background wasm-smoke wasm_smoke_tests
-background example-plugin-tests example_plugin_tests
-cargo test --workspace --release --test e2e -- --test-threads="$TEST_THREADS" --skip alone:: 2>&1 \
-  | tee "$LOGS/cargo-test.log"
+#
+# libtest starts tests in name order: the longest tests would start last and keep the step
+# waiting on them alone, and so would the S3 tests, which one cluster serves one at a time. So
+# three test processes: the longest tests, all started at once, each waiting for a cluster; the
+# S3 tests, two at a time; the others. They share the cluster pool (its leases are file locks),
+# so Fluss serves as many tests at a time as with one process. A listed name that no longer
+# exists runs nothing in the first process, and its test, not skipped by the last, runs there.
+FIRST_TESTS=(
+  tiering::mixed_formats::one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once
+  maintenance::long_run::iceberg_tables_stay_small_and_fast_over_many_rounds
+  maintenance::long_run::paimon_tables_stay_small_and_fast_over_many_rounds
+  maintenance::long_run::lance_tables_stay_small_and_fast_over_many_rounds
+  migration::iceberg_tables_pass_from_flink_to_the_host_and_back
+  migration::paimon_tables_pass_from_flink_to_the_host_and_back
+  faults::tablet_crash::a_tablet_server_killed_mid_round_and_restarted_is_converged_on
+  faults::lifecycle::exactly_once_across_random_crashes_while_writers_keep_writing
+  tiering::paimon_primary_key::a_range_ending_in_empty_log_batches_completes_and_commits
+  bench::a_small_run_measures_every_figure_for_the_host_flink_and_the_limits
+  component::plugin_reload::changed_plugin_files_are_swapped_in_and_broken_ones_refused
+)
+skip=(--skip alone:: --skip s3::)
+for t in "${FIRST_TESTS[@]}"; do skip+=(--skip "$t"); done
+background e2e-first cargo test --workspace --release --test e2e -- \
+  --exact --test-threads="${#FIRST_TESTS[@]}" "${FIRST_TESTS[@]}"
+background e2e-s3 cargo test --workspace --release --test e2e -- --test-threads=2 --skip alone:: s3::
+background e2e-rest cargo test --workspace --release --test e2e -- --test-threads="$TEST_THREADS" "${skip[@]}"
+# Cargo holds the target directory's lock while it builds, not while tests run: the other test
+# targets are compiled once both end-to-end processes are running their tests, at a lower CPU
+# priority than the end-to-end tests, which wait on timers their clusters and hosts must meet.
+for log in e2e-first e2e-s3 e2e-rest; do
+  until grep -q '^ *Running ' "$LOGS/$log.log" 2>/dev/null; do
+    kill -0 "${JOB_PIDS[$log]}" 2>/dev/null || await "$log"
+    sleep 1
+  done
+done
+background_low workspace-tests workspace_tests
+background_low wasm-smoke wasm_smoke_tests
+background_low example-plugin-tests example_plugin_tests
+# An end-to-end test process's whole output into the CI log and the run's test log; the run
+# fails if it failed.
+await_e2e() {
+  local rc=0
+  wait "${JOB_PIDS[$1]}" || rc=$?
+  echo "--- $1"
+  cat "$LOGS/$1.log" | tee -a "$LOGS/cargo-test.log"
+  if [[ $rc != 0 ]]; then
+    echo "ERROR: end-to-end tests ($1) failed (target/test-logs/$1.log)" >&2
+    exit 1
+  fi
+}
+await_e2e e2e-first
+await_e2e e2e-s3
+await_e2e e2e-rest
 await workspace-tests
 cat "$LOGS/workspace-tests.log" >>"$LOGS/cargo-test.log"
 await wasm-smoke

@@ -1,6 +1,6 @@
-"""Shared by the Arrow-based reader scripts (iceberg_read.py, lance_read.py): the canonical
-JSON form of Arrow values the Rust tests compare with, and the `batch` driver that runs many
-commands in one Python process (the readers are slow to import).
+"""Shared by the reader scripts: the canonical JSON form of Arrow values the Rust tests compare
+with (iceberg_read.py, lance_read.py, delta_read.py), and the `batch` driver every reader
+script runs many commands with in one Python process (the readers are slow to import).
 
 Canonical values: integers as ints, FLOAT/DOUBLE as floats, strings, booleans, DECIMAL as a
 string with exactly `scale` digits after the point, DATE as days since epoch, TIME as millis
@@ -86,12 +86,23 @@ def print_rows(rows):
 def run_batch(main):
     """For each stdin line (a JSON array of arguments) prints one line `{"out": [<output
     lines parsed as JSON>]}` or `{"error": "<message>"}`, with the command's wall time under
-    "seconds"."""
+    "seconds", and flushes it before reading the next line: the test harness keeps one such
+    process per reader as a worker for the whole run (tests/src/python.rs), writing a command
+    and waiting for its answer. A command that raises is answered with its traceback and the
+    process carries on.
+
+    The answers go to a private copy of the original stdout; file descriptor 1 is pointed at
+    stderr, so whatever a native library prints there cannot be taken for an answer."""
     import contextlib
     import io
+    import os
     import time
     import traceback
 
+    sys.stdout.flush()
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    # Python 3 text-mode stdin yields each line as soon as it arrives (no read to EOF).
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -107,5 +118,5 @@ def run_batch(main):
         except Exception:  # noqa: BLE001 - reported to the caller
             result = {"error": traceback.format_exc()}
         result["seconds"] = time.monotonic() - started
-        sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
-        sys.stdout.flush()
+        answers.write(json.dumps(result, sort_keys=True) + "\n")
+        answers.flush()

@@ -38,13 +38,17 @@ identifier_field_ids, partition_spec [{source-id, field-id, transform, name}], s
 location, format_version, properties.
 `parquet-field-ids` prints {"fields": [{"name", "field_id", "type"}]} of a Parquet file's
 schema as pyarrow sees it (nested fields as dotted paths; field_id null when missing).
-`batch` runs many commands in one process (the readers are slow to import): for each input line
-it prints one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`.
+`batch` runs many commands in one process (the readers are slow to import; the tests keep such
+processes as workers for the whole run, tests/src/python.rs): for each input line it prints
+one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`. Each command
+reads the table afresh: no reader state (pyiceberg's manifest cache, a DuckDB database) is
+kept from one command to the next.
 
 Only the readers' public APIs are used.
 """
 
 import argparse
+import contextlib
 import decimal
 import importlib.util
 import json
@@ -169,25 +173,26 @@ def duckdb_extension_dir():
     raise RuntimeError(f"no extensions/ directory in {list(spec.submodule_search_locations)}")
 
 
-_DUCKDB = None
-
-
+@contextlib.contextmanager
 def duckdb_connection():
-    global _DUCKDB
-    if _DUCKDB is None:
-        import duckdb
+    """A new in-memory DuckDB for one command, closed after it: DuckDB keeps caches per
+    database (its external file cache is on by default), and a `batch` process lives for the
+    whole test run, across commits to the tables it reads."""
+    import duckdb
 
-        con = duckdb.connect(config={
-            "extension_directory": duckdb_extension_dir(),
-            "allow_unsigned_extensions": "true",
-            "autoinstall_known_extensions": "false",
-        })
+    con = duckdb.connect(config={
+        "extension_directory": duckdb_extension_dir(),
+        "allow_unsigned_extensions": "true",
+        "autoinstall_known_extensions": "false",
+    })
+    try:
         con.execute("LOAD iceberg")
         if os.environ.get("S3_ENDPOINT"):
             con.execute("LOAD httpfs")
             con.execute(s3_env.duckdb_secret_sql())
-        _DUCKDB = con
-    return _DUCKDB
+        yield con
+    finally:
+        con.close()
 
 
 def _sql_string(s):
@@ -200,7 +205,8 @@ def read_duckdb(table, snapshot):
     args = _sql_string(_strip_file_uri(target))
     if snapshot is not None:
         args += f", snapshot_from_id={int(snapshot)}"
-    return duckdb_connection().execute(f"SELECT * FROM iceberg_scan({args})").fetch_arrow_table()
+    with duckdb_connection() as con:
+        return con.execute(f"SELECT * FROM iceberg_scan({args})").fetch_arrow_table()
 
 
 def read_pyiceberg(table, snapshot):
@@ -383,6 +389,11 @@ def main(argv, allow_batch=True):
     pfi = sub.add_parser("parquet-field-ids")
     pfi.add_argument("file")
     args = parser.parse_args(argv)
+    # pyiceberg keeps the manifests it read in a process-wide cache keyed by path alone; a
+    # `batch` process lives for the whole test run, so each command starts without it.
+    from pyiceberg.manifest import clear_manifest_cache
+
+    clear_manifest_cache()
     commands = {"rows": cmd_rows, "snapshots": cmd_snapshots, "plan": cmd_plan, "files": cmd_files,
                 "schema": cmd_schema,
                 "parquet-field-ids": cmd_parquet_field_ids}

@@ -21,9 +21,11 @@ producer), read the way a streaming reader does (pypaimon's streaming scan posit
 must be within 10 snapshots of the latest, pypaimon's catch-up threshold): one JSON object per
 record in read order, with its row kind (`+I`, `-U`, `+U`, `-D`) under "_row_kind"; nothing
 when N has no changelog.
-`batch` runs many commands in one process (pypaimon is slow to import): for each input line
-it prints one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`,
-with the command's wall time under "seconds".
+`batch` runs many commands in one process (pypaimon is slow to import; the tests keep such
+processes as workers for the whole run, tests/src/python.rs): for each input line it prints
+one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`, with the
+command's wall time under "seconds". Every command opens its own catalog, so a command sees
+what was committed before it started, whatever the process read earlier.
 
 Only pypaimon's public API is used.
 """
@@ -109,8 +111,21 @@ def python_literal(canonical_value, field):
     return canonical_value
 
 
+def open_catalog(warehouse):
+    """A new catalog per command, so nothing read before (by an earlier command of a
+    long-lived `batch` process) is reused. pypaimon also keeps a process-wide cache of the
+    PyArrow datasets it opened per data file, keyed by the FileIO's file system: entries of
+    one command can never serve another (each catalog has its own file system), so it only
+    keeps every finished command's file systems alive; size 0 turns it off."""
+    return CatalogFactory.create({
+        "warehouse": warehouse,
+        "file-format.metadata-cache.max-size": "0",
+        **s3_env.paimon_options(warehouse),
+    })
+
+
 def open_table(args):
-    catalog = CatalogFactory.create({"warehouse": args.warehouse, **s3_env.paimon_options(args.warehouse)})
+    catalog = open_catalog(args.warehouse)
     table = catalog.get_table(f"{args.db}.{args.table}")
     if args.snapshot is not None:
         table = table.copy({"scan.snapshot-id": str(args.snapshot)})
@@ -176,7 +191,7 @@ def cmd_plan(args):
 
 
 def cmd_changelog(args):
-    catalog = CatalogFactory.create({"warehouse": args.warehouse, **s3_env.paimon_options(args.warehouse)})
+    catalog = open_catalog(args.warehouse)
     table = catalog.get_table(f"{args.db}.{args.table}")
     snap = table.snapshot_manager().get_snapshot_by_id(args.snapshot)
     if snap is None or not snap.changelog_manifest_list:
@@ -201,7 +216,7 @@ def cmd_changelog(args):
 
 
 def cmd_snapshot(args):
-    catalog = CatalogFactory.create({"warehouse": args.warehouse, **s3_env.paimon_options(args.warehouse)})
+    catalog = open_catalog(args.warehouse)
     table = catalog.get_table(f"{args.db}.{args.table}")
     manager = table.snapshot_manager()
     if args.snapshot is None:

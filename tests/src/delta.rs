@@ -15,7 +15,8 @@ pub fn plugin() -> PathBuf {
 /// DataFusion scan.
 pub const READERS: [&str; 2] = ["pyarrow", "datafusion"];
 
-/// Runs several delta_read.py commands in one Python process; each command's output.
+/// Runs several delta_read.py commands in one pooled worker (`crate::python`); each command's
+/// output.
 pub fn batch(commands: &[Vec<String>]) -> Vec<Vec<Value>> {
     crate::python::batch("delta_read.py", commands)
         .into_iter()

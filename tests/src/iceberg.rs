@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::repo_root;
 
-/// Runs `iceberg_read.py` commands in one Python process; each command's output lines (as
-/// JSON), or `Err(message)` when the command raised.
+/// Runs `iceberg_read.py` commands in one pooled worker (`crate::python`); each command's
+/// output lines (as JSON), or `Err(message)` when the command raised.
 pub fn read_batch(commands: &[Vec<String>]) -> Vec<Result<Vec<Value>, String>> {
     crate::python::batch("iceberg_read.py", commands)
 }

@@ -1,36 +1,20 @@
-//! pypaimon, the independent Paimon reader, run from the project's venv.
+//! pypaimon, the independent Paimon reader, run from the project's venv
+//! (`tests/python/paimon_read.py` in a pooled worker, `crate::python`), and Java Paimon's view
+//! of a table.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 use crate::repo_root;
 
-fn python() -> std::path::PathBuf {
-    let py = repo_root().join("target/venv/bin/python");
-    assert!(
-        py.exists(),
-        "{} is missing: run scripts/setup-python.sh",
-        py.display()
-    );
-    py
-}
-
-fn run(args: &[&str]) -> String {
-    let script = repo_root().join("tests/python/paimon_read.py");
-    let out = Command::new(python())
-        .arg(script)
-        .args(args)
-        .envs(crate::s3::reader_env())
-        .output()
-        .expect("cannot run paimon_read.py");
-    assert!(
-        out.status.success(),
-        "paimon_read.py {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+/// One `paimon_read.py` command, run by a pooled worker (`crate::python`: pypaimon is imported
+/// once per worker, not per call): its output lines, parsed. Panics with the reader's error.
+fn run(args: &[&str]) -> Vec<Value> {
+    let command: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    crate::python::batch("paimon_read.py", &[command])
+        .remove(0)
+        .unwrap_or_else(|e| panic!("paimon_read.py {args:?} failed:\n{e}"))
 }
 
 /// Every row of the table (at `snapshot` if given), in the canonical JSON form.
@@ -42,10 +26,6 @@ pub fn rows(warehouse: &Path, db: &str, table: &str, snapshot: Option<i64>) -> V
         args.extend(["--snapshot", s.as_str()]);
     }
     run(&args)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// The snapshot's metadata: id, commit_user, properties, record counts.
@@ -56,7 +36,13 @@ pub fn snapshot(warehouse: &Path, db: &str, table: &str, snapshot: Option<i64>) 
     if let Some(s) = &snap {
         args.extend(["--snapshot", s.as_str()]);
     }
-    serde_json::from_str(run(&args).trim()).unwrap()
+    let mut out = run(&args);
+    assert_eq!(
+        out.len(),
+        1,
+        "paimon_read.py {args:?}: one line, got {out:?}"
+    );
+    out.remove(0)
 }
 
 /// Rows with `column == value`, through pypaimon's filter (exercises bucket pruning).
@@ -64,10 +50,6 @@ pub fn lookup(warehouse: &Path, db: &str, table: &str, column: &str, value: &Val
     let wh = warehouse.display().to_string();
     let v = value.to_string();
     run(&["lookup", wh.as_str(), db, table, column, v.as_str()])
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Java Paimon's view of a table (`tests/java/PaimonCheck.java`, run with the paimon-bundle
