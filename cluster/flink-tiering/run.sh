@@ -13,6 +13,12 @@
 # would slow Flink down, not make the comparison fairer. Logs: FLINK_LOG (default
 # target/flink-tiering/tiering.log). Ready when stdout prints
 # "Starting data tiering service from Fluss to <format>".
+#
+# FLINK_EXTRA_JVM_OPTS (unset by default): JVM options, split at whitespace, appended after
+# the ones below, so they win over them (e.g. "-XX:-UseG1GC -XX:+UseSerialGC" replaces the
+# collector). Opt-in for runs that are not measured: the benchmark never sets it (its Flink is
+# the baseline, configured as here; tests/src/flink_tiering.rs `command` clears it), the
+# migration tests set it to options for a short-lived JVM (FlinkTiering::start there).
 set -euo pipefail
 FLINK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$FLINK_DIR/../env.sh"
@@ -66,7 +72,8 @@ FLINK_JDK17_OPTS=(
   --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
   --add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED
 )
+read -ra EXTRA_OPTS <<< "${FLINK_EXTRA_JVM_OPTS:-}"
 exec "$JAVA" -Xms512m "-Xmx${FLINK_HEAP:-2g}" "-XX:MaxDirectMemorySize=${FLINK_DIRECT:-1g}" -XX:+UseG1GC \
   -XX:+ExitOnOutOfMemoryError "${FLINK_JDK17_OPTS[@]}" "-Djava.io.tmpdir=$TMP" \
   "-Dlog.file=$LOG" "-Dlog4j.configurationFile=file:$FLINK_DIR/log4j2.properties" \
-  -classpath "$CP" org.apache.fluss.flink.tiering.FlussLakeTieringEntrypoint "$@"
+  ${EXTRA_OPTS[@]+"${EXTRA_OPTS[@]}"} -classpath "$CP" org.apache.fluss.flink.tiering.FlussLakeTieringEntrypoint "$@"
