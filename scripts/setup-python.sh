@@ -46,7 +46,9 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQS"
+# --no-compile: pip would byte-compile every module of every package (~30 CPU-s); Python
+# compiles, and caches, only the modules the readers import, on first import.
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -r "$REQS"
 "$VENV/bin/python" -c "$CHECK"
 echo "$want" > "$STAMP"
 echo "python venv ready: $VENV"

@@ -16,7 +16,7 @@ want="$(sha256sum "$S3_REQUIREMENTS" | cut -d' ' -f1)"
 if [[ ! -x "$S3_VENV/bin/python" || "$(cat "$S3_VENV/.requirements.sha256" 2>/dev/null)" != "$want" ]]; then
   echo "installing $(grep -v '^#' "$S3_REQUIREMENTS" | xargs) into $S3_VENV"
   python3.11 -m venv "$S3_VENV"
-  "$S3_VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$S3_REQUIREMENTS"
+  "$S3_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -r "$S3_REQUIREMENTS"
   echo "$want" > "$S3_VENV/.requirements.sha256"
 fi
 
