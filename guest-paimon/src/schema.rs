@@ -199,6 +199,23 @@ impl TableLayout {
                 ));
             }
         }
+        // Columns are matched by position: a system column anywhere but in the last three
+        // places (another engine added a column after `__timestamp`, Fluss #4038) would be
+        // taken for a business column absent from Fluss and written as null, losing every
+        // row's bucket, offset and timestamp. Refused until columns are matched by name.
+        if !has_system_columns {
+            let misplaced: Vec<&str> = fields
+                .iter()
+                .map(|(name, _, _)| name.as_str())
+                .filter(|name| [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN].contains(name))
+                .collect();
+            if !misplaced.is_empty() {
+                return Err(Error::unsupported(format!(
+                    "the Paimon table has the system column(s) {} but not as its last three                      columns (__bucket, __offset, __timestamp): a column added after them by                      another engine is not supported yet; nothing is written",
+                    misplaced.join(", ")
+                )));
+            }
+        }
         let business_columns = if has_system_columns { n - 3 } else { n };
         Ok(TableLayout {
             fields,
@@ -352,4 +369,55 @@ pub fn check_compatible(schema: &TableSchema, table: &TableInfo) -> Result<Table
         )));
     }
     Ok(layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use fluss_lake_guest_sdk::testing::log_table;
+
+    use super::*;
+
+    fn table() -> TableInfo {
+        log_table(
+            "db",
+            "t",
+            &[("a", "INT", true), ("b", "STRING", true)],
+            &[],
+            1,
+            &[],
+        )
+    }
+
+    #[test]
+    fn a_column_added_after_the_system_columns_is_refused_not_written_as_their_nulls() {
+        let mut schema = schema_for_fluss_table(&table(), true, 0).unwrap();
+        assert!(
+            check_compatible(&schema, &table())
+                .unwrap()
+                .has_system_columns
+        );
+        // What another engine's ALTER TABLE ADD COLUMN leaves (Fluss #4038).
+        schema.highest_field_id += 1;
+        schema.fields.push(SchemaField {
+            id: schema.highest_field_id,
+            name: "added_elsewhere".into(),
+            type_json: serde_json::json!("INT"),
+            description: None,
+        });
+        let e = check_compatible(&schema, &table()).unwrap_err().to_string();
+        assert!(
+            e.contains("__bucket, __offset, __timestamp but not as its last three"),
+            "{e}"
+        );
+        let e = TableLayout::of(&schema).unwrap_err().to_string();
+        assert!(e.contains("nothing is written"), "{e}");
+    }
+
+    #[test]
+    fn a_table_without_system_columns_keeps_its_layout() {
+        let schema = schema_for_fluss_table(&table(), false, 0).unwrap();
+        let layout = check_compatible(&schema, &table()).unwrap();
+        assert!(!layout.has_system_columns);
+        assert_eq!(layout.business_columns, 2);
+    }
 }
