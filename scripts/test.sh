@@ -97,12 +97,10 @@ background() {
   JOB_PIDS[$name]=$!
   echo "started in the background: $name (log: target/test-logs/$name.log)"
 }
-# `background` at a lower CPU priority (nice 10, inherited by everything the job starts).
-background_low() {
-  local name="$1"; shift
-  ( renice -n 10 -p "$BASHPID" >/dev/null && "$@" ) >"$LOGS/$name.log" 2>&1 &
-  JOB_PIDS[$name]=$!
-  echo "started in the background at low priority: $name (log: target/test-logs/$name.log)"
+# Runs a command at a lower CPU priority (nice 10, inherited by everything it starts):
+# `background NAME at_low_priority CMD...`.
+at_low_priority() {
+  renice -n 10 -p "$BASHPID" >/dev/null && "$@"
 }
 await() {
   local name="$1"
@@ -265,7 +263,7 @@ background e2e-first cargo test --workspace --release --test e2e -- \
 background e2e-s3 cargo test --workspace --release --test e2e -- --test-threads=2 --skip alone:: s3::
 background e2e-rest cargo test --workspace --release --test e2e -- --test-threads="$TEST_THREADS" "${skip[@]}"
 # Cargo holds the target directory's lock while it builds, not while tests run: the other test
-# targets are compiled once both end-to-end processes are running their tests, at a lower CPU
+# targets are compiled once all three end-to-end processes are running their tests, at a lower CPU
 # priority than the end-to-end tests, which wait on timers their clusters and hosts must meet.
 for log in e2e-first e2e-s3 e2e-rest; do
   until grep -q '^ *Running ' "$LOGS/$log.log" 2>/dev/null; do
@@ -273,16 +271,16 @@ for log in e2e-first e2e-s3 e2e-rest; do
     sleep 1
   done
 done
-background_low workspace-tests workspace_tests
-background_low wasm-smoke wasm_smoke_tests
-background_low example-plugin-tests example_plugin_tests
+background workspace-tests at_low_priority workspace_tests
+background wasm-smoke at_low_priority wasm_smoke_tests
+background example-plugin-tests at_low_priority example_plugin_tests
 # An end-to-end test process's whole output into the CI log and the run's test log; the run
 # fails if it failed.
 await_e2e() {
   local rc=0
   wait "${JOB_PIDS[$1]}" || rc=$?
   echo "--- $1"
-  cat "$LOGS/$1.log" | tee -a "$LOGS/cargo-test.log"
+  tee -a "$LOGS/cargo-test.log" <"$LOGS/$1.log"
   if [[ $rc != 0 ]]; then
     echo "ERROR: end-to-end tests ($1) failed (target/test-logs/$1.log)" >&2
     exit 1

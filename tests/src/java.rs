@@ -9,6 +9,7 @@
 //! into place, so no test (of this process or another) ever sees a half-written class.
 
 use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -45,8 +46,8 @@ pub fn jars(dirs: &[PathBuf], keep: impl Fn(&str) -> bool, setup: &str) -> Vec<P
 /// Runs `tests/java/<class>.java` (compiled against `classpath` once, [`compiled`]) with
 /// `args` and returns its JSON lines.
 pub fn run_check(class: &str, classpath: &[PathBuf], args: &[&Path]) -> Vec<Value> {
-    let classes = compiled(class, classpath);
     let classpath = join(classpath);
+    let classes = compiled(class, &classpath);
     let out = Command::new("java")
         .args(SHORT_LIVED_JVM)
         .args([
@@ -73,11 +74,11 @@ pub fn run_check(class: &str, classpath: &[PathBuf], args: &[&Path]) -> Vec<Valu
         .collect()
 }
 
-/// The directory of `tests/java/<class>.java`'s classes compiled against `classpath`:
-/// `target/java-checks/<class>-<key>`, compiled by the first call that needs it (of this
-/// process, or of an earlier or concurrent run of the suite) and reused by every other.
+/// The directory of `tests/java/<class>.java`'s classes compiled against `classpath` (joined
+/// with `:`): `target/java-checks/<class>-<key>`, compiled by the first call that needs it (of
+/// this process, or of an earlier or concurrent run of the suite) and reused by every other.
 /// Panics with javac's errors when it does not compile.
-pub fn compiled(class: &str, classpath: &[PathBuf]) -> PathBuf {
+fn compiled(class: &str, classpath: &str) -> PathBuf {
     // One compilation per directory in this process: the other threads that need it wait
     // for it (and share its error); another process races through the rename alone.
     type Compilation = Arc<OnceLock<Result<(), String>>>;
@@ -86,11 +87,10 @@ pub fn compiled(class: &str, classpath: &[PathBuf]) -> PathBuf {
     let source = root.join(format!("tests/java/{class}.java"));
     let text = std::fs::read(&source)
         .unwrap_or_else(|e| panic!("{}: {e}: no such Java check", source.display()));
-    let classpath = join(classpath);
     let dir = root.join("target/java-checks").join(format!(
         "{}-{:016x}",
         class.to_ascii_lowercase(),
-        key(&text, &classpath)
+        key(&text, classpath)
     ));
     let once = COMPILING
         .lock()
@@ -98,7 +98,7 @@ pub fn compiled(class: &str, classpath: &[PathBuf]) -> PathBuf {
         .entry(dir.clone())
         .or_default()
         .clone();
-    if let Err(e) = once.get_or_init(|| compile(class, &source, &classpath, &dir)) {
+    if let Err(e) = once.get_or_init(|| compile(class, &source, classpath, &dir)) {
         panic!("{e}");
     }
     dir
@@ -139,21 +139,16 @@ fn compile(class: &str, source: &Path, classpath: &str, dir: &Path) -> Result<()
     done
 }
 
-/// What compiled classes depend on, hashed (FNV-1a, 64 bits): the source, the classpath, each
-/// jar's size and modification time, and the `javac` that `PATH` finds.
+/// What compiled classes depend on, hashed: the source, the classpath, each jar's size and
+/// modification time, and the `javac` that `PATH` finds. (std's hasher: a key that changed
+/// with the toolchain would only compile the checks once more.)
 fn key(source: &[u8], classpath: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes.iter().chain([&0xff]) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    eat(source);
-    eat(classpath.as_bytes());
+    let mut h = std::hash::DefaultHasher::new();
+    source.hash(&mut h);
+    classpath.hash(&mut h);
     for jar in classpath.split(':') {
         if let Ok(m) = std::fs::metadata(jar) {
-            eat(format!("{} {:?}", m.len(), m.modified().ok()).as_bytes());
+            (m.len(), m.modified().ok()).hash(&mut h);
         }
     }
     let javac = std::env::var_os("PATH")
@@ -162,8 +157,8 @@ fn key(source: &[u8], classpath: &str) -> u64 {
         .map(|d| d.join("javac"))
         .find(|p| p.is_file())
         .and_then(|p| p.canonicalize().ok());
-    eat(format!("{javac:?}").as_bytes());
-    h
+    javac.hash(&mut h);
+    h.finish()
 }
 
 fn join(classpath: &[PathBuf]) -> String {
