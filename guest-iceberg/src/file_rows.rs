@@ -10,6 +10,7 @@ use arrow_array::types::{Float32Type, Int32Type};
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use fluss_lake_guest_sdk::arrow_util::PARQUET_FIELD_ID_KEY;
+use fluss_lake_guest_sdk::convert::to_file_array;
 use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::schema::IcebergSchema;
@@ -60,6 +61,13 @@ pub fn conform(column: &ArrayRef, target: &DataType, what: &str) -> Result<Array
                 .clone()
                 .with_precision_and_scale(*p2, *s2)?,
         ),
+        // Nested columns read back with the names of the file's writer on their children
+        // (another map entry name): rebuilt with the table's, values shared, when their
+        // children are the table's, field id for field id.
+        (
+            DataType::List(_) | DataType::Map(..) | DataType::Struct(_),
+            DataType::List(_) | DataType::Map(..) | DataType::Struct(_),
+        ) if same_field_ids(from, target) => to_file_array(column, target, true, what)?,
         _ => {
             return Err(Error::unsupported(format!(
                 "{what}: a file stores it as {from}, the table as {target}; this plugin does \
@@ -68,6 +76,29 @@ pub fn conform(column: &ArrayRef, target: &DataType, what: &str) -> Result<Array
         }
     };
     Ok(converted)
+}
+
+/// True when the children of two nested types carry the same field ids at every level, in the
+/// same order (so that matching them by position matches them by id).
+fn same_field_ids(a: &DataType, b: &DataType) -> bool {
+    let children = |t: &DataType| -> Vec<arrow_schema::FieldRef> {
+        match t {
+            DataType::List(f) => vec![f.clone()],
+            DataType::Map(entries, _) => match entries.data_type() {
+                DataType::Struct(kv) => kv.iter().cloned().collect(),
+                _ => Vec::new(),
+            },
+            DataType::Struct(fields) => fields.iter().cloned().collect(),
+            _ => Vec::new(),
+        }
+    };
+    let (ca, cb) = (children(a), children(b));
+    ca.len() == cb.len()
+        && ca.iter().zip(&cb).all(|(x, y)| {
+            x.metadata().get(PARQUET_FIELD_ID_KEY) == y.metadata().get(PARQUET_FIELD_ID_KEY)
+                && x.metadata().contains_key(PARQUET_FIELD_ID_KEY)
+                && same_field_ids(x.data_type(), y.data_type())
+        })
 }
 
 /// `batch` (a file's rows, columns tagged with field ids) in the shape of `target`, the

@@ -11,6 +11,7 @@ use arrow_array::{Int64Array, StringArray};
 use arrow_schema::SchemaRef;
 use fluss_lake_guest_sdk::convert::to_file_array;
 use fluss_lake_guest_sdk::parquet::{DataFileInfo, ParquetOptions, RollingParquetWriter};
+use fluss_lake_guest_sdk::stats::ColumnStats;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
 
@@ -164,7 +165,7 @@ impl<S: Storage> ContentWriter<S> {
             ),
             content,
             equality_ids,
-            fields: fields.iter().map(|f| (f.id, f.ty)).collect(),
+            fields: fields.iter().map(|f| (f.id, f.ty.clone())).collect(),
             target: target.clone(),
             files: Vec::new(),
         }
@@ -216,14 +217,33 @@ impl<S: Storage> ContentWriter<S> {
         // Position deletes keep full `file_path` bounds: readers match them to data files.
         let full = self.content == FileContent::PositionDeletes;
         for ((id, ty), stats) in self.fields.iter().zip(&info.column_stats) {
-            f.value_counts.push((*id, rows));
-            f.null_value_counts.push((*id, stats.null_count as i64));
+            field_metrics(&mut f, *id, ty, stats, full);
+        }
+        f
+    }
+}
+
+/// The metrics of field `id` of a data file, as Java's `ParquetMetrics` keeps them: value and
+/// null counts and bounds of every primitive field, at any depth of structs (a field of a null
+/// struct counted null); none of a list or map, nor of what they hold (Java keeps only their
+/// column sizes, which no manifest here records), nor of a struct itself.
+fn field_metrics(f: &mut DataFile, id: i32, ty: &IcebergType, stats: &ColumnStats, full: bool) {
+    match ty {
+        IcebergType::Struct(fields) => {
+            for (field, field_stats) in fields.iter().zip(&stats.fields) {
+                field_metrics(f, field.id, &field.ty, field_stats, full);
+            }
+        }
+        IcebergType::List(_) | IcebergType::Map(_) => {}
+        _ => {
+            f.value_counts.push((id, f.record_count));
+            f.null_value_counts.push((id, stats.null_count as i64));
             let lower = stats
                 .min
                 .as_ref()
                 .map(|d| if full { d.clone() } else { truncate_lower(d) });
-            if let Some(lo) = lower.and_then(|d| single_value(&d, *ty)) {
-                f.lower_bounds.push((*id, lo));
+            if let Some(lo) = lower.and_then(|d| single_value(&d, ty)) {
+                f.lower_bounds.push((id, lo));
             }
             let upper = stats.max.as_ref().and_then(|d| {
                 if full {
@@ -232,11 +252,10 @@ impl<S: Storage> ContentWriter<S> {
                     truncate_upper(d)
                 }
             });
-            if let Some(hi) = upper.and_then(|d| single_value(&d, *ty)) {
-                f.upper_bounds.push((*id, hi));
+            if let Some(hi) = upper.and_then(|d| single_value(&d, ty)) {
+                f.upper_bounds.push((id, hi));
             }
         }
-        f
     }
 }
 

@@ -215,7 +215,7 @@ impl PartitionSpec {
                 })?;
                 Ok(match f.transform {
                     Transform::Bucket(_) => IcebergType::Int,
-                    _ => source.ty,
+                    _ => source.ty.clone(),
                 })
             })
             .collect()

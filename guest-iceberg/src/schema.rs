@@ -4,14 +4,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_schema::{Field, Schema as ArrowSchema, SchemaRef};
-use fluss_lake_guest_sdk::arrow_util::PARQUET_FIELD_ID_KEY;
-use fluss_lake_guest_sdk::datatype::FlussType;
+use arrow_schema::{Schema as ArrowSchema, SchemaRef};
+use fluss_lake_guest_sdk::datatype::ColumnType;
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, Result};
 use serde_json::{Value, json};
 
-use crate::types::IcebergType;
+pub use crate::types::NestedField;
+use crate::types::{IcebergType, arrow_field, assign_fresh_ids};
 
 /// The system columns Fluss's Iceberg catalog appends to every table, in order.
 pub const BUCKET_COLUMN: &str = "__bucket";
@@ -24,62 +24,17 @@ pub const SYSTEM_COLUMNS: [(&str, IcebergType); 3] = [
 ];
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct NestedField {
-    pub id: i32,
-    pub name: String,
-    pub required: bool,
-    pub ty: IcebergType,
-    pub doc: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
 pub struct IcebergSchema {
     pub schema_id: i32,
     pub fields: Vec<NestedField>,
     pub identifier_field_ids: Vec<i32>,
 }
 
-fn corrupt(what: &str) -> Error {
-    Error::corrupt(format!("Iceberg schema: {what}"))
-}
-
 impl IcebergSchema {
-    /// Parses a schema of table metadata. Nested types are refused (`unsupported`): Fluss
-    /// tables tiered by this plugin only have primitive columns.
+    /// Parses a schema of table metadata.
     pub fn from_json(v: &Value) -> Result<IcebergSchema> {
         let schema_id = v.get("schema-id").and_then(Value::as_i64).unwrap_or(0) as i32;
-        let fields = v
-            .get("fields")
-            .and_then(Value::as_array)
-            .ok_or_else(|| corrupt("no fields"))?
-            .iter()
-            .map(|f| {
-                let id = f
-                    .get("id")
-                    .and_then(Value::as_i64)
-                    .ok_or_else(|| corrupt("field without id"))? as i32;
-                let name = f
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| corrupt("field without name"))?
-                    .to_string();
-                let ty = match f.get("type") {
-                    Some(Value::String(t)) => IcebergType::parse(t)?,
-                    _ => {
-                        return Err(Error::unsupported(format!(
-                            "Iceberg column {name} has a nested type, which this plugin does not write"
-                        )));
-                    }
-                };
-                Ok(NestedField {
-                    id,
-                    name,
-                    required: f.get("required").and_then(Value::as_bool).unwrap_or(false),
-                    ty,
-                    doc: f.get("doc").and_then(Value::as_str).map(str::to_string),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let fields = NestedField::list_from_json(v, 0)?;
         let identifier_field_ids = v
             .get("identifier-field-ids")
             .and_then(Value::as_array)
@@ -98,18 +53,7 @@ impl IcebergSchema {
     }
 
     pub fn to_json(&self) -> Value {
-        let fields: Vec<Value> = self
-            .fields
-            .iter()
-            .map(|f| {
-                let mut o = json!({"id": f.id, "name": f.name, "required": f.required,
-                    "type": f.ty.name()});
-                if let Some(doc) = &f.doc {
-                    o["doc"] = json!(doc);
-                }
-                o
-            })
-            .collect();
+        let fields: Vec<Value> = self.fields.iter().map(NestedField::to_json).collect();
         let mut o = json!({"type": "struct", "schema-id": self.schema_id, "fields": fields});
         if !self.identifier_field_ids.is_empty() {
             o["identifier-field-ids"] = json!(self.identifier_field_ids);
@@ -125,13 +69,19 @@ impl IcebergSchema {
         self.fields.iter().find(|f| f.id == id)
     }
 
+    /// The highest field id of the schema, nested fields included (`last-column-id`).
     pub fn highest_field_id(&self) -> i32 {
-        self.fields.iter().map(|f| f.id).max().unwrap_or(0)
+        self.fields
+            .iter()
+            .map(|f| f.id.max(f.ty.highest_nested_id().unwrap_or(0)))
+            .max()
+            .unwrap_or(0)
     }
 
     /// The schema Fluss 0.9's `IcebergLakeCatalog` creates: the Fluss columns, then the
-    /// required system columns, field ids assigned 1.. in order (Iceberg's fresh-id
-    /// assignment), the primary key as identifier fields.
+    /// required system columns, field ids assigned as Iceberg's fresh-id assignment does (the
+    /// columns 1.. in order, then the fields nested in them), the primary key as identifier
+    /// fields.
     pub fn for_fluss_table(table: &TableInfo) -> Result<IcebergSchema> {
         let mut fields = Vec::new();
         for c in &table.columns {
@@ -141,25 +91,26 @@ impl IcebergSchema {
                     c.name
                 )));
             }
-            let ty = FlussType::parse(&c.data_type)
+            let ty = ColumnType::parse(&c.data_type)
                 .map_err(|e| e.context(format!("column {}", c.name)))?;
             fields.push(NestedField {
-                id: fields.len() as i32 + 1,
+                id: 0,
                 name: c.name.clone(),
                 required: !c.nullable,
-                ty: IcebergType::from_fluss(ty),
+                ty: IcebergType::from_column_type(&ty),
                 doc: c.comment.clone(),
             });
         }
         for (name, ty) in SYSTEM_COLUMNS {
             fields.push(NestedField {
-                id: fields.len() as i32 + 1,
+                id: 0,
                 name: name.to_string(),
                 required: true,
                 ty,
                 doc: None,
             });
         }
+        assign_fresh_ids(&mut fields, &mut 0);
         let identifier_field_ids = table
             .primary_keys
             .iter()
@@ -202,9 +153,10 @@ pub struct TableLayout {
 }
 
 impl TableLayout {
-    /// Maps the Fluss table onto `schema`, refusing what would lose or corrupt data: a Fluss
-    /// column missing from the lake or of another type, a required lake column Fluss cannot
-    /// fill, missing system columns.
+    /// Maps the Fluss table onto `schema` by column name, refusing what would lose or corrupt
+    /// data: a Fluss column missing from the lake or of another type, a required lake column
+    /// Fluss cannot fill, some system columns without the others. The system columns are
+    /// optional (Fluss 1.0's tables have none) and may be anywhere, like every column.
     pub fn new(schema: &IcebergSchema, table: &TableInfo) -> Result<TableLayout> {
         let fluss: HashMap<&str, (usize, &_)> = table
             .columns
@@ -219,8 +171,8 @@ impl TableLayout {
                     c.name
                 ))
             })?;
-            let ty = IcebergType::from_fluss(FlussType::parse(&c.data_type)?);
-            if ty != field.ty {
+            let ty = IcebergType::from_column_type(&ColumnType::parse(&c.data_type)?);
+            if !ty.writes_as(&field.ty) {
                 return Err(Error::invalid_input(format!(
                     "column {}: Fluss type {} maps to Iceberg {}, but the Iceberg column is {}",
                     c.name,
@@ -263,12 +215,28 @@ impl TableLayout {
             };
             sources.push(source);
         }
-        for (name, _) in SYSTEM_COLUMNS {
-            if schema.field(name).is_none() {
-                return Err(Error::invalid_input(format!(
-                    "the Iceberg table has no system column {name} (Fluss's Iceberg tables always do)"
-                )));
-            }
+        // Fluss 0.9 creates every Iceberg table with the three system columns, Fluss 1.0
+        // (FIP-27) without any: both are written. Some but not all of them is neither.
+        let system = sources
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s,
+                    ColumnSource::Bucket | ColumnSource::Offset | ColumnSource::Timestamp
+                )
+            })
+            .count();
+        if system != 0 && system != SYSTEM_COLUMNS.len() {
+            let missing: Vec<&str> = SYSTEM_COLUMNS
+                .iter()
+                .map(|(name, _)| *name)
+                .filter(|name| schema.field(name).is_none())
+                .collect();
+            return Err(Error::unsupported(format!(
+                "the Iceberg table has some of Fluss's system columns but not {}; nothing is \
+                 written",
+                missing.join(", ")
+            )));
         }
         Ok(TableLayout {
             file_schema: file_schema(&schema.fields),
@@ -295,17 +263,14 @@ pub fn file_schema(fields: &[NestedField]) -> SchemaRef {
     Arc::new(ArrowSchema::new(
         fields
             .iter()
-            .map(|f| {
-                Field::new(&f.name, f.ty.arrow_type(), !f.required).with_metadata(HashMap::from([
-                    (PARQUET_FIELD_ID_KEY.to_string(), f.id.to_string()),
-                ]))
-            })
+            .map(|f| arrow_field(&f.name, f.id, !f.required, &f.ty))
             .collect::<Vec<_>>(),
     ))
 }
 
 #[cfg(test)]
 mod tests {
+    use fluss_lake_guest_sdk::arrow_util::PARQUET_FIELD_ID_KEY;
     use fluss_lake_guest_sdk::testing::{log_table, pk_table};
 
     use super::*;
@@ -386,5 +351,73 @@ mod tests {
             TableLayout::new(&wider, &t).unwrap().sources[1],
             ColumnSource::Absent
         );
+    }
+
+    #[test]
+    fn clean_tables_without_system_columns_are_written_and_partial_ones_refused() {
+        let t = log_table("db", "t", &[("a", "INT", true)], &[], 1, &[]);
+        let legacy = IcebergSchema::for_fluss_table(&t).unwrap();
+        let mut clean = legacy.clone();
+        clean.fields.retain(|f| f.name == "a");
+        assert_eq!(
+            TableLayout::new(&clean, &t).unwrap().sources,
+            [ColumnSource::Fluss(0)]
+        );
+        let mut partial = legacy;
+        partial.fields.retain(|f| f.name != OFFSET_COLUMN);
+        let e = TableLayout::new(&partial, &t).unwrap_err().to_string();
+        assert!(e.contains("but not __offset"), "{e}");
+    }
+
+    /// Iceberg's fresh ids for `a INT, r ROW<x INT, y ROW<z STRING>>, m MAP<STRING,
+    /// ROW<q INT>>, l ARRAY<ROW<w INT>>, b INT` and the system columns: the columns 1..8,
+    /// then what is nested in each, in order.
+    #[test]
+    fn nested_fields_get_icebergs_fresh_ids() {
+        let t = log_table(
+            "db",
+            "t",
+            &[
+                ("a", "INT", true),
+                ("r", "ROW<`x` INT, `y` ROW<`z` STRING>>", true),
+                ("m", "MAP<STRING NOT NULL, ROW<`q` INT>>", true),
+                ("l", "ARRAY<ROW<`w` INT NOT NULL>>", true),
+                ("b", "INT", true),
+            ],
+            &[],
+            1,
+            &[],
+        );
+        let s = IcebergSchema::for_fluss_table(&t).unwrap();
+        let top: Vec<i32> = s.fields.iter().map(|f| f.id).collect();
+        assert_eq!(top, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(s.highest_field_id(), 16);
+        let json = s.to_json();
+        assert_eq!(
+            json["fields"][1]["type"],
+            json!({"type": "struct", "fields": [
+                {"id": 9, "name": "x", "required": false, "type": "int"},
+                {"id": 10, "name": "y", "required": false, "type": {"type": "struct", "fields": [
+                    {"id": 11, "name": "z", "required": false, "type": "string"}]}}]})
+        );
+        assert_eq!(
+            json["fields"][2]["type"],
+            json!({"type": "map", "key-id": 12, "key": "string", "value-id": 13,
+                "value": {"type": "struct", "fields": [
+                    {"id": 14, "name": "q", "required": false, "type": "int"}]},
+                "value-required": false})
+        );
+        assert_eq!(
+            json["fields"][3]["type"]["element"]["fields"][0],
+            json!({"id": 16, "name": "w", "required": true, "type": "int"})
+        );
+        assert_eq!(IcebergSchema::from_json(&json).unwrap(), s);
+        let layout = TableLayout::new(&s, &t).unwrap();
+        let l = layout.file_schema.field(3);
+        let arrow_schema::DataType::List(element) = l.data_type() else {
+            panic!("{l:?}")
+        };
+        assert_eq!(element.name(), "element");
+        assert_eq!(element.metadata()[PARQUET_FIELD_ID_KEY], "15");
     }
 }

@@ -181,7 +181,9 @@ pub fn check_compatible(fields: &[pbfile::Field], table: &TableInfo) -> Result<(
     }
     for (f, c) in fields.iter().zip(&table.columns) {
         let lake = arrow_type(&f.logical_type)?;
-        let want = arrow_type_for_fluss(FlussType::parse(&c.data_type)?);
+        let want = arrow_type_for_fluss(
+            FlussType::parse(&c.data_type).map_err(|e| e.context(format!("column {}", c.name)))?,
+        );
         let same_family = match (&lake, &want) {
             (DataType::Timestamp(..), DataType::Timestamp(..)) => true,
             (

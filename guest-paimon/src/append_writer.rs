@@ -130,7 +130,7 @@ pub fn describe_file(
     let fields: Vec<(&str, PaimonType)> = layout
         .fields
         .iter()
-        .map(|(n, t, _)| (n.as_str(), *t))
+        .map(|(n, t, _)| (n.as_str(), t.clone()))
         .collect();
     let (cols, stats) = value_stats(&fields, &info.column_stats, modes, dense_stats)?;
     Ok(DataFileMeta {

@@ -336,6 +336,12 @@ impl<'a> BinaryRowReader<'a> {
                     nanos_of_milli: (v & 0xffff_ffff) as i32,
                 }
             }
+            TypeRoot::Array(_) | TypeRoot::Map(..) | TypeRoot::Row(_) => {
+                return Err(Error::unsupported(format!(
+                    "BinaryRow values of type {} are not read by this plugin",
+                    ty.sql()
+                )));
+            }
         }))
     }
 }

@@ -2,12 +2,13 @@
 //!
 //! Fluss 0.9.1's `PaimonLakeCatalog` creates the Paimon table with the Fluss columns followed
 //! by the system columns `__bucket INT`, `__offset BIGINT`, `__timestamp TIMESTAMP(3) WITH
-//! LOCAL TIME ZONE`; later Fluss versions (FIP-27) create tables without them. Both layouts
-//! are read here: [`TableLayout`] tells the writer which trailing system columns to fill.
+//! LOCAL TIME ZONE`; later Fluss versions (FIP-27) create tables without them, and other
+//! engines may add columns anywhere. Every such table is read here: [`check_compatible`] says,
+//! by column name, which lake column each Fluss column and each system value goes to.
 
 use std::collections::BTreeMap;
 
-use fluss_lake_guest_sdk::datatype::FlussType;
+use fluss_lake_guest_sdk::datatype::ColumnType;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt};
@@ -33,7 +34,8 @@ pub struct SchemaField {
     pub id: i32,
     /// Column name.
     pub name: String,
-    /// Paimon SQL type string (complex types are JSON objects; unsupported here).
+    /// The type: a Paimon SQL string for atomic types, an object for nested ones
+    /// ([`PaimonType::from_json`]).
     #[serde(rename = "type")]
     pub type_json: serde_json::Value,
     /// Column comment.
@@ -44,13 +46,7 @@ pub struct SchemaField {
 impl SchemaField {
     /// The parsed type.
     pub fn data_type(&self) -> Result<PaimonType> {
-        match &self.type_json {
-            serde_json::Value::String(s) => PaimonType::parse(s),
-            other => Err(Error::unsupported(format!(
-                "column {} has a nested Paimon type {other}, which this plugin does not write",
-                self.name
-            ))),
-        }
+        PaimonType::from_json(&self.type_json).with_context(|| format!("column {}", self.name))
     }
 }
 
@@ -162,15 +158,18 @@ pub fn load_schema(storage: &dyn Storage, id: i64) -> Result<TableSchema> {
     serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(format!("{path}: {e}")))
 }
 
-/// How the columns of a Paimon table line up with the Fluss row.
+/// The Fluss system columns, in the order Fluss 0.9's `PaimonLakeCatalog` appends them.
+const SYSTEM_COLUMNS: [&str; 3] = [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN];
+
+/// The columns of a Paimon table as data files store them, and whether it has Fluss's system
+/// columns. Columns are found by name, not position: another engine may have added columns
+/// anywhere, after `__timestamp` too (Fluss #4038), and a table created by Fluss 1.0 (FIP-27)
+/// has no system columns at all.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableLayout {
     /// All Paimon fields (name, type, field id), in schema order.
     pub fields: Vec<(String, PaimonType, i32)>,
-    /// Number of leading business columns (Fluss columns, possibly more than Fluss has when
-    /// the lake schema is wider: the extra ones are written as nulls).
-    pub business_columns: usize,
-    /// True when the table ends with the Fluss system columns.
+    /// True when the table has `__bucket`, `__offset` and `__timestamp`.
     pub has_system_columns: bool,
 }
 
@@ -184,45 +183,67 @@ impl TableLayout {
             .zip(types)
             .map(|(f, t)| (f.name.clone(), t, f.id))
             .collect();
-        let n = fields.len();
-        let has_system_columns = n >= 3
-            && fields[n - 3].0 == BUCKET_COLUMN
-            && fields[n - 2].0 == OFFSET_COLUMN
-            && fields[n - 1].0 == TIMESTAMP_COLUMN;
+        let present: Vec<&str> = SYSTEM_COLUMNS
+            .into_iter()
+            .filter(|s| fields.iter().any(|(name, _, _)| name == s))
+            .collect();
+        if !present.is_empty() && present.len() < SYSTEM_COLUMNS.len() {
+            return Err(Error::unsupported(format!(
+                "the Paimon table has the Fluss system column(s) {} but not all of __bucket, \
+                 __offset and __timestamp; nothing is written",
+                present.join(", ")
+            )));
+        }
+        let has_system_columns = !present.is_empty();
         if has_system_columns {
-            let ok = fields[n - 3].1.root == TypeRoot::Int
-                && fields[n - 2].1.root == TypeRoot::BigInt
-                && matches!(fields[n - 1].1.root, TypeRoot::TimestampLtz(_));
+            let type_of = |s: &str| {
+                fields
+                    .iter()
+                    .find(|(name, _, _)| name == s)
+                    .map(|(_, ty, _)| ty.root.clone())
+            };
+            let ok = type_of(BUCKET_COLUMN) == Some(TypeRoot::Int)
+                && type_of(OFFSET_COLUMN) == Some(TypeRoot::BigInt)
+                && matches!(type_of(TIMESTAMP_COLUMN), Some(TypeRoot::TimestampLtz(_)));
             if !ok {
                 return Err(Error::unsupported(
-                    "the Paimon system columns __bucket/__offset/__timestamp have unexpected types",
+                    "the Paimon system columns __bucket/__offset/__timestamp have unexpected types \
+                     (INT, BIGINT, TIMESTAMP WITH LOCAL TIME ZONE expected); nothing is written",
                 ));
             }
         }
-        // Columns are matched by position: a system column anywhere but in the last three
-        // places (another engine added a column after `__timestamp`, Fluss #4038) would be
-        // taken for a business column absent from Fluss and written as null, losing every
-        // row's bucket, offset and timestamp. Refused until columns are matched by name.
-        if !has_system_columns {
-            let misplaced: Vec<&str> = fields
-                .iter()
-                .map(|(name, _, _)| name.as_str())
-                .filter(|name| [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN].contains(name))
-                .collect();
-            if !misplaced.is_empty() {
-                return Err(Error::unsupported(format!(
-                    "the Paimon table has the system column(s) {} but not as its last three                      columns (__bucket, __offset, __timestamp): a column added after them by                      another engine is not supported yet; nothing is written",
-                    misplaced.join(", ")
-                )));
-            }
-        }
-        let business_columns = if has_system_columns { n - 3 } else { n };
         Ok(TableLayout {
             fields,
-            business_columns,
             has_system_columns,
         })
     }
+}
+
+/// Where a column of the Paimon table takes its values from when Fluss rows are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnSource {
+    /// The Fluss column at this position of the Fluss row.
+    Fluss(usize),
+    /// A nullable column the Fluss table does not have (added to the lake table elsewhere).
+    Null,
+    /// `__bucket`: the Fluss bucket the rows were read from.
+    Bucket,
+    /// `__offset`: each row's log offset.
+    Offset,
+    /// `__timestamp`: each row's commit timestamp.
+    Timestamp,
+}
+
+/// How the rows of a Fluss table fill the columns of its Paimon table: the table's layout and,
+/// for each of its columns in order, where the values come from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteLayout {
+    /// The Paimon table's columns.
+    pub table: TableLayout,
+    /// One source per column of [`TableLayout::fields`].
+    pub sources: Vec<ColumnSource>,
+    /// Number of columns of the Fluss rows.
+    pub fluss_columns: usize,
 }
 
 /// Paimon option keys Fluss sets itself and refuses from users (`PAIMON_UNSETTABLE_OPTIONS`).
@@ -263,20 +284,26 @@ pub fn schema_for_fluss_table(
         options.insert("bucket".to_string(), table.num_buckets.to_string());
         options.insert("bucket-key".to_string(), table.bucket_keys.join(","));
     }
+    // Field ids as Paimon's `Schema.Builder` assigns them: each column the next id, then the
+    // fields of its nested rows the ids after it (`ReassignFieldId`).
+    let mut next_id = -1;
     let mut fields = Vec::new();
-    for (i, c) in table.columns.iter().enumerate() {
-        if [BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN].contains(&c.name.as_str()) {
+    for c in &table.columns {
+        if SYSTEM_COLUMNS.contains(&c.name.as_str()) {
             return Err(Error::invalid_input(format!(
                 "column {} conflicts with a system column name of the Paimon table, please rename it",
                 c.name
             )));
         }
-        let ft = FlussType::parse(&c.data_type).with_context(|| format!("column {}", c.name))?;
+        let ct = ColumnType::parse(&c.data_type).with_context(|| format!("column {}", c.name))?;
         let nullable = c.nullable && !table.primary_keys.contains(&c.name);
+        next_id += 1;
+        let id = next_id;
+        let ty = PaimonType::from_column_type(&ct, nullable, &mut next_id);
         fields.push(SchemaField {
-            id: i as i32,
+            id,
             name: c.name.clone(),
-            type_json: serde_json::Value::String(PaimonType::from_fluss(ft, nullable).sql()),
+            type_json: ty.to_json(),
             description: c.comment.clone(),
         });
     }
@@ -287,8 +314,9 @@ pub fn schema_for_fluss_table(
             (TIMESTAMP_COLUMN, "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
         ];
         for (name, ty) in system {
+            next_id += 1;
             fields.push(SchemaField {
-                id: fields.len() as i32,
+                id: next_id,
                 name: name.to_string(),
                 type_json: serde_json::Value::String(ty.to_string()),
                 description: None,
@@ -312,7 +340,7 @@ pub fn schema_for_fluss_table(
     Ok(TableSchema {
         version: SCHEMA_VERSION,
         id: 0,
-        highest_field_id: fields.len() as i32 - 1,
+        highest_field_id: next_id,
         fields,
         partition_keys: table.partition_keys.clone(),
         primary_keys: table.primary_keys.clone(),
@@ -322,40 +350,57 @@ pub fn schema_for_fluss_table(
     })
 }
 
-/// Checks that a Paimon schema can take the rows of a Fluss table: business columns match by
-/// position, name, type and nullability (the lake may have extra trailing business columns,
-/// not fewer), partition and primary keys are the same.
-pub fn check_compatible(schema: &TableSchema, table: &TableInfo) -> Result<TableLayout> {
+/// Checks that a Paimon schema can take the rows of a Fluss table, and says which column each
+/// Fluss column is written to. Columns are matched by name: each Fluss column must be a lake
+/// column of the same type, NOT NULL in the lake only where it is in Fluss; lake columns Fluss
+/// does not have (another engine added them, in any place) must be nullable and are written as
+/// null; the partition and primary keys must be the same. A Fluss column the lake table lacks
+/// or has with another type (dropped or retyped elsewhere) is refused, naming the column, and
+/// nothing is written.
+pub fn check_compatible(schema: &TableSchema, table: &TableInfo) -> Result<WriteLayout> {
     let layout = TableLayout::of(schema)?;
-    if table.columns.len() > layout.business_columns {
-        return Err(Error::invalid_input(format!(
-            "the Fluss table has {} columns but the Paimon table only {}: the lake schema is not \
-             synchronized with Fluss yet",
-            table.columns.len(),
-            layout.business_columns
-        )));
-    }
-    for (c, (name, ty, _)) in table.columns.iter().zip(&layout.fields) {
-        let ft = FlussType::parse(&c.data_type).with_context(|| format!("column {}", c.name))?;
-        let expected = PaimonType::from_fluss(ft, c.nullable);
-        if &c.name != name || !expected.same_type(ty) || (!ty.nullable && c.nullable) {
+    let mut sources: Vec<Option<ColumnSource>> = vec![None; layout.fields.len()];
+    let position = |name: &str| layout.fields.iter().position(|(n, _, _)| n == name);
+    for (i, c) in table.columns.iter().enumerate() {
+        let ct = ColumnType::parse(&c.data_type).with_context(|| format!("column {}", c.name))?;
+        let expected = PaimonType::from_column_type(&ct, c.nullable, &mut 0);
+        let Some(pos) = position(&c.name) else {
             return Err(Error::invalid_input(format!(
-                "Fluss column {} {} does not match Paimon column {} {}",
+                "Fluss column {} is not in the Paimon table (dropped there, or the lake schema \
+                 is not synchronized with Fluss yet); nothing is written",
+                c.name
+            )));
+        };
+        let ty = &layout.fields[pos].1;
+        if !expected.same_type(ty) || (!ty.nullable && c.nullable) {
+            return Err(Error::invalid_input(format!(
+                "Fluss column {} {} does not match Paimon column {} {}; nothing is written",
                 c.name,
                 expected.sql(),
-                name,
+                c.name,
                 ty.sql()
             )));
         }
+        sources[pos] = Some(ColumnSource::Fluss(i));
     }
-    for extra in &layout.fields[table.columns.len()..layout.business_columns] {
-        if !extra.1.nullable {
-            return Err(Error::invalid_input(format!(
-                "Paimon column {} is NOT NULL but absent from the Fluss table",
-                extra.0
-            )));
-        }
-    }
+    let sources = layout
+        .fields
+        .iter()
+        .zip(sources)
+        .map(|((name, ty, _), source)| match source {
+            Some(source) => Ok(source),
+            None if layout.has_system_columns && name == BUCKET_COLUMN => Ok(ColumnSource::Bucket),
+            None if layout.has_system_columns && name == OFFSET_COLUMN => Ok(ColumnSource::Offset),
+            None if layout.has_system_columns && name == TIMESTAMP_COLUMN => {
+                Ok(ColumnSource::Timestamp)
+            }
+            None if ty.nullable => Ok(ColumnSource::Null),
+            None => Err(Error::invalid_input(format!(
+                "Paimon column {name} is NOT NULL but absent from the Fluss table; nothing is \
+                 written"
+            ))),
+        })
+        .collect::<Result<Vec<_>>>()?;
     if schema.partition_keys != table.partition_keys {
         return Err(Error::invalid_input(format!(
             "partition keys differ: Paimon {:?}, Fluss {:?}",
@@ -368,7 +413,11 @@ pub fn check_compatible(schema: &TableSchema, table: &TableInfo) -> Result<Table
             schema.primary_keys, table.primary_keys
         )));
     }
-    Ok(layout)
+    Ok(WriteLayout {
+        table: layout,
+        sources,
+        fluss_columns: table.columns.len(),
+    })
 }
 
 #[cfg(test)]
@@ -388,36 +437,92 @@ mod tests {
         )
     }
 
-    #[test]
-    fn a_column_added_after_the_system_columns_is_refused_not_written_as_their_nulls() {
-        let mut schema = schema_for_fluss_table(&table(), true, 0).unwrap();
-        assert!(
-            check_compatible(&schema, &table())
-                .unwrap()
-                .has_system_columns
-        );
-        // What another engine's ALTER TABLE ADD COLUMN leaves (Fluss #4038).
+    fn add_field(schema: &mut TableSchema, index: usize, name: &str, ty: &str) {
         schema.highest_field_id += 1;
-        schema.fields.push(SchemaField {
-            id: schema.highest_field_id,
-            name: "added_elsewhere".into(),
-            type_json: serde_json::json!("INT"),
-            description: None,
-        });
-        let e = check_compatible(&schema, &table()).unwrap_err().to_string();
+        schema.fields.insert(
+            index,
+            SchemaField {
+                id: schema.highest_field_id,
+                name: name.into(),
+                type_json: serde_json::json!(ty),
+                description: None,
+            },
+        );
+    }
+
+    #[test]
+    fn columns_added_elsewhere_anywhere_are_written_as_null_and_system_columns_found_by_name() {
+        let mut schema = schema_for_fluss_table(&table(), true, 0).unwrap();
+        // What another engine's ALTER TABLE ADD COLUMN leaves (Fluss #4038), and one FIRST.
+        add_field(&mut schema, 5, "added_last", "INT");
+        add_field(&mut schema, 0, "added_first", "STRING");
+        let layout = check_compatible(&schema, &table()).unwrap();
+        assert!(layout.table.has_system_columns);
+        use ColumnSource::*;
+        assert_eq!(
+            layout.sources,
+            [Null, Fluss(0), Fluss(1), Bucket, Offset, Timestamp, Null]
+        );
+    }
+
+    #[test]
+    fn reordered_columns_with_other_field_ids_are_matched_by_name() {
+        let mut schema = schema_for_fluss_table(&table(), false, 0).unwrap();
+        schema.fields.swap(0, 1);
+        schema.fields[0].id = 7;
+        schema.fields[1].id = 9;
+        let layout = check_compatible(&schema, &table()).unwrap();
+        assert_eq!(
+            layout.sources,
+            [ColumnSource::Fluss(1), ColumnSource::Fluss(0)]
+        );
+        assert_eq!(layout.table.fields[0].2, 7);
+    }
+
+    #[test]
+    fn dropped_retyped_or_not_null_columns_are_refused_naming_the_column() {
+        let base = schema_for_fluss_table(&table(), true, 0).unwrap();
+        let mut dropped = base.clone();
+        dropped.fields.remove(1);
+        let e = check_compatible(&dropped, &table())
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("__bucket, __offset, __timestamp but not as its last three"),
+            e.contains("Fluss column b is not in the Paimon table"),
             "{e}"
         );
-        let e = TableLayout::of(&schema).unwrap_err().to_string();
-        assert!(e.contains("nothing is written"), "{e}");
+
+        let mut retyped = base.clone();
+        retyped.fields[0].type_json = serde_json::json!("BIGINT");
+        let e = check_compatible(&retyped, &table())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("Fluss column a INT does not match Paimon column a BIGINT"),
+            "{e}"
+        );
+
+        let mut not_null = base.clone();
+        add_field(&mut not_null, 2, "required", "INT NOT NULL");
+        let e = check_compatible(&not_null, &table())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Paimon column required is NOT NULL"), "{e}");
+
+        let mut partial = base;
+        partial.fields.retain(|f| f.name != OFFSET_COLUMN);
+        let e = TableLayout::of(&partial).unwrap_err().to_string();
+        assert!(e.contains("not all of __bucket"), "{e}");
     }
 
     #[test]
     fn a_table_without_system_columns_keeps_its_layout() {
         let schema = schema_for_fluss_table(&table(), false, 0).unwrap();
         let layout = check_compatible(&schema, &table()).unwrap();
-        assert!(!layout.has_system_columns);
-        assert_eq!(layout.business_columns, 2);
+        assert!(!layout.table.has_system_columns);
+        assert_eq!(
+            layout.sources,
+            [ColumnSource::Fluss(0), ColumnSource::Fluss(1)]
+        );
     }
 }

@@ -214,6 +214,20 @@ pub fn value_stats(
     if fields.len() != stats.len() || fields.len() != modes.len() {
         return Err(Error::internal("stats and fields differ in length"));
     }
+    // Paimon looks Parquet statistics up by top-level column name, which no column chunk of a
+    // nested column has: ARRAY, MAP and ROW columns have no statistics whatever their mode
+    // (`ParquetSimpleStatsExtractor`), so the dense store leaves them out.
+    let modes: Vec<StatsMode> = fields
+        .iter()
+        .zip(modes)
+        .map(|((_, ty), mode)| {
+            if ty.is_nested() {
+                StatsMode::None
+            } else {
+                *mode
+            }
+        })
+        .collect();
     let kept: Vec<usize> = (0..fields.len())
         .filter(|i| !dense || modes[*i] != StatsMode::None)
         .collect();
@@ -288,17 +302,19 @@ mod tests {
     fn dense_stats_list_columns_only_when_some_are_left_out() {
         let int = PaimonType::parse("INT NOT NULL").unwrap();
         let s = PaimonType::parse("STRING").unwrap();
-        let fields = [("id", int), ("name", s)];
+        let fields = [("id", int.clone()), ("name", s.clone())];
         let stats = [
             ColumnStats {
                 null_count: 0,
                 min: Some(Datum::Int32(1)),
                 max: Some(Datum::Int32(9)),
+                fields: Vec::new(),
             },
             ColumnStats {
                 null_count: 2,
                 min: Some(Datum::Utf8("a".repeat(20))),
                 max: Some(Datum::Utf8("b".repeat(20))),
+                fields: Vec::new(),
             },
         ];
         let opts = BTreeMap::new();
@@ -318,5 +334,40 @@ mod tests {
         let (cols, st) = value_stats(&fields, &stats, &modes, true).unwrap();
         assert_eq!(cols, Some(vec!["id".to_string()]));
         assert_eq!(BinaryRowReader::new(&st.min_values).unwrap().arity(), 1);
+    }
+
+    #[test]
+    fn nested_columns_have_no_statistics_and_leave_the_dense_store() {
+        let int = PaimonType::parse("INT").unwrap();
+        let tags =
+            PaimonType::from_json(&serde_json::json!({"type": "ARRAY", "element": "STRING"}))
+                .unwrap();
+        let fields = [("id", int.clone()), ("tags", tags)];
+        let stats = [
+            ColumnStats {
+                null_count: 1,
+                min: Some(Datum::Int32(1)),
+                max: Some(Datum::Int32(2)),
+                fields: Vec::new(),
+            },
+            ColumnStats {
+                null_count: 3,
+                ..Default::default()
+            },
+        ];
+        let modes = stats_modes(&["id", "tags"], &BTreeMap::new()).unwrap();
+        let (cols, st) = value_stats(&fields, &stats, &modes, true).unwrap();
+        assert_eq!(cols, Some(vec!["id".to_string()]));
+        assert_eq!(st.null_counts, Some(vec![Some(1)]));
+        let (cols, st) = value_stats(&fields, &stats, &modes, false).unwrap();
+        assert_eq!(cols, None);
+        assert_eq!(st.null_counts, Some(vec![Some(1), None]));
+        assert_eq!(
+            BinaryRowReader::new(&st.max_values)
+                .unwrap()
+                .get(0, &int)
+                .unwrap(),
+            Some(Value::Int(2))
+        );
     }
 }

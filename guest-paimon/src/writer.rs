@@ -133,7 +133,7 @@ impl BucketTarget {
             ..Default::default()
         };
         Ok(BucketTarget {
-            rows: TableRows::new(layout, context.table.columns.len(), context.bucket),
+            rows: TableRows::new(layout, context.bucket),
             names: DataFileNames::new(bucket_dir(&partition, bucket)),
             schema,
             partition,

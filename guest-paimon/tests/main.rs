@@ -3,5 +3,6 @@
 
 mod common;
 mod java_paimon_crosscheck;
+mod pypaimon_nested;
 mod pypaimon_pk;
 mod pypaimon_roundtrip;

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::{Array, ArrayRef, BinaryArray, PrimitiveArray, new_null_array};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, ListArray, MapArray, PrimitiveArray, StructArray, new_null_array,
+};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
 
 fn unit_factor(u: TimeUnit) -> i64 {
@@ -79,16 +82,41 @@ fn unit_of(t: &DataType) -> Option<TimeUnit> {
 }
 
 /// Converts `array` to `target` (a lake file type). `nullable = false` rejects nulls.
+/// Nested arrays (lists, maps, structs) are converted element by element to the target's
+/// child types, which carry the lake's names and field ids; their offsets and null buffers
+/// are shared.
 pub fn to_file_array(
     array: &ArrayRef,
     target: &DataType,
     nullable: bool,
     column: &str,
 ) -> Result<ArrayRef> {
-    if !nullable && array.null_count() > 0 {
-        return Err(Error::invalid_input(format!(
-            "column {column} is NOT NULL in the lake table but the batch has nulls"
-        )));
+    to_file_array_within(array, target, nullable, column, None)
+}
+
+/// [`to_file_array`] for a child of a struct whose own nulls are `parent`: a null under a null
+/// parent is no null of the child's (Arrow leaves the child's slot undefined there).
+fn to_file_array_within(
+    array: &ArrayRef,
+    target: &DataType,
+    nullable: bool,
+    column: &str,
+    parent: Option<&NullBuffer>,
+) -> Result<ArrayRef> {
+    if !nullable {
+        let unmasked = match (array.logical_nulls(), parent) {
+            (None, _) => false,
+            (Some(nulls), None) => nulls.null_count() > 0,
+            (Some(nulls), Some(parent)) => nulls
+                .iter()
+                .zip(parent.iter())
+                .any(|(valid, parent_valid)| parent_valid && !valid),
+        };
+        if unmasked {
+            return Err(Error::invalid_input(format!(
+                "column {column} is NOT NULL in the lake table but the batch has nulls"
+            )));
+        }
     }
     let source = array.data_type();
     let mismatch = || {
@@ -102,6 +130,61 @@ pub fn to_file_array(
     let nulls = array.nulls().cloned();
     Ok(match (source, target) {
         (DataType::Null, _) => new_null_array(target, array.len()),
+        (DataType::List(_), DataType::List(to)) => {
+            let list = array.as_list::<i32>();
+            let values = to_file_array(
+                list.values(),
+                to.data_type(),
+                to.is_nullable(),
+                &format!("{column}.element"),
+            )?;
+            Arc::new(ListArray::try_new(
+                to.clone(),
+                list.offsets().clone(),
+                values,
+                nulls,
+            )?)
+        }
+        (DataType::Map(_, _), DataType::Map(to, ordered)) => {
+            let map = array.as_map();
+            let DataType::Struct(to_kv) = to.data_type() else {
+                return Err(mismatch());
+            };
+            let entries: ArrayRef = Arc::new(map.entries().clone());
+            let entries = to_file_array(&entries, to.data_type(), false, column)?;
+            let entries = entries.as_struct().clone();
+            if to_kv.len() != 2 {
+                return Err(mismatch());
+            }
+            Arc::new(MapArray::try_new(
+                to.clone(),
+                map.offsets().clone(),
+                entries,
+                nulls,
+                *ordered,
+            )?)
+        }
+        (DataType::Struct(from), DataType::Struct(to)) => {
+            if from.len() != to.len() {
+                return Err(mismatch());
+            }
+            let st = array.as_struct();
+            let children = st
+                .columns()
+                .iter()
+                .zip(to.iter())
+                .map(|(child, field)| {
+                    to_file_array_within(
+                        child,
+                        field.data_type(),
+                        field.is_nullable(),
+                        &format!("{column}.{}", field.name()),
+                        nulls.as_ref(),
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Arc::new(StructArray::try_new(to.clone(), children, nulls)?)
+        }
         (DataType::Timestamp(..), DataType::Timestamp(to, tz)) => {
             let from = unit_of(source).ok_or_else(mismatch)?;
             let v = rescale(i64_values(array.as_ref()).ok_or_else(mismatch)?, from, *to);
@@ -273,5 +356,78 @@ mod tests {
         let ints: ArrayRef = Arc::new(PrimitiveArray::<Int32Type>::from(vec![Some(1), None]));
         assert!(to_file_array(&ints, &DataType::Int32, false, "i").is_err());
         assert!(to_file_array(&ints, &DataType::Int64, true, "i").is_err());
+    }
+
+    #[test]
+    fn converts_nested_arrays_to_the_lake_names_and_child_types() {
+        use arrow_array::builder::{Int16Builder, ListBuilder, MapBuilder, StringBuilder};
+        use arrow_schema::{Field, Fields};
+
+        // ARRAY<SMALLINT> as fluss-rs sends it (`item`) to a list of INT32 `element`s.
+        let mut lb = ListBuilder::new(Int16Builder::new());
+        lb.append_value([Some(1), None]);
+        lb.append_null();
+        let list: ArrayRef = Arc::new(lb.finish());
+        let element = Arc::new(Field::new("element", DataType::Int32, true));
+        let out = to_file_array(&list, &DataType::List(element.clone()), true, "l").unwrap();
+        let out = out.as_list::<i32>();
+        assert_eq!(out.value(0).as_primitive::<Int32Type>().value(0), 1);
+        assert!(out.is_null(1));
+        let strict = Arc::new(Field::new("element", DataType::Int32, false));
+        let e = to_file_array(&list, &DataType::List(strict), true, "l").unwrap_err();
+        assert!(
+            e.to_string().contains("column l.element is NOT NULL"),
+            "{e}"
+        );
+
+        // MAP<STRING, STRING> (`entries`/`key`/`value`) to Parquet's `key_value`.
+        let mut mb = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+        mb.keys().append_value("k");
+        mb.values().append_null();
+        mb.append(true).unwrap();
+        mb.append(false).unwrap();
+        let map: ArrayRef = Arc::new(mb.finish());
+        let kv = Fields::from(vec![
+            Field::new("key", DataType::Utf8, false),
+            Field::new("value", DataType::Utf8, true),
+        ]);
+        let target = DataType::Map(
+            Arc::new(Field::new("key_value", DataType::Struct(kv), false)),
+            false,
+        );
+        let out = to_file_array(&map, &target, true, "m").unwrap();
+        assert_eq!(out.data_type(), &target);
+        assert!(out.is_null(1));
+
+        // ROW<x TIMESTAMP(0) NOT NULL>: a null row's child slot may be null; a valid row's not.
+        let from = Fields::from(vec![Field::new(
+            "x",
+            DataType::Timestamp(TimeUnit::Second, None),
+            true,
+        )]);
+        let child: ArrayRef = Arc::new(TimestampSecondArray::from(vec![Some(2), None]));
+        let row: ArrayRef = Arc::new(
+            StructArray::try_new(
+                from.clone(),
+                vec![child.clone()],
+                Some(NullBuffer::from(vec![true, false])),
+            )
+            .unwrap(),
+        );
+        let to = DataType::Struct(Fields::from(vec![Field::new(
+            "x",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            false,
+        )]));
+        let out = to_file_array(&row, &to, true, "r").unwrap();
+        let x = out
+            .as_struct()
+            .column(0)
+            .as_primitive::<TimestampMillisecondType>();
+        assert_eq!(x.value(0), 2000);
+        assert!(out.is_null(1));
+        let unmasked: ArrayRef = Arc::new(StructArray::try_new(from, vec![child], None).unwrap());
+        let e = to_file_array(&unmasked, &to, true, "r").unwrap_err();
+        assert!(e.to_string().contains("column r.x is NOT NULL"), "{e}");
     }
 }

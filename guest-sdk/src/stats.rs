@@ -9,7 +9,8 @@ use std::cmp::Ordering;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray};
+use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray, make_array};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
 
 /// One statistics value, typed like the column it came from.
@@ -52,6 +53,10 @@ pub struct ColumnStats {
     pub min: Option<Datum>,
     /// Largest non-null value.
     pub max: Option<Datum>,
+    /// For a struct (`ROW`) column, the statistics of each of its fields, in order, a field
+    /// counted null where its struct is (as Iceberg and Delta keep them for the leaves of
+    /// structs); empty for other columns, lists and maps included.
+    pub fields: Vec<ColumnStats>,
 }
 
 /// Java's `Double.compare`: numeric, `-0.0 < 0.0`, NaN above everything and equal to itself.
@@ -107,16 +112,39 @@ impl ColumnStats {
         {
             self.max = Some(m.clone());
         }
+        if self.fields.len() < other.fields.len() {
+            self.fields
+                .resize(other.fields.len(), ColumnStats::default());
+        }
+        for (mine, theirs) in self.fields.iter_mut().zip(&other.fields) {
+            mine.merge(theirs);
+        }
     }
 
     /// Statistics of one array.
     pub fn of_array(array: &dyn Array) -> ColumnStats {
         let null_count = array.null_count() as u64;
         let (min, max) = min_max(array);
+        let fields = match array.as_struct_opt() {
+            Some(st) => st
+                .columns()
+                .iter()
+                .map(|child| {
+                    // A field of a null struct is null too.
+                    let nulls = NullBuffer::union(st.nulls(), child.logical_nulls().as_ref());
+                    match child.to_data().into_builder().nulls(nulls).build() {
+                        Ok(data) => ColumnStats::of_array(make_array(data).as_ref()),
+                        Err(_) => ColumnStats::of_array(child.as_ref()),
+                    }
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         ColumnStats {
             null_count,
             min,
             max,
+            fields,
         }
     }
 }
@@ -261,6 +289,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn struct_fields_get_statistics_with_their_structs_nulls() {
+        use arrow_array::StructArray;
+        use arrow_schema::{Field, Fields};
+        let fields = Fields::from(vec![Field::new("x", DataType::Int32, true)]);
+        let x = Int32Array::from(vec![Some(5), Some(1), None, Some(9)]);
+        let st = StructArray::new(
+            fields,
+            vec![std::sync::Arc::new(x)],
+            Some(NullBuffer::from(vec![true, false, true, true])),
+        );
+        let mut s = ColumnStats::of_array(&st);
+        assert_eq!(s.null_count, 1);
+        assert_eq!(s.min, None);
+        assert_eq!(s.fields[0].null_count, 2);
+        assert_eq!(s.fields[0].min, Some(Datum::Int32(5)));
+        assert_eq!(s.fields[0].max, Some(Datum::Int32(9)));
+        let mut empty = ColumnStats::default();
+        empty.merge(&s);
+        s.merge(&s.clone());
+        assert_eq!(empty.fields[0].null_count, 2);
+        assert_eq!(s.fields[0].null_count, 4);
+    }
+
+    #[test]
     fn computes_and_merges() {
         let s = ColumnStats::of_array(&Int32Array::from(vec![Some(3), None, Some(-1), Some(7)]));
         assert_eq!(
@@ -268,7 +320,8 @@ mod tests {
             ColumnStats {
                 null_count: 1,
                 min: Some(Datum::Int32(-1)),
-                max: Some(Datum::Int32(7))
+                max: Some(Datum::Int32(7)),
+                fields: Vec::new(),
             }
         );
         let mut t = ColumnStats::of_array(&Int32Array::from(vec![Some(10), None]));
@@ -278,7 +331,8 @@ mod tests {
             ColumnStats {
                 null_count: 2,
                 min: Some(Datum::Int32(-1)),
-                max: Some(Datum::Int32(10))
+                max: Some(Datum::Int32(10)),
+                fields: Vec::new(),
             }
         );
 
@@ -310,7 +364,8 @@ mod tests {
             ColumnStats {
                 null_count: 2,
                 min: None,
-                max: None
+                max: None,
+                fields: Vec::new(),
             }
         );
     }

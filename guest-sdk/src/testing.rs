@@ -3,6 +3,161 @@
 
 use crate::wit::{Column, CommitterContext, TableInfo, TablePath, WriterContext};
 
+/// An Arrow array of type `data_type` holding `values` (JSON; `null` for a null): how tests
+/// spell rows with nested columns as fluss-rs hands them over. Integers for every integer,
+/// date (days), time and timestamp type (in the type's unit); strings for strings and, as
+/// decimal text, for decimals; arrays for lists; `[[key, value], ...]` for maps; objects for
+/// structs (a missing field is null).
+pub fn json_array(
+    values: &[serde_json::Value],
+    data_type: &arrow_schema::DataType,
+) -> arrow_array::ArrayRef {
+    use std::sync::Arc;
+
+    use arrow_array::*;
+    use arrow_buffer::{NullBuffer, OffsetBuffer};
+    use arrow_schema::{DataType, TimeUnit};
+    use serde_json::Value;
+
+    let ints = || values.iter().map(Value::as_i64);
+    let nulls = || NullBuffer::from(values.iter().map(|v| !v.is_null()).collect::<Vec<_>>());
+    let offsets = |items: &dyn Fn(&Value) -> usize| {
+        OffsetBuffer::from_lengths(
+            values
+                .iter()
+                .map(|v| if v.is_null() { 0 } else { items(v) }),
+        )
+    };
+    match data_type {
+        DataType::Boolean => Arc::new(values.iter().map(Value::as_bool).collect::<BooleanArray>()),
+        DataType::Int8 => Arc::new(ints().map(|v| v.map(|v| v as i8)).collect::<Int8Array>()),
+        DataType::Int16 => Arc::new(ints().map(|v| v.map(|v| v as i16)).collect::<Int16Array>()),
+        DataType::Int32 => Arc::new(ints().map(|v| v.map(|v| v as i32)).collect::<Int32Array>()),
+        DataType::Int64 => Arc::new(ints().collect::<Int64Array>()),
+        DataType::Float32 => Arc::new(
+            values
+                .iter()
+                .map(|v| v.as_f64().map(|v| v as f32))
+                .collect::<Float32Array>(),
+        ),
+        DataType::Float64 => Arc::new(values.iter().map(Value::as_f64).collect::<Float64Array>()),
+        DataType::Utf8 => Arc::new(values.iter().map(Value::as_str).collect::<StringArray>()),
+        DataType::Binary => Arc::new(
+            values
+                .iter()
+                .map(|v| v.as_str().map(str::as_bytes))
+                .collect::<BinaryArray>(),
+        ),
+        DataType::Date32 => Arc::new(ints().map(|v| v.map(|v| v as i32)).collect::<Date32Array>()),
+        DataType::Decimal128(p, s) => Arc::new(
+            values
+                .iter()
+                .map(|v| {
+                    v.as_str().map(|t| {
+                        let digits: String = t.chars().filter(|c| *c != '.').collect();
+                        digits.parse::<i128>().expect("a decimal's digits")
+                    })
+                })
+                .collect::<Decimal128Array>()
+                .with_precision_and_scale(*p, *s)
+                .expect("a decimal type"),
+        ),
+        DataType::Time32(TimeUnit::Second) => Arc::new(
+            ints()
+                .map(|v| v.map(|v| v as i32))
+                .collect::<Time32SecondArray>(),
+        ),
+        DataType::Time32(_) => Arc::new(
+            ints()
+                .map(|v| v.map(|v| v as i32))
+                .collect::<Time32MillisecondArray>(),
+        ),
+        DataType::Timestamp(unit, tz) => {
+            let a: ArrayRef = match unit {
+                TimeUnit::Second => Arc::new(
+                    ints()
+                        .collect::<TimestampSecondArray>()
+                        .with_timezone_opt(tz.clone()),
+                ),
+                TimeUnit::Millisecond => Arc::new(
+                    ints()
+                        .collect::<TimestampMillisecondArray>()
+                        .with_timezone_opt(tz.clone()),
+                ),
+                TimeUnit::Microsecond => Arc::new(
+                    ints()
+                        .collect::<TimestampMicrosecondArray>()
+                        .with_timezone_opt(tz.clone()),
+                ),
+                TimeUnit::Nanosecond => Arc::new(
+                    ints()
+                        .collect::<TimestampNanosecondArray>()
+                        .with_timezone_opt(tz.clone()),
+                ),
+            };
+            a
+        }
+        DataType::List(field) => {
+            let items: Vec<Value> = values
+                .iter()
+                .filter_map(Value::as_array)
+                .flatten()
+                .cloned()
+                .collect();
+            let offsets = offsets(&|v| v.as_array().map_or(0, Vec::len));
+            Arc::new(ListArray::new(
+                field.clone(),
+                offsets,
+                json_array(&items, field.data_type()),
+                Some(nulls()),
+            ))
+        }
+        DataType::Map(entries, ordered) => {
+            let DataType::Struct(kv) = entries.data_type() else {
+                panic!("a map of {entries:?}")
+            };
+            let pairs: Vec<&Vec<Value>> = values
+                .iter()
+                .filter_map(Value::as_array)
+                .flatten()
+                .map(|p| p.as_array().expect("a [key, value] pair"))
+                .collect();
+            let keys: Vec<Value> = pairs.iter().map(|p| p[0].clone()).collect();
+            let vals: Vec<Value> = pairs.iter().map(|p| p[1].clone()).collect();
+            let entries_array = StructArray::new(
+                kv.clone(),
+                vec![
+                    json_array(&keys, kv[0].data_type()),
+                    json_array(&vals, kv[1].data_type()),
+                ],
+                None,
+            );
+            let offsets = offsets(&|v| v.as_array().map_or(0, Vec::len));
+            Arc::new(MapArray::new(
+                entries.clone(),
+                offsets,
+                entries_array,
+                Some(nulls()),
+                *ordered,
+            ))
+        }
+        DataType::Struct(fields) => {
+            let children = fields
+                .iter()
+                .map(|f| {
+                    let column: Vec<Value> = values
+                        .iter()
+                        .map(|v| v.get(f.name()).cloned().unwrap_or(Value::Null))
+                        .collect();
+                    json_array(&column, f.data_type())
+                })
+                .collect();
+            Arc::new(StructArray::new(fields.clone(), children, Some(nulls())))
+        }
+        other => panic!("json_array: no test values of type {other}"),
+    }
+}
+
 /// The small log table committer tests use: `db.t (id INT NOT NULL, name STRING)`, one
 /// bucket, not partitioned.
 pub fn id_name_table() -> TableInfo {

@@ -9,14 +9,70 @@ import org.apache.iceberg.types.Types;
 /**
  * Reads the rows of Iceberg tables with Java Iceberg's generic reader (the version Fluss's
  * Iceberg plugin ships), deletes applied as Java applies them, and prints one JSON object per
- * table: {"table", "snapshot", "rows": [{column: value, ...}]} with the given columns (ints,
- * longs and strings; system columns left out).
+ * table: {"table", "snapshot", "rows": [{column: value, ...}]} with the given columns, in the
+ * tests' canonical JSON: numbers, booleans and strings as they are, decimals as their plain
+ * text quoted, timestamps as epoch microseconds, lists as lists, maps as lists of [key, value]
+ * pairs, structs as objects of their fields.
  *
  *   java -cp <iceberg plugin jars> IcebergRows <table-dir> <column>...
  */
 public final class IcebergRows {
     private static String q(Object s) {
         return "\"" + String.valueOf(s).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " ") + "\"";
+    }
+
+    private static String json(Object v) {
+        if (v == null) {
+            return "null";
+        }
+        if (v instanceof java.math.BigDecimal) {
+            return q(((java.math.BigDecimal) v).toPlainString());
+        }
+        if (v instanceof Number || v instanceof Boolean) {
+            return v.toString();
+        }
+        if (v instanceof java.time.LocalDateTime) {
+            java.time.Instant i = ((java.time.LocalDateTime) v).toInstant(java.time.ZoneOffset.UTC);
+            return Long.toString(i.getEpochSecond() * 1_000_000L + i.getNano() / 1000);
+        }
+        if (v instanceof java.time.OffsetDateTime) {
+            java.time.Instant i = ((java.time.OffsetDateTime) v).toInstant();
+            return Long.toString(i.getEpochSecond() * 1_000_000L + i.getNano() / 1000);
+        }
+        if (v instanceof Record) {
+            Record r = (Record) v;
+            StringBuilder o = new StringBuilder("{");
+            java.util.List<Types.NestedField> fields = r.struct().fields();
+            for (int i = 0; i < fields.size(); i++) {
+                o.append(i > 0 ? "," : "").append(q(fields.get(i).name())).append(":");
+                o.append(json(r.get(i)));
+            }
+            return o.append("}").toString();
+        }
+        if (v instanceof java.util.List) {
+            StringBuilder o = new StringBuilder("[");
+            boolean first = true;
+            for (Object e : (java.util.List<?>) v) {
+                o.append(first ? "" : ",").append(json(e));
+                first = false;
+            }
+            return o.append("]").toString();
+        }
+        if (v instanceof java.util.Map) {
+            // Pairs in the order of their keys' text: a map read back has no order of its own.
+            java.util.TreeMap<String, String> pairs = new java.util.TreeMap<>();
+            for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) v).entrySet()) {
+                pairs.put(json(e.getKey()), json(e.getValue()));
+            }
+            StringBuilder o = new StringBuilder("[");
+            boolean first = true;
+            for (java.util.Map.Entry<String, String> e : pairs.entrySet()) {
+                o.append(first ? "[" : ",[").append(e.getKey()).append(",").append(e.getValue()).append("]");
+                first = false;
+            }
+            return o.append("]").toString();
+        }
+        return q(v);
     }
 
     public static void main(String[] args) throws Exception {
@@ -33,7 +89,7 @@ public final class IcebergRows {
                 for (int i = 1; i < args.length; i++) {
                     Object v = r.getField(args[i]);
                     o.append(i > 1 ? "," : "").append(q(args[i])).append(":");
-                    o.append(v == null ? "null" : (v instanceof Number ? v.toString() : q(v)));
+                    o.append(json(v));
                 }
                 o.append("}");
             }

@@ -8,11 +8,18 @@ import org.apache.paimon.catalog.CatalogContext;
 import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryString;
+import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.InternalArray;
+import org.apache.paimon.data.InternalMap;
 import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.types.ArrayType;
+import org.apache.paimon.types.DataType;
+import org.apache.paimon.types.MapType;
 import org.apache.paimon.types.RowType;
 
 /**
@@ -29,7 +36,12 @@ public final class PaimonCheck {
         return "\"" + String.valueOf(s).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " ") + "\"";
     }
 
-    private static String json(Object v) {
+    /**
+     * A value in the tests' canonical JSON: numbers and booleans as they are, strings quoted,
+     * decimals as their plain text quoted, timestamps as epoch microseconds, arrays as lists,
+     * maps as lists of [key, value] pairs, rows as objects of their fields.
+     */
+    private static String json(Object v, DataType t) {
         if (v == null) {
             return "null";
         }
@@ -43,7 +55,48 @@ public final class PaimonCheck {
         if (v instanceof BinaryString) {
             return q(v.toString());
         }
+        if (v instanceof Decimal) {
+            return q(((Decimal) v).toBigDecimal().toPlainString());
+        }
+        if (v instanceof Timestamp) {
+            return Long.toString(((Timestamp) v).toMicros());
+        }
+        if (t instanceof ArrayType && v instanceof InternalArray) {
+            DataType e = ((ArrayType) t).getElementType();
+            return array((InternalArray) v, e);
+        }
+        if (t instanceof MapType && v instanceof InternalMap) {
+            InternalMap m = (InternalMap) v;
+            MapType mt = (MapType) t;
+            InternalArray.ElementGetter k = InternalArray.createElementGetter(mt.getKeyType());
+            InternalArray.ElementGetter val = InternalArray.createElementGetter(mt.getValueType());
+            List<String> pairs = new ArrayList<>();
+            for (int i = 0; i < m.size(); i++) {
+                pairs.add("[" + json(k.getElementOrNull(m.keyArray(), i), mt.getKeyType()) + ","
+                        + json(val.getElementOrNull(m.valueArray(), i), mt.getValueType()) + "]");
+            }
+            return "[" + String.join(",", pairs) + "]";
+        }
+        if (t instanceof RowType && v instanceof InternalRow) {
+            RowType rt = (RowType) t;
+            List<String> fields = new ArrayList<>();
+            for (int i = 0; i < rt.getFieldCount(); i++) {
+                DataType ft = rt.getTypeAt(i);
+                Object f = InternalRow.createFieldGetter(ft, i).getFieldOrNull((InternalRow) v);
+                fields.add(q(rt.getFieldNames().get(i)) + ":" + json(f, ft));
+            }
+            return "{" + String.join(",", fields) + "}";
+        }
         return q(v);
+    }
+
+    private static String array(InternalArray a, DataType e) {
+        InternalArray.ElementGetter g = InternalArray.createElementGetter(e);
+        List<String> items = new ArrayList<>();
+        for (int i = 0; i < a.size(); i++) {
+            items.add(json(g.getElementOrNull(a, i), e));
+        }
+        return "[" + String.join(",", items) + "]";
     }
 
     public static void main(String[] args) throws Exception {
@@ -85,7 +138,8 @@ public final class PaimonCheck {
             reader.forEachRemaining(row -> {
                 List<String> cells = new ArrayList<>();
                 for (int i = 0; i < getters.size(); i++) {
-                    cells.add(q(args[i + 3]) + ":" + json(getters.get(i).getFieldOrNull(row)));
+                    DataType t = type.getTypeAt(positions.get(i));
+                    cells.add(q(args[i + 3]) + ":" + json(getters.get(i).getFieldOrNull(row), t));
                 }
                 rows.add("{" + String.join(",", cells) + "}");
             });

@@ -14,7 +14,7 @@ import sys
 SYSTEM_COLUMNS = ("__bucket", "__offset", "__timestamp")
 
 
-def _canonical_scalar(value):
+def canonical_scalar(value):
     """Canonical JSON value of a Python value (used inside nested values)."""
     import datetime
 
@@ -35,9 +35,9 @@ def _canonical_scalar(value):
     if isinstance(value, decimal.Decimal):
         return str(value)
     if isinstance(value, dict):
-        return {k: _canonical_scalar(v) for k, v in value.items()}
+        return {k: canonical_scalar(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_canonical_scalar(v) for v in value]
+        return [canonical_scalar(v) for v in value]
     return value
 
 
@@ -69,7 +69,7 @@ def canonical_column(column):
         return [None if v is None else bytes(v).hex() for v in column.to_pylist()]
     if pa.types.is_floating(t):
         return [None if v is None else float(v) for v in column.to_pylist()]
-    return [_canonical_scalar(v) for v in column.to_pylist()]
+    return [canonical_scalar(v) for v in column.to_pylist()]
 
 
 def canonical_rows(arrow_table, drop_system=False):

@@ -84,6 +84,9 @@ def canonical(value, field):
         return int(value)
     if isinstance(value, decimal.Decimal):
         return str(value)
+    if isinstance(value, (list, tuple, dict)):
+        # ARRAY, MAP (pairs) and ROW values: their elements by the shared rules.
+        return arrow_canonical.canonical_scalar(value)
     return value
 
 

@@ -15,6 +15,7 @@ pub mod java;
 pub mod lake_check;
 pub mod lance;
 pub mod lossy_proxy;
+pub mod nested;
 pub mod paimon;
 pub mod prometheus;
 pub mod python;

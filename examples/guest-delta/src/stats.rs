@@ -142,6 +142,7 @@ mod tests {
             null_count: nulls,
             min: Some(min),
             max: Some(max),
+            fields: Vec::new(),
         }
     }
 
@@ -182,6 +183,7 @@ mod tests {
                 null_count: 4,
                 min: None,
                 max: None,
+                fields: Vec::new(),
             },
         ];
         let s: Value = serde_json::from_str(&file_stats(&columns, &per_column, 4)).unwrap();

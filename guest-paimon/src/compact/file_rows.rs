@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, make_array};
 use arrow_schema::{DataType, SchemaRef};
+use fluss_lake_guest_sdk::convert::to_file_array;
 use fluss_lake_guest_sdk::parquet_read::{ParquetFileReader, ReadLimits};
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt};
@@ -68,6 +69,18 @@ pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
                     .data_type(field.data_type().clone())
                     .build()?;
                 return Ok(make_array(data));
+            }
+            // Nested columns read back with the names and field ids of the file's writer on
+            // their children: rebuilt with the table's, values shared.
+            let nested = matches!(
+                field.data_type(),
+                DataType::List(_) | DataType::Map(..) | DataType::Struct(_)
+            );
+            if nested
+                && let Ok(column) =
+                    to_file_array(column, field.data_type(), field.is_nullable(), field.name())
+            {
+                return Ok(column);
             }
             Err(Error::unsupported(format!(
                 "column {} of a data file reads as {}, not {}",

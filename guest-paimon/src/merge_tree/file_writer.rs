@@ -155,13 +155,13 @@ impl<'a, S: Storage + ?Sized> KvFileWriter<'a, S> {
         let key_fields: Vec<(&str, PaimonType)> = names[..k]
             .iter()
             .copied()
-            .zip(layout.key_types().iter().copied())
+            .zip(layout.key_types().iter().cloned())
             .collect();
         let (_, key_stats) = value_stats(&key_fields, &stats[..k], &modes[..k], false)?;
         let value_fields: Vec<(&str, PaimonType)> = names[v..]
             .iter()
             .copied()
-            .zip(layout.value_types().iter().copied())
+            .zip(layout.value_types().iter().cloned())
             .collect();
         let (value_stats_cols, value_stats) = value_stats(
             &value_fields,

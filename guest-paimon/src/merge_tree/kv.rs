@@ -142,7 +142,7 @@ impl KvLayout {
         Ok(KvLayout {
             key_columns,
             key_types,
-            value_types: layout.fields.iter().map(|(_, ty, _)| *ty).collect(),
+            value_types: layout.fields.iter().map(|(_, ty, _)| ty.clone()).collect(),
             names,
             schema: Arc::new(Schema::new(fields)),
         })

@@ -1,6 +1,6 @@
 //! Fluss table metadata converted to the contract's `table-info`.
 
-use fluss::metadata::TableInfo;
+use fluss::metadata::{DataType, TableInfo};
 
 use crate::plugin::wit;
 
@@ -18,6 +18,63 @@ pub fn freshness(info: &TableInfo) -> std::time::Duration {
         .unwrap_or(std::time::Duration::from_secs(180))
 }
 
+/// The contract's spelling of a column type (wit `column.data-type`), without the column's own
+/// nullability: fluss-rs's for primitive types; for nested types the contract's grammar, in
+/// which every nested type carries its ` NOT NULL` and a `ROW` field's name is quoted in
+/// backticks and its description in single quotes (each quote doubled inside), so that any
+/// name or description reads back as it is. fluss-rs's own `Display` writes names bare and
+/// drops descriptions: `ROW<a b INT>` would not read back.
+pub fn contract_type(dt: &DataType) -> String {
+    let mut out = String::new();
+    write_type(dt, &mut out);
+    out
+}
+
+fn write_type(dt: &DataType, out: &mut String) {
+    let nested = |dt: &DataType, out: &mut String| {
+        write_type(dt, out);
+        if !dt.is_nullable() {
+            out.push_str(" NOT NULL");
+        }
+    };
+    match dt {
+        DataType::Array(a) => {
+            out.push_str("ARRAY<");
+            nested(a.get_element_type(), out);
+            out.push('>');
+        }
+        DataType::Map(m) => {
+            out.push_str("MAP<");
+            nested(m.key_type(), out);
+            out.push_str(", ");
+            nested(m.value_type(), out);
+            out.push('>');
+        }
+        DataType::Row(r) => {
+            out.push_str("ROW<");
+            for (i, f) in r.fields().iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push('`');
+                out.push_str(&f.name().replace('`', "``"));
+                out.push_str("` ");
+                nested(f.data_type(), out);
+                if let Some(d) = &f.description {
+                    out.push_str(" '");
+                    out.push_str(&d.replace('\'', "''"));
+                    out.push('\'');
+                }
+            }
+            out.push('>');
+        }
+        primitive => {
+            let full = primitive.to_string();
+            out.push_str(full.strip_suffix(" NOT NULL").unwrap_or(&full));
+        }
+    }
+}
+
 /// The table as the plugin of `format` sees it. Other formats' `table.datalake.<format>.*`
 /// properties are left out: they may hold another lake's credentials.
 pub fn to_wit(info: &TableInfo, format: &str) -> wit::TableInfo {
@@ -28,10 +85,9 @@ pub fn to_wit(info: &TableInfo, format: &str) -> wit::TableInfo {
         .iter()
         .map(|c| {
             let dt = c.data_type();
-            let full = dt.to_string();
             wit::Column {
                 name: c.name().to_string(),
-                data_type: full.strip_suffix(" NOT NULL").unwrap_or(&full).to_string(),
+                data_type: contract_type(dt),
                 nullable: dt.is_nullable(),
                 comment: c.comment().map(str::to_string),
             }
@@ -117,7 +173,36 @@ pub fn plugin_config(
 
 #[cfg(test)]
 mod tests {
-    use super::{is_other_formats_property, is_storage_property};
+    use fluss::metadata::{DataField, DataTypes};
+
+    use super::{contract_type, is_other_formats_property, is_storage_property};
+
+    #[test]
+    fn nested_types_quote_names_and_descriptions_and_keep_inner_nullability() {
+        let row = DataTypes::row(vec![
+            DataField::new(
+                "a b`c",
+                DataTypes::int().as_non_nullable(),
+                Some("it's".into()),
+            ),
+            DataField::new(
+                "m",
+                DataTypes::map(
+                    DataTypes::string().as_non_nullable(),
+                    DataTypes::array(DataTypes::decimal(10, 2)),
+                ),
+                None,
+            ),
+        ]);
+        assert_eq!(
+            contract_type(&row.as_non_nullable()),
+            "ROW<`a b``c` INT NOT NULL 'it''s', `m` MAP<STRING NOT NULL, ARRAY<DECIMAL(10, 2)>>>"
+        );
+        assert_eq!(
+            contract_type(&DataTypes::bigint().as_non_nullable()),
+            "BIGINT"
+        );
+    }
 
     #[test]
     fn storage_properties_are_withheld() {
