@@ -114,8 +114,18 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
     if descriptor.is_partitioned() {
         return;
     }
-    // A cluster busy with other tests' tables can take a while to elect every leader.
-    wait_until_served(admin, path, Duration::from_secs(120)).await;
+    // A cluster busy with other tests' tables can take a while to elect every leader. And
+    // Fluss 0.9.1's coordinator can miss the ZooKeeper event of a table created while the
+    // tables of the lease before are being deleted: it registers the table and never elects
+    // its buckets' leaders (seen once in a full run of the suite: its log has no "New table"
+    // line for it). Such a table is dropped and created once more; this is the test's setup,
+    // not what is under test.
+    if let Err(e) = served_within(admin, path, Duration::from_secs(90)).await {
+        eprintln!("{e}; dropping it and creating it again (a coordinator that missed it)");
+        admin.drop_table(path, true).await.unwrap();
+        admin.create_table(path, descriptor, false).await.unwrap();
+        wait_until_served(admin, path, Duration::from_secs(120)).await;
+    }
 }
 
 /// Rows `first..first+count` of the standard table, deterministic in the row number;
@@ -337,6 +347,17 @@ pub async fn create_partition(
 /// are led only once the coordinator has elected them (tens of seconds on a loaded machine),
 /// and a writer created before that can wait for an answer that never comes.
 pub async fn wait_until_served(admin: &FlussAdmin, path: &TablePath, timeout: Duration) {
+    if let Err(e) = served_within(admin, path, timeout).await {
+        panic!("{e}");
+    }
+}
+
+/// [`wait_until_served`] that says why the table was not served instead of failing.
+async fn served_within(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    timeout: Duration,
+) -> Result<(), String> {
     let buckets: Vec<i32> =
         (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
     let deadline = std::time::Instant::now() + timeout;
@@ -348,14 +369,13 @@ pub async fn wait_until_served(admin: &FlussAdmin, path: &TablePath, timeout: Du
         )
         .await;
         let e = match asked {
-            Ok(Ok(_)) => return,
+            Ok(Ok(_)) => return Ok(()),
             Ok(Err(e)) => e.to_string(),
             Err(_) => "no answer within 10 s".to_string(),
         };
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{path} was not served within {timeout:?}: {e}"
-        );
+        if std::time::Instant::now() >= deadline {
+            return Err(format!("{path} was not served within {timeout:?}: {e}"));
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -217,13 +217,13 @@ impl CoordinatorClient {
         stream.write_all(&frame).await.map_err(io_error)?;
         let payload = read_frame(stream).await?;
         let response = codec::decode_response(payload)?;
-        if response.request_id != request_id {
+        // One request at a time per connection: a server failure (no request id) is its answer.
+        if let Some(answered) = response.request_id
+            && answered != request_id
+        {
             return Err(Error::new(
                 ErrorKind::Protocol,
-                format!(
-                    "response for request {} arrived while waiting for {request_id}",
-                    response.request_id
-                ),
+                format!("response for request {answered} arrived while waiting for {request_id}"),
             ));
         }
         Ok(response.body)

@@ -2,8 +2,10 @@
 //!
 //! A frame is `int32 BE length` + payload. A request payload is `int16 api_key`,
 //! `int16 api_version`, `int32 request_id`, then the protobuf body. A response payload is
-//! `uint8 type` (0 success, 1 error, 2 server failure), `int32 request_id`, then either the
-//! protobuf body or an `ErrorResponse`.
+//! `uint8 type` (0 success, 1 error), `int32 request_id`, then either the protobuf body or an
+//! `ErrorResponse`; a server failure (type 2) is `uint8 2` and an `ErrorResponse`, without a
+//! request id (Java's `MessageCodec.encodeServerFailure`): the server failed the connection,
+//! not one request.
 
 use bytes::{Buf, BufMut, Bytes};
 use prost::Message;
@@ -19,6 +21,7 @@ pub const RESPONSE_HEADER_LEN: usize = 5;
 pub const MAX_RESPONSE_LEN: usize = 64 * 1024 * 1024;
 
 const RESPONSE_SUCCESS: u8 = 0;
+const RESPONSE_SERVER_FAILURE: u8 = 2;
 
 /// Encodes a whole request frame, length prefix included.
 pub fn encode_request(
@@ -41,12 +44,24 @@ pub fn encode_request(
 /// A decoded response payload (without its length prefix).
 #[derive(Debug, PartialEq)]
 pub struct ResponseFrame {
-    pub request_id: i32,
+    /// The request answered; `None` for a server failure, which answers the requests in flight
+    /// on the connection, whichever they are.
+    pub request_id: Option<i32>,
     pub body: std::result::Result<Bytes, ErrorResponse>,
 }
 
 /// Decodes a response payload (the bytes after the length prefix).
 pub fn decode_response(mut payload: Bytes) -> Result<ResponseFrame> {
+    if payload.first() == Some(&RESPONSE_SERVER_FAILURE) {
+        payload.advance(1);
+        let failure = ErrorResponse::decode(payload).map_err(|e| {
+            Error::new(ErrorKind::Protocol, "undecodable server failure").with_source(e)
+        })?;
+        return Ok(ResponseFrame {
+            request_id: None,
+            body: Err(failure),
+        });
+    }
     if payload.len() < RESPONSE_HEADER_LEN {
         return Err(Error::new(
             ErrorKind::Protocol,
@@ -65,7 +80,10 @@ pub fn decode_response(mut payload: Bytes) -> Result<ResponseFrame> {
             Error::new(ErrorKind::Protocol, "undecodable error response").with_source(e)
         })?)
     };
-    Ok(ResponseFrame { request_id, body })
+    Ok(ResponseFrame {
+        request_id: Some(request_id),
+        body,
+    })
 }
 
 /// Decodes a request payload; the inverse of [`encode_request`], used by tests and by the
@@ -151,7 +169,7 @@ mod tests {
         };
         let frame = encode_response(9, Ok(&resp));
         let decoded = decode_response(Bytes::from(frame[4..].to_vec())).unwrap();
-        assert_eq!(decoded.request_id, 9);
+        assert_eq!(decoded.request_id, Some(9));
         let body = decoded.body.unwrap();
         assert_eq!(LakeTieringHeartbeatResponse::decode(body).unwrap(), resp);
 
@@ -161,8 +179,26 @@ mod tests {
         };
         let frame = encode_response(10, Err(&err));
         let decoded = decode_response(Bytes::from(frame[4..].to_vec())).unwrap();
-        assert_eq!(decoded.request_id, 10);
+        assert_eq!(decoded.request_id, Some(10));
         assert_eq!(decoded.body.unwrap_err(), err);
+    }
+
+    /// Java's `MessageCodec.encodeServerFailure`: the type byte, then the error, no request
+    /// id. Read as a request id, the error's first bytes made a wrong id and the rest an
+    /// undecodable body.
+    #[test]
+    fn a_server_failure_has_no_request_id() {
+        let err = ErrorResponse {
+            error_code: 1,
+            error_message: Some("unexpected server error".into()),
+        };
+        let mut payload = vec![2u8];
+        err.encode(&mut payload).unwrap();
+        let decoded = decode_response(Bytes::from(payload)).unwrap();
+        assert_eq!(decoded.request_id, None);
+        assert_eq!(decoded.body.unwrap_err(), err);
+        let short = decode_response(Bytes::from_static(&[2])).unwrap();
+        assert_eq!(short.request_id, None);
     }
 
     #[test]

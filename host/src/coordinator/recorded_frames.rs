@@ -18,7 +18,7 @@ fn response(name: &str, request_id: i32) -> codec::ResponseFrame {
     let len = i32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize;
     assert_eq!(len, bytes.len() - 4, "length prefix of {name}");
     let decoded = codec::decode_response(Bytes::from(bytes[4..].to_vec())).unwrap();
-    assert_eq!(decoded.request_id, request_id);
+    assert_eq!(decoded.request_id, Some(request_id));
     decoded
 }
 

@@ -3,6 +3,7 @@
 
 mod iceberg;
 mod lance;
+mod merge_engines;
 mod mixed_evil_plugins;
 mod mixed_formats;
 mod mixed_hot_swap;
