@@ -2,14 +2,12 @@
 //! plugin's native build the way the host drives it, read back by pypaimon; and a lake table
 //! another engine changed (a column added, columns reordered) still written by column name.
 
-use std::sync::Arc;
-
 use arrow_array::RecordBatch;
-use arrow_schema::{Field, Schema};
-use fluss_lake_guest_sdk::datatype::ColumnType;
 use fluss_lake_guest_sdk::ipc::make_row_batch;
 use fluss_lake_guest_sdk::storage::{LocalStorage, Storage};
-use fluss_lake_guest_sdk::testing::{json_array, log_table, writer_context};
+use fluss_lake_guest_sdk::testing::{
+    NESTED_COLUMNS, log_table, nested_batch, nested_row, writer_context,
+};
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_paimon::catalog::{LAYOUT, create_table_if_missing, validate_table};
 use fluss_lake_paimon::committer::{PaimonCommitter, to_committable};
@@ -19,64 +17,14 @@ use serde_json::{Value as Json, json};
 
 use crate::common::{cmd, python, read_many, root, uuid_like};
 
-const COLUMNS: &[(&str, &str, bool)] = &[
-    ("id", "INT", false),
-    ("tags", "ARRAY<STRING>", true),
-    ("nums", "ARRAY<INT NOT NULL>", true),
-    ("attrs", "MAP<STRING NOT NULL, INT>", true),
-    (
-        "point",
-        "ROW<`x` INT, `y` STRING NOT NULL 'the label'>",
-        true,
-    ),
-    (
-        "events",
-        "ARRAY<ROW<`at` TIMESTAMP(6), `labels` MAP<STRING NOT NULL, ARRAY<DECIMAL(10, 2)>>>>",
-        true,
-    ),
-];
+const COLUMNS: &[(&str, &str, bool)] = &NESTED_COLUMNS;
 
 const COMMIT_TS: i64 = 1_750_000_000_123;
 
-/// Row `id`'s values, as JSON in the shape of [`json_array`] and of the readers' canonical
-/// form alike: nulls and empty collections at every level, by id.
-fn row(id: i64) -> Json {
-    let or_null = |null: bool, v: Json| if null { Json::Null } else { v };
-    json!({
-        "id": id,
-        "tags": match id % 5 {
-            4 => Json::Null,
-            3 => json!([]),
-            _ => json!([format!("t{id}"), or_null(id % 2 == 1, json!("u"))]),
-        },
-        "nums": or_null(id % 4 == 1, json!([id, id + 1])),
-        "attrs": or_null(id % 6 == 5, json!([[format!("k{id}"), id], ["n", null]])),
-        "point": or_null(id % 7 == 3, json!({"x": or_null(id % 2 == 1, json!(id)), "y": format!("p{id}")})),
-        "events": or_null(id % 3 == 2, json!([
-            {"at": 1_700_000_000_000_000i64 + id, "labels": [["a", ["1.50", null, format!("{id}.25")]], ["b", []]]},
-            null,
-            {"at": null, "labels": null},
-        ])),
-    })
-}
-
-/// The rows `ids` as fluss-rs hands them to the host.
-fn batch(columns: &[(&str, &str, bool)], ids: &[i64]) -> RecordBatch {
-    let rows: Vec<Json> = ids.iter().map(|&id| row(id)).collect();
-    let fields: Vec<Field> = columns
-        .iter()
-        .map(|(n, t, nullable)| {
-            Field::new(*n, ColumnType::parse(t).unwrap().arrow_type(), *nullable)
-        })
-        .collect();
-    let arrays = fields
-        .iter()
-        .map(|f| {
-            let values: Vec<Json> = rows.iter().map(|r| r[f.name()].clone()).collect();
-            json_array(&values, f.data_type())
-        })
-        .collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap()
+/// The rows `ids` (consecutive) as the host hands them over.
+fn batch(ids: &[i64]) -> RecordBatch {
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1));
+    nested_batch(ids[0], ids.len() as i64)
 }
 
 /// Writes `ids` into Fluss bucket `bucket` (offsets from `first_offset`) and commits them as
@@ -92,7 +40,7 @@ fn round(
     let first_offset = (round - 1) * 100;
     let ctx = writer_context(table, bucket, None, &[]);
     let mut w = PaimonWriter::open(&ctx, storage).unwrap();
-    w.write(make_row_batch(&batch(columns, ids), first_offset, COMMIT_TS).unwrap())
+    w.write(make_row_batch(&batch(ids), first_offset, COMMIT_TS).unwrap())
         .unwrap();
     let result = w.complete().unwrap();
     let committable = to_committable(&[result.payload]).unwrap();
@@ -104,7 +52,7 @@ fn round(
     ids.iter()
         .enumerate()
         .map(|(k, &id)| {
-            let mut r = row(id);
+            let mut r = nested_row(id);
             let o = r.as_object_mut().unwrap();
             o.retain(|name, _| columns.iter().any(|(c, _, _)| c == name));
             o.insert("__bucket".into(), json!(bucket));

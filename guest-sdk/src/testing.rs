@@ -158,6 +158,73 @@ pub fn json_array(
     }
 }
 
+/// The nested-type test table every format's tests and the end-to-end tests share: ARRAY, MAP
+/// and ROW, nested in each other, NOT NULL inside and out, as the contract spells them.
+pub const NESTED_COLUMNS: [(&str, &str, bool); 6] = [
+    ("id", "INT", true),
+    ("tags", "ARRAY<STRING>", true),
+    ("nums", "ARRAY<INT NOT NULL>", true),
+    ("attrs", "MAP<STRING NOT NULL, INT>", true),
+    (
+        "point",
+        "ROW<`x` INT, `y` STRING NOT NULL 'the label'>",
+        true,
+    ),
+    (
+        "events",
+        "ARRAY<ROW<`at` TIMESTAMP(6), `labels` MAP<STRING NOT NULL, ARRAY<DECIMAL(10, 2)>>>>",
+        true,
+    ),
+];
+
+/// Row `id` of [`NESTED_COLUMNS`], with nulls and empty collections at every level by id, in
+/// the readers' canonical JSON, which is also how [`json_array`] reads it.
+pub fn nested_row(id: i64) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let or_null = |null: bool, v: Value| if null { Value::Null } else { v };
+    json!({
+        "id": id,
+        "tags": match id % 5 {
+            4 => Value::Null,
+            3 => json!([]),
+            _ => json!([format!("t{id}"), or_null(id % 2 == 1, json!("u"))]),
+        },
+        "nums": or_null(id % 4 == 1, json!([id, id + 1])),
+        "attrs": or_null(id % 6 == 5, json!([[format!("k{id}"), id], ["n", null]])),
+        "point": or_null(id % 7 == 3, json!({"x": or_null(id % 2 == 1, json!(id)), "y": format!("p{id}")})),
+        "events": or_null(id % 3 == 2, json!([
+            {"at": 1_700_000_000_000_000i64 + id, "labels": [["a", ["1.50", null, format!("{id}.25")]], ["b", []]]},
+            null,
+            {"at": null, "labels": null},
+        ])),
+    })
+}
+
+/// Rows `first..first + count` of [`NESTED_COLUMNS`] as the host hands them over (the Arrow
+/// types of [`crate::datatype::ColumnType::arrow_type`], fluss-rs's).
+pub fn nested_batch(first: i64, count: i64) -> arrow_array::RecordBatch {
+    use std::sync::Arc;
+
+    use arrow_schema::{Field, Schema};
+    let rows: Vec<serde_json::Value> = (first..first + count).map(nested_row).collect();
+    let fields: Vec<Field> = NESTED_COLUMNS
+        .iter()
+        .map(|(name, ty, nullable)| {
+            let ty = crate::datatype::ColumnType::parse(ty).expect("a nested test type");
+            Field::new(*name, ty.arrow_type(), *nullable)
+        })
+        .collect();
+    let arrays = fields
+        .iter()
+        .map(|f| {
+            let values: Vec<serde_json::Value> = rows.iter().map(|r| r[f.name()].clone()).collect();
+            json_array(&values, f.data_type())
+        })
+        .collect();
+    arrow_array::RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+        .expect("a nested test batch")
+}
+
 /// The small log table committer tests use: `db.t (id INT NOT NULL, name STRING)`, one
 /// bucket, not partitioned.
 pub fn id_name_table() -> TableInfo {
