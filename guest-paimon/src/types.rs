@@ -199,20 +199,6 @@ impl PaimonType {
         Json::Object(o)
     }
 
-    /// The highest field id of the `ROW` fields inside this type, if any.
-    pub fn highest_nested_field_id(&self) -> Option<i32> {
-        match &self.root {
-            TypeRoot::Array(e) => e.highest_nested_field_id(),
-            TypeRoot::Map(k, v) => k.highest_nested_field_id().max(v.highest_nested_field_id()),
-            TypeRoot::Row(fields) => fields
-                .iter()
-                .map(|f| Some(f.id).max(f.ty.highest_nested_field_id()))
-                .max()
-                .flatten(),
-            _ => None,
-        }
-    }
-
     /// Parses Paimon's SQL spelling, e.g. `BIGINT NOT NULL`, `DECIMAL(10, 2)`,
     /// `TIMESTAMP(3) WITH LOCAL TIME ZONE`, `STRING`, `VARCHAR(20)`.
     pub fn parse(text: &str) -> Result<PaimonType> {
@@ -420,10 +406,11 @@ impl PaimonType {
     }
 
     /// The Arrow type whose Parquet encoding (arrow-rs) matches what Paimon writes for this
-    /// type: TIME as INT32 millis, TIMESTAMP(p<=3) millis, p<=6 micros, decimals by
-    /// precision (INT32/INT64/FIXED), LTZ adjusted to UTC. TIMESTAMP(p>6) is written as INT64
+    /// atomic type (nested ones: [`PaimonType::arrow_field`]): TIME as INT32 millis,
+    /// TIMESTAMP(p<=3) millis, p<=6 micros, decimals by precision (INT32/INT64/FIXED), LTZ
+    /// adjusted to UTC. TIMESTAMP(p>6) is written as INT64
     /// nanos (Paimon writes INT96, which arrow-rs cannot write).
-    pub fn arrow_file_type(&self) -> ArrowType {
+    fn arrow_file_type(&self) -> ArrowType {
         let unit = |p: u8| match p {
             0..=3 => TimeUnit::Millisecond,
             4..=6 => TimeUnit::Microsecond,
@@ -445,7 +432,7 @@ impl PaimonType {
             TypeRoot::Timestamp(p) => ArrowType::Timestamp(unit(p), None),
             TypeRoot::TimestampLtz(p) => ArrowType::Timestamp(unit(p), Some("UTC".into())),
             TypeRoot::Array(_) | TypeRoot::Map(..) | TypeRoot::Row(_) => {
-                self.arrow_field("", 0).data_type().clone()
+                unreachable!("arrow_field_at handles nested types")
             }
         }
     }
@@ -725,7 +712,6 @@ mod tests {
                     {"id": 3, "name": "z", "type": "STRING"}]}}]})
         );
         assert_eq!(PaimonType::from_json(&r).unwrap(), types[1].1);
-        assert_eq!(types[1].1.highest_nested_field_id(), Some(4));
         assert_eq!(
             types[2].1.to_json()["key"],
             serde_json::json!("STRING NOT NULL")

@@ -147,15 +147,10 @@ fn to_file_array_within(
         }
         (DataType::Map(_, _), DataType::Map(to, ordered)) => {
             let map = array.as_map();
-            let DataType::Struct(to_kv) = to.data_type() else {
-                return Err(mismatch());
-            };
+            // The entries convert as a struct of key and value (anything else is refused).
             let entries: ArrayRef = Arc::new(map.entries().clone());
             let entries = to_file_array(&entries, to.data_type(), false, column)?;
             let entries = entries.as_struct().clone();
-            if to_kv.len() != 2 {
-                return Err(mismatch());
-            }
             Arc::new(MapArray::try_new(
                 to.clone(),
                 map.offsets().clone(),

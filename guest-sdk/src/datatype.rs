@@ -226,19 +226,6 @@ impl ColumnType {
         Ok(nested.ty)
     }
 
-    /// The primitive type, or `None` for a nested one.
-    pub fn as_primitive(&self) -> Option<FlussType> {
-        match self {
-            ColumnType::Primitive(t) => Some(*t),
-            _ => None,
-        }
-    }
-
-    /// True for `ARRAY`, `MAP` and `ROW`.
-    pub fn is_nested(&self) -> bool {
-        self.as_primitive().is_none()
-    }
-
     /// The Arrow type fluss-rs 1.0.0 (`to_arrow_type`) uses for this type in row batches:
     /// lists of a field named `item`, maps of `entries` with `key` and `value`, structs.
     pub fn arrow_type(&self) -> ArrowType {
