@@ -374,6 +374,16 @@ mod tests {
             spec.values_for_split(&schema, &pk, None, 3).unwrap(),
             [Some(PartitionValue::Int(3))]
         );
+        // A split of a partition with another bucket count than the spec's bucket(4) (a
+        // Fluss 1.0 table rescaled after the Iceberg table was made, which Fluss refuses for
+        // Iceberg) cannot map its bucket onto the spec and is refused, naming the count.
+        let mut rescaled = pk.clone();
+        rescaled.num_buckets = 2;
+        let err = spec
+            .values_for_split(&schema, &rescaled, None, 1)
+            .unwrap_err();
+        assert_eq!(err.kind(), fluss_lake_guest_sdk::ErrorKind::Unsupported);
+        assert!(err.message().contains("with 2 buckets"), "{err}");
         let int_partition = log_table("db", "t", &[("p", "INT", true)], &[], 1, &["p"]);
         let schema = IcebergSchema::for_fluss_table(&int_partition).unwrap();
         assert!(PartitionSpec::for_fluss_table(&int_partition, &schema).is_err());

@@ -8,7 +8,7 @@ use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, Result, clock, config};
 
 use crate::schema::{check_compatible, load_latest_schema, schema_for_fluss_table, schema_path};
-use crate::table::check_supported;
+use crate::table::{check_bucket_count, check_supported};
 
 /// Plugin config key: whether tables created by [`create_table_if_missing`] get the Fluss
 /// system columns (`__bucket`, `__offset`, `__timestamp`) as Fluss 0.9's Paimon catalog adds
@@ -32,6 +32,7 @@ pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
         ))
     })?;
     check_supported(&schema, Some(table))?;
+    check_bucket_count(&schema, table)?;
     check_compatible(&schema, table)?;
     // A malformed value is refused here, before any round; the compaction it asks for runs as
     // table maintenance when the host calls `maintain` (crate::maintenance).

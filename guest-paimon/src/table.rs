@@ -38,13 +38,22 @@ impl BucketMode {
         }
     }
 
-    /// `(paimon bucket, _TOTAL_BUCKETS)` for rows of Fluss bucket `fluss_bucket`.
-    pub fn place(&self, fluss_bucket: i32) -> Result<(i32, i32)> {
+    /// `(paimon bucket, _TOTAL_BUCKETS)` for rows of Fluss bucket `fluss_bucket` of a
+    /// partition with `partition_buckets` buckets.
+    ///
+    /// A fixed-bucket table's files carry their partition's own count, not the table's
+    /// `bucket` option, as Fluss 1.0's Paimon writer stamps them (`bucketCountActual`): a
+    /// partition keeps the count it was created with when the table's `bucket.num` changes,
+    /// and Paimon readers place a file's rows by its `_TOTAL_BUCKETS`.
+    pub fn place(&self, fluss_bucket: i32, partition_buckets: i32) -> Result<(i32, i32)> {
         match *self {
             BucketMode::Unaware => Ok((0, -1)),
-            BucketMode::Fixed(n) if (0..n).contains(&fluss_bucket) => Ok((fluss_bucket, n)),
-            BucketMode::Fixed(n) => Err(Error::invalid_input(format!(
-                "Fluss bucket {fluss_bucket} does not exist in a Paimon table with {n} buckets"
+            BucketMode::Fixed(_) if (0..partition_buckets).contains(&fluss_bucket) => {
+                Ok((fluss_bucket, partition_buckets))
+            }
+            BucketMode::Fixed(_) => Err(Error::invalid_input(format!(
+                "Fluss bucket {fluss_bucket} does not exist in a partition with \
+                 {partition_buckets} buckets"
             ))),
         }
     }
@@ -92,15 +101,7 @@ pub fn check_supported(schema: &TableSchema, table: Option<&TableInfo>) -> Resul
             return unsupported(&format!("option {key}"));
         }
     }
-    let mode = BucketMode::of(schema)?;
-    if let (BucketMode::Fixed(n), Some(t)) = (mode, table)
-        && n != t.num_buckets
-    {
-        return Err(Error::invalid_input(format!(
-            "the Paimon table has {n} buckets but the Fluss table {}",
-            t.num_buckets
-        )));
-    }
+    BucketMode::of(schema)?;
     for ty in schema.partition_types()? {
         // Probe that the partition type can be parsed from Fluss partition names.
         if let Err(e) = parse_partition_value("0", &ty)
@@ -110,6 +111,20 @@ pub fn check_supported(schema: &TableSchema, table: Option<&TableInfo>) -> Resul
         }
     }
     Ok(())
+}
+
+/// Checks that a fixed-bucket Paimon table has the Fluss table's bucket count (`table` is the
+/// table-level info: after Fluss 1.0 changes `bucket.num`, the coordinator sets the Paimon
+/// `bucket` option to the new count, while older partitions keep theirs, see
+/// [`BucketMode::place`]).
+pub fn check_bucket_count(schema: &TableSchema, table: &TableInfo) -> Result<()> {
+    match BucketMode::of(schema)? {
+        BucketMode::Fixed(n) if n != table.num_buckets => Err(Error::invalid_input(format!(
+            "the Paimon table has {n} buckets but the Fluss table {}",
+            table.num_buckets
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A resolved partition: its serialized `BinaryRow` and its directory (`k1=v1/k2=v2/`, empty

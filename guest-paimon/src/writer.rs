@@ -125,7 +125,8 @@ impl BucketTarget {
         })?;
         check_supported(&schema, Some(&context.table))?;
         let layout = check_compatible(&schema, &context.table)?;
-        let (bucket, total_buckets) = BucketMode::of(&schema)?.place(context.bucket)?;
+        let (bucket, total_buckets) =
+            BucketMode::of(&schema)?.place(context.bucket, context.table.num_buckets)?;
         let partition = Partition::from_fluss_name(&schema, context.partition_name.as_deref())?;
         let parquet = ParquetOptions {
             target_file_size: target_file_size(&context.config, &schema.options)?,

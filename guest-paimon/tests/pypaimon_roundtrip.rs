@@ -509,3 +509,88 @@ fn pypaimon_reads_partitioned_tables_without_system_columns() {
     );
     std::fs::remove_dir_all(&warehouse).unwrap();
 }
+
+/// A Fluss 1.0 table whose `bucket.num` went from 2 to 4: the older partition keeps its 2
+/// buckets (the writer context says so), the newer has 4, and the Paimon table's `bucket`
+/// option is the new count. Each partition's files carry its own `_TOTAL_BUCKETS`, so
+/// pypaimon reads every row, and its bucket-pruned lookups find every key in both.
+#[test]
+fn pypaimon_reads_partitions_with_their_own_bucket_counts() {
+    let _ = python();
+    let warehouse = root()
+        .join("target/test-warehouses")
+        .join(format!("paimon-{}", uuid_like()));
+    std::fs::create_dir_all(&warehouse).unwrap();
+    let mut cols = COLUMNS.to_vec();
+    cols.push(("region", "STRING", false));
+    let table = log_table("fluss", "rescaled", &cols, &["id"], 4, &["region"]);
+    let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&table).unwrap()));
+    assert!(create_table_if_missing(&storage, &table, &[]).unwrap());
+    validate_table(&storage, &table).unwrap();
+    let mut expected = Vec::new();
+    let mut results = Vec::new();
+    for (region, buckets, ids) in [("old", 2, 0..40), ("new", 4, 40..80)] {
+        for (bucket, ids) in by_bucket(ids, |id| bucket_of_id(id, buckets)) {
+            let mut ctx = writer_context(&table, bucket, Some(region), &[]);
+            ctx.table.num_buckets = buckets;
+            let mut w = PaimonWriter::open(&ctx, &storage).unwrap();
+            let b = batch(&ids);
+            let mut columns = b.columns().to_vec();
+            columns.push(Arc::new(StringArray::from(vec![region; ids.len()])));
+            let mut fields: Vec<Field> = b
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            fields.push(Field::new("region", arrow_schema::DataType::Utf8, false));
+            let b = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+            w.write(make_row_batch(&b, 0, COMMIT_TS).unwrap()).unwrap();
+            results.push(w.complete().unwrap().payload);
+            for (offset, id) in ids.into_iter().enumerate() {
+                let mut row = expected_row(id, Some((bucket, offset as i64, COMMIT_TS)));
+                row.as_object_mut()
+                    .unwrap()
+                    .insert("region".into(), json!(region));
+                expected.push(row);
+            }
+        }
+        let dirs = storage.list(&format!("region={region}")).unwrap();
+        let mut bucket_dirs: Vec<&str> = dirs
+            .iter()
+            .filter_map(|m| m.path.split('/').nth(1))
+            .collect();
+        bucket_dirs.sort();
+        bucket_dirs.dedup();
+        assert_eq!(bucket_dirs.len(), buckets as usize, "{bucket_dirs:?}");
+    }
+    // A bucket the partition does not have is refused, naming the count.
+    let mut ctx = writer_context(&table, 3, Some("old"), &[]);
+    ctx.table.num_buckets = 2;
+    let err = PaimonWriter::open(&ctx, &storage).err().unwrap();
+    assert!(err.message().contains("partition with 2 buckets"), "{err}");
+
+    let mut c = PaimonCommitter::new(&storage, vec![]);
+    c.commit(
+        &to_committable(&results).unwrap(),
+        &[("fluss-offsets".into(), "/o".into())],
+        None,
+    )
+    .unwrap();
+    let mut commands = vec![cmd(&["rows", "fluss", "rescaled"])];
+    let probes = [1, 2, 3, 17, 38, 41, 42, 55, 79];
+    for id in probes {
+        commands.push(cmd(&["lookup", "fluss", "rescaled", "id", &id.to_string()]));
+    }
+    let out = read_many(&warehouse, &commands);
+    assert_eq!(sorted(out[0].clone()), sorted(expected.clone()));
+    for (id, found) in probes.iter().zip(&out[1..]) {
+        let want: Vec<Json> = expected
+            .iter()
+            .filter(|r| r["id"] == json!(id))
+            .cloned()
+            .collect();
+        assert_eq!(found, &want, "lookup of id {id}");
+    }
+    std::fs::remove_dir_all(&warehouse).unwrap();
+}

@@ -79,8 +79,20 @@ pub async fn bucket_offsets(
     })
 }
 
-/// The partitions of a table as `(id, name)`.
-pub async fn partitions(admin: &FlussAdmin, path: &TablePath) -> Result<Vec<(i64, String)>> {
+/// One partition of a table.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Partition {
+    pub id: i64,
+    /// Fluss partition name: values joined by `$`, in partition-key order.
+    pub name: String,
+    /// The partition's own bucket count, which Fluss 1.0 sends for partitions created before
+    /// the table's `bucket.num` last changed; `None` (servers before 1.0, tables never
+    /// rescaled) means the table's count.
+    pub buckets: Option<i32>,
+}
+
+/// The partitions of a table, by id.
+pub async fn partitions(admin: &FlussAdmin, path: &TablePath) -> Result<Vec<Partition>> {
     let infos = admin.list_partition_infos(path).await.map_err(|e| {
         Error::new(
             ErrorKind::Fluss,
@@ -88,9 +100,13 @@ pub async fn partitions(admin: &FlussAdmin, path: &TablePath) -> Result<Vec<(i64
         )
         .with_source(e)
     })?;
-    let mut parts: Vec<(i64, String)> = infos
+    let mut parts: Vec<Partition> = infos
         .iter()
-        .map(|p| (p.get_partition_id(), p.get_partition_name()))
+        .map(|p| Partition {
+            id: p.get_partition_id(),
+            name: p.get_partition_name(),
+            buckets: p.get_bucket_count(),
+        })
         .collect();
     parts.sort();
     Ok(parts)

@@ -39,6 +39,10 @@ pub struct BucketRange {
     /// Fluss partition name (values joined by `$`), for the plugin.
     pub partition_name: Option<String>,
     pub bucket: i32,
+    /// How many buckets the bucket's partition (or the non-partitioned table) has. A Fluss 1.0
+    /// partition keeps the count it was created with when the table's `bucket.num` changes
+    /// later, and a lake writer places files by it (Paimon's `_TOTAL_BUCKETS`).
+    pub buckets: i32,
     /// First offset to read, or [`EARLIEST_OFFSET`].
     pub start: i64,
     /// Exclusive end offset (the high watermark when the split was generated).

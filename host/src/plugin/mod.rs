@@ -63,4 +63,4 @@ pub use registry::{Plugin, PluginRegistry};
 pub use reload::PluginSet;
 
 /// The contract version this host implements (the WIT package version).
-pub const CONTRACT_VERSION: &str = "0.3.3";
+pub const CONTRACT_VERSION: &str = "0.3.4";

@@ -262,18 +262,20 @@ async fn plan_splits(
     let path = &assignment.path;
     let admin = ctx.fluss.admin();
     let tiered = offsets::latest_tiered_offsets(&admin, path).await?;
-    let partitions: Vec<Option<(i64, String)>> = if info.is_partitioned() {
+    let table_buckets = info.get_num_buckets();
+    // Every partition with its own bucket count (Fluss 1.0 keeps a partition's count when
+    // the table's `bucket.num` changes later), as Java's `TieringSplitGenerator` plans them.
+    let partitions: Vec<(Option<(i64, String)>, i32)> = if info.is_partitioned() {
         offsets::partitions(&admin, path)
             .await?
             .into_iter()
-            .map(Some)
+            .map(|p| (Some((p.id, p.name)), p.buckets.unwrap_or(table_buckets)))
             .collect()
     } else {
-        vec![None]
+        vec![(None, table_buckets)]
     };
-    let buckets = info.get_num_buckets();
     let mut inputs = Vec::with_capacity(partitions.len());
-    for partition in partitions {
+    for (partition, buckets) in partitions {
         let name = partition.as_ref().map(|(_, n)| n.as_str());
         let latest = offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Latest).await?;
         let earliest = if info.has_primary_key() {
@@ -283,11 +285,12 @@ async fn plan_splits(
         };
         inputs.push(splits::PartitionOffsets {
             partition,
+            buckets,
             latest,
             earliest,
         });
     }
-    Ok((tiered.snapshot_id, splits::plan(&tiered, &inputs, buckets)))
+    Ok((tiered.snapshot_id, splits::plan(&tiered, &inputs)))
 }
 
 /// Looks the table up, checks it is still the table that was assigned, routes it to a
@@ -564,8 +567,12 @@ impl SplitTask<'_> {
         .await?;
         instance.set_storage(resolved.storage.clone());
         instance.set_cancel(cancel.clone());
+        // A writer sees its partition's bucket count (the contract's `writer-context`).
         let writer_ctx = wit::WriterContext {
-            table: resolved.wit_info.clone(),
+            table: wit::TableInfo {
+                num_buckets: range.buckets,
+                ..resolved.wit_info.clone()
+            },
             bucket: range.bucket,
             partition_id: range.partition_id,
             partition_name: range.partition_name.clone(),

@@ -25,6 +25,9 @@ use crate::fluss::reader::{BucketRange, EARLIEST_OFFSET};
 pub struct PartitionOffsets {
     /// `(id, name)`, none for a non-partitioned table.
     pub partition: Option<(i64, String)>,
+    /// The partition's bucket count (the table's, for a non-partitioned table or a partition
+    /// created at the table's current count).
+    pub buckets: i32,
     /// High watermark per bucket.
     pub latest: HashMap<i32, i64>,
     /// Log start offset per bucket; only needed (and fetched) for primary-key tables.
@@ -40,17 +43,18 @@ pub struct Plan {
 }
 
 /// All splits of a round.
-pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets], num_buckets: i32) -> Plan {
+pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
     let mut splits = Vec::new();
     let mut refused = Vec::new();
     for p in partitions {
         let pid = p.partition.as_ref().map(|(id, _)| *id);
-        for bucket in 0..num_buckets {
+        for bucket in 0..p.buckets {
             let Some(&latest) = p.latest.get(&bucket) else {
                 continue;
             };
             let committed = tiered.buckets.get(&(pid, bucket)).copied();
-            let Some(mut range) = split_for_bucket(pid, bucket, committed, latest) else {
+            let Some(mut range) = split_for_bucket(pid, bucket, p.buckets, committed, latest)
+            else {
                 continue;
             };
             range.partition_name = p.partition.as_ref().map(|(_, name)| name.clone());
@@ -98,9 +102,10 @@ fn order_by_lag(splits: &mut [BucketRange], ties: &impl std::hash::BuildHasher) 
 }
 
 /// The split of one bucket, if it has anything to tier.
-pub fn split_for_bucket(
+fn split_for_bucket(
     partition_id: Option<i64>,
     bucket: i32,
+    buckets: i32,
     committed: Option<i64>,
     latest: i64,
 ) -> Option<BucketRange> {
@@ -116,6 +121,7 @@ pub fn split_for_bucket(
         partition_id,
         partition_name: None,
         bucket,
+        buckets,
         start,
         stop: latest,
     })
@@ -132,18 +138,20 @@ mod tests {
         }
     }
 
-    fn table(latest: &[(i32, i64)]) -> Vec<PartitionOffsets> {
+    fn table(latest: &[(i32, i64)], buckets: i32) -> Vec<PartitionOffsets> {
         vec![PartitionOffsets {
             latest: latest.iter().copied().collect(),
+            buckets,
             ..Default::default()
         }]
     }
 
-    fn range(bucket: i32, start: i64, stop: i64) -> BucketRange {
+    fn range(bucket: i32, start: i64, stop: i64, buckets: i32) -> BucketRange {
         BucketRange {
             partition_id: None,
             partition_name: None,
             bucket,
+            buckets,
             start,
             stop,
         }
@@ -153,33 +161,38 @@ mod tests {
     fn never_tiered_buckets_start_at_earliest() {
         let splits = plan(
             &TieredOffsets::default(),
-            &table(&[(0, 10), (1, 0), (2, 5)]),
-            3,
+            &table(&[(0, 10), (1, 0), (2, 5)], 3),
         )
         .splits;
         assert_eq!(
             splits,
-            vec![range(0, EARLIEST_OFFSET, 10), range(2, EARLIEST_OFFSET, 5)]
+            vec![
+                range(0, EARLIEST_OFFSET, 10, 3),
+                range(2, EARLIEST_OFFSET, 5, 3)
+            ]
         );
     }
 
     #[test]
     fn tiered_buckets_resume_and_caught_up_buckets_are_skipped() {
         let t = tiered(&[(None, 0, 4), (None, 1, 7), (None, 2, 9)]);
-        let splits = plan(&t, &table(&[(0, 10), (1, 7), (2, 5)]), 3).splits;
-        assert_eq!(splits, vec![range(0, 4, 10)]);
+        let splits = plan(&t, &table(&[(0, 10), (1, 7), (2, 5)], 3)).splits;
+        assert_eq!(splits, vec![range(0, 4, 10, 3)]);
     }
 
     #[test]
     fn partially_tiered_table_mixes_both() {
-        let splits = plan(&tiered(&[(None, 0, 1)]), &table(&[(0, 3), (1, 3)]), 2).splits;
-        assert_eq!(splits, vec![range(1, EARLIEST_OFFSET, 3), range(0, 1, 3)]);
+        let splits = plan(&tiered(&[(None, 0, 1)]), &table(&[(0, 3), (1, 3)], 2)).splits;
+        assert_eq!(
+            splits,
+            vec![range(1, EARLIEST_OFFSET, 3, 2), range(0, 1, 3, 2)]
+        );
     }
 
     #[test]
     fn buckets_missing_from_list_offsets_get_no_split() {
-        let splits = plan(&TieredOffsets::default(), &table(&[(1, 9)]), 3).splits;
-        assert_eq!(splits, vec![range(1, EARLIEST_OFFSET, 9)]);
+        let splits = plan(&TieredOffsets::default(), &table(&[(1, 9)], 3)).splits;
+        assert_eq!(splits, vec![range(1, EARLIEST_OFFSET, 9, 3)]);
     }
 
     #[test]
@@ -187,17 +200,19 @@ mod tests {
         let parts = vec![
             PartitionOffsets {
                 partition: Some((11, "2024$eu".into())),
+                buckets: 2,
                 latest: HashMap::from([(0, 5), (1, 2)]),
                 earliest: None,
             },
             PartitionOffsets {
                 partition: Some((12, "2024$us".into())),
+                buckets: 2,
                 latest: HashMap::from([(0, 4), (1, 0)]),
                 earliest: None,
             },
         ];
         // partition 11 bucket 0 is caught up; partition 12 was never tiered.
-        let splits = plan(&tiered(&[(Some(11), 0, 5), (Some(11), 1, 1)]), &parts, 2).splits;
+        let splits = plan(&tiered(&[(Some(11), 0, 5), (Some(11), 1, 1)]), &parts).splits;
         let got: Vec<_> = splits
             .iter()
             .map(|r| {
@@ -219,18 +234,54 @@ mod tests {
         );
     }
 
+    /// A Fluss 1.0 table whose `bucket.num` changed: an older partition keeps its 2 buckets,
+    /// a newer one has 4, and each split carries its own partition's count.
+    #[test]
+    fn partitions_are_split_by_their_own_bucket_counts() {
+        let latest = |n: i32| (0..n).map(|b| (b, 10)).collect::<HashMap<_, _>>();
+        let parts = vec![
+            PartitionOffsets {
+                partition: Some((11, "2025".into())),
+                buckets: 2,
+                latest: latest(4),
+                earliest: None,
+            },
+            PartitionOffsets {
+                partition: Some((12, "2026".into())),
+                buckets: 4,
+                latest: latest(4),
+                earliest: None,
+            },
+        ];
+        let mut got: Vec<_> = plan(&TieredOffsets::default(), &parts)
+            .splits
+            .iter()
+            .map(|r| (r.partition_id, r.bucket, r.buckets))
+            .collect();
+        got.sort();
+        let want = [
+            (11, 0, 2),
+            (11, 1, 2),
+            (12, 0, 4),
+            (12, 1, 4),
+            (12, 2, 4),
+            (12, 3, 4),
+        ];
+        assert_eq!(got, want.map(|(p, b, n)| (Some(p), b, n)));
+    }
+
     #[test]
     fn primary_key_buckets_replay_the_whole_changelog_or_are_refused_alone() {
-        let mut parts = table(&[(0, 8), (1, 6)]);
+        let mut parts = table(&[(0, 8), (1, 6)], 2);
         parts[0].earliest = Some(HashMap::from([(0, 0), (1, 0)]));
-        let p = plan(&tiered(&[(None, 1, 2)]), &parts, 2);
-        assert_eq!(p.splits, vec![range(0, 0, 8), range(1, 2, 6)]);
+        let p = plan(&tiered(&[(None, 1, 2)]), &parts);
+        assert_eq!(p.splits, vec![range(0, 0, 8, 2), range(1, 2, 6, 2)]);
         assert!(p.refused.is_empty());
 
         // Bucket 0 needs a KV snapshot: it is refused, bucket 1 is still tiered.
         parts[0].earliest = Some(HashMap::from([(0, 3), (1, 0)]));
-        let p = plan(&TieredOffsets::default(), &parts, 2);
-        assert_eq!(p.splits, vec![range(1, 0, 6)]);
+        let p = plan(&TieredOffsets::default(), &parts);
+        assert_eq!(p.splits, vec![range(1, 0, 6, 2)]);
         let [err] = p.refused.as_slice() else {
             panic!("{:?}", p.refused)
         };
@@ -238,14 +289,14 @@ mod tests {
         assert!(err.message().contains("bucket 0"), "{err}");
         assert!(err.message().contains("KV snapshot"), "{err}");
         // Once tiered, a bucket resumes from the lake whatever the log start is.
-        let p = plan(&tiered(&[(None, 0, 5), (None, 1, 6)]), &parts, 2);
+        let p = plan(&tiered(&[(None, 0, 5), (None, 1, 6)]), &parts);
         assert!(p.refused.is_empty());
     }
 
     #[test]
     fn splits_are_ordered_most_lagging_first() {
         let t = tiered(&[(None, 0, 90), (None, 1, 10), (None, 2, 50)]);
-        let p = plan(&t, &table(&[(0, 100), (1, 100), (2, 100), (3, 30)]), 4);
+        let p = plan(&t, &table(&[(0, 100), (1, 100), (2, 100), (3, 30)], 4));
         let order: Vec<i32> = p.splits.iter().map(|r| r.bucket).collect();
         assert_eq!(order, vec![1, 2, 3, 0]);
     }
@@ -264,7 +315,7 @@ mod tests {
         for _round in 0..8 {
             high_watermark += 100;
             let latest: Vec<(i32, i64)> = (0..buckets).map(|b| (b, high_watermark)).collect();
-            let p = plan(&t, &table(&latest), buckets);
+            let p = plan(&t, &table(&latest, buckets));
             // Only three splits start before the round reaches its freshness, each getting
             // through 400 offsets.
             for r in p.splits.iter().take(3) {

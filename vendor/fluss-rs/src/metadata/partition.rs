@@ -268,6 +268,7 @@ impl Display for ResolvedPartitionSpec {
 pub struct PartitionInfo {
     partition_id: PartitionId,
     partition_spec: ResolvedPartitionSpec,
+    bucket_count: Option<i32>,
 }
 
 impl PartitionInfo {
@@ -275,7 +276,16 @@ impl PartitionInfo {
         Self {
             partition_id,
             partition_spec,
+            bucket_count: None,
         }
+    }
+
+    /// The partition's own bucket count, which a Fluss 1.0 server sends when the table's
+    /// `bucket.num` was changed after the partition was created (partitions keep the count
+    /// they were created with). `None` from servers before 1.0 and for partitions of
+    /// unchanged tables: the table's bucket count applies.
+    pub fn get_bucket_count(&self) -> Option<i32> {
+        self.bucket_count
     }
 
     /// Get the partition id. The id is globally unique in the Fluss cluster.
@@ -301,7 +311,7 @@ impl PartitionInfo {
             partition_id: self.partition_id,
             partition_spec: self.partition_spec.to_pb(),
             remote_data_dir: None,
-            bucket_count: None,
+            bucket_count: self.bucket_count,
         }
     }
 
@@ -309,6 +319,7 @@ impl PartitionInfo {
         Self {
             partition_id: pb.partition_id,
             partition_spec: ResolvedPartitionSpec::from_pb(&pb.partition_spec),
+            bucket_count: pb.bucket_count,
         }
     }
 }
