@@ -97,6 +97,18 @@ pub fn java_rows(table_dir: &Path, columns: &[&str]) -> Value {
     crate::java::run_check("IcebergRows", &java_classpath(), &refs).remove(0)
 }
 
+/// Changes a table with Java Iceberg as another engine, or Fluss 1.0's coordinator, would
+/// (`tests/java/IcebergAlter.java`: `add:NAME:TYPE`, `add-before-bucket:NAME:TYPE`,
+/// `first:NAME`, `drop:NAME`, `retype:NAME:TYPE`, or `clean`, which makes it the table Fluss
+/// 1.0 creates, without system columns) and returns its columns afterwards:
+/// `{"schema_id", "columns": [{"id", "name", "type"}]}`.
+pub fn java_alter(table_dir: &Path, changes: &[&str]) -> Value {
+    let mut args: Vec<std::path::PathBuf> = vec![table_dir.to_path_buf()];
+    args.extend(changes.iter().map(std::path::PathBuf::from));
+    let refs: Vec<&Path> = args.iter().map(std::path::PathBuf::as_path).collect();
+    crate::java::run_check("IcebergAlter", &java_classpath(), &refs).remove(0)
+}
+
 fn java_classpath() -> Vec<std::path::PathBuf> {
     let dist = repo_root().join("target/fluss-dist");
     let cp = crate::java::jars(

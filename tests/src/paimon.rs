@@ -56,8 +56,27 @@ pub fn lookup(warehouse: &Path, db: &str, table: &str, column: &str, value: &Val
 /// and Hadoop jars FlussLakeTiering runs with, `cluster/flink-tiering/setup.sh`): the latest
 /// snapshot (`snapshot`, `commit_user`, `properties`) and the merged rows of `columns`.
 pub fn java_read(warehouse: &Path, db: &str, table: &str, columns: &[&str]) -> Value {
+    let mut args: Vec<std::path::PathBuf> = vec![warehouse.to_path_buf(), db.into(), table.into()];
+    args.extend(columns.iter().map(std::path::PathBuf::from));
+    let refs: Vec<&Path> = args.iter().map(std::path::PathBuf::as_path).collect();
+    crate::java::run_check("PaimonCheck", &java_classpath(), &refs).remove(0)
+}
+
+/// Changes a table with Java Paimon as another engine would (`tests/java/PaimonAlter.java`:
+/// `add:NAME:TYPE`, `first:NAME`, `drop:NAME`, `retype:NAME:TYPE`, or `clean`, which makes it
+/// the table Fluss 1.0 creates, without system columns) and returns its columns afterwards:
+/// `{"schema_id", "columns": [{"id", "name", "type"}]}`.
+pub fn java_alter(warehouse: &Path, db: &str, table: &str, changes: &[&str]) -> Value {
+    let mut args: Vec<std::path::PathBuf> = vec![warehouse.to_path_buf(), db.into(), table.into()];
+    args.extend(changes.iter().map(std::path::PathBuf::from));
+    let refs: Vec<&Path> = args.iter().map(std::path::PathBuf::as_path).collect();
+    crate::java::run_check("PaimonAlter", &java_classpath(), &refs).remove(0)
+}
+
+/// The paimon-bundle and Hadoop jars FlussLakeTiering runs with.
+fn java_classpath() -> Vec<std::path::PathBuf> {
     let lib = repo_root().join("target/flink-tiering/lib-tiering");
-    let cp = crate::java::jars(
+    crate::java::jars(
         &[lib],
         |name| {
             ["paimon-", "hadoop-", "slf4j-", "log4j-"]
@@ -65,9 +84,5 @@ pub fn java_read(warehouse: &Path, db: &str, table: &str, columns: &[&str]) -> V
                 .any(|p| name.starts_with(p))
         },
         "cluster/flink-tiering/setup.sh",
-    );
-    let mut args: Vec<std::path::PathBuf> = vec![warehouse.to_path_buf(), db.into(), table.into()];
-    args.extend(columns.iter().map(std::path::PathBuf::from));
-    let refs: Vec<&Path> = args.iter().map(std::path::PathBuf::as_path).collect();
-    crate::java::run_check("PaimonCheck", &cp, &refs).remove(0)
+    )
 }

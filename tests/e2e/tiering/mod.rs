@@ -12,3 +12,4 @@ mod paimon_log_table;
 mod paimon_partitioned_concurrent;
 mod paimon_primary_key;
 mod sasl;
+mod schema_changes;
