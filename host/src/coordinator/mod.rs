@@ -21,3 +21,8 @@ pub use client::CoordinatorClient;
 /// The codec against frames recorded from a real coordinator (`host/tests/frames/`).
 #[cfg(test)]
 mod recorded_frames;
+
+/// The messages against vectors encoded by the Fluss 1.0 Java client
+/// (`host/tests/frames/java-1.0/`).
+#[cfg(test)]
+mod java_frames;
