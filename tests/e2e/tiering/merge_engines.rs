@@ -3,19 +3,27 @@
 //! keys: after every round the lake's merged read equals what Fluss's own lookup (`Lookuper`)
 //! answers for every key. Fluss merges before it writes its changelog (first_row logs only a
 //! key's first row; versioned logs -U/+U only when a version wins), so the lake table merges
-//! as `deduplicate`, as FlussLakeTiering's, whatever the Fluss engine.
+//! as `deduplicate`, as FlussLakeTiering's, whatever the Fluss engine. The `aggregation`
+//! engine, whose tables only Fluss's Java client can create, is in `super::aggregation`, on
+//! the helpers below.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use fluss::client::FlussConnection;
+use arrow::array::{Array, ArrayRef, BinaryArray, LargeBinaryArray, StringArray};
+use arrow::record_batch::RecordBatch;
+use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
+use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::{Rng, cluster, data, host, iceberg, paimon, unique_name};
 use serde_json::Value;
 
-const BUCKETS: i32 = 2;
-const KEYS: u64 = 200;
+pub(super) const BUCKETS: i32 = 2;
+pub(super) const KEYS: u64 = 200;
 
 fn descriptor(engine: Option<&str>) -> TableDescriptor {
     let schema = Schema::builder()
@@ -40,10 +48,11 @@ fn descriptor(engine: Option<&str>) -> TableDescriptor {
     b.build().unwrap()
 }
 
-/// Every key's row as Fluss's lookup answers it, in the readers' canonical JSON, by id. The
-/// lookups are sent at once (a lookuper each: one waits for its answer), so that Fluss's
-/// lookup client batches them instead of waiting its linger for each.
-async fn fluss_state(conn: &FlussConnection, path: &TablePath) -> Vec<Value> {
+/// Every key (`id` in `0..KEYS`) of the table as Fluss's lookup answers it, in the readers'
+/// canonical JSON ([`canonical_rows`]). The lookups are sent at once (a lookuper each: one
+/// waits for its answer), so that Fluss's lookup client batches them instead of waiting its
+/// linger for each.
+pub(super) async fn fluss_state(conn: &FlussConnection, path: &TablePath) -> Vec<Value> {
     let table = conn.get_table(path).await.unwrap();
     let lookups = (0..KEYS as i32).map(|id| {
         let mut lookuper = table.new_lookup().unwrap().create_lookuper().unwrap();
@@ -51,7 +60,7 @@ async fn fluss_state(conn: &FlussConnection, path: &TablePath) -> Vec<Value> {
             let mut key = GenericRow::new(1);
             key.set_field(0, id);
             let found = lookuper.lookup(&key).await.unwrap();
-            data::canonical_rows(&found.to_record_batch().unwrap())
+            canonical_rows(&found.to_record_batch().unwrap())
         }
     });
     futures::future::join_all(lookups)
@@ -59,6 +68,134 @@ async fn fluss_state(conn: &FlussConnection, path: &TablePath) -> Vec<Value> {
         .into_iter()
         .flatten()
         .collect()
+}
+
+/// `data::canonical_rows`, with BYTES columns as lowercase hex, as the lake readers print them.
+fn canonical_rows(batch: &RecordBatch) -> Vec<Value> {
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let columns: Vec<ArrayRef> = batch
+        .columns()
+        .iter()
+        .map(|col| {
+            let any = col.as_any();
+            let as_hex: Option<StringArray> = if let Some(a) = any.downcast_ref::<BinaryArray>() {
+                Some(a.iter().map(|v| v.map(hex)).collect())
+            } else {
+                any.downcast_ref::<LargeBinaryArray>()
+                    .map(|a| a.iter().map(|v| v.map(hex)).collect())
+            };
+            as_hex.map_or_else(|| col.clone(), |a| Arc::new(a) as ArrayRef)
+        })
+        .collect();
+    let fields: Vec<arrow::datatypes::Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(f, c)| arrow::datatypes::Field::new(f.name(), c.data_type().clone(), true))
+        .collect();
+    let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+    data::canonical_rows(&RecordBatch::try_new(schema, columns).unwrap())
+}
+
+/// The host tiering every lake-enabled table of the cluster into `format`, with `extra`
+/// options.
+pub(super) fn spawn_host(
+    c: &ClusterInfo,
+    format: &str,
+    log_name: &str,
+    extra: &[&str],
+) -> HostProcess {
+    let mut options = vec!["--datalake.format", format];
+    options.extend_from_slice(extra);
+    HostProcess::spawn(
+        &host::args(&c.bootstrap, &[host::plugin(format)], &options),
+        log_name,
+    )
+}
+
+/// Waits until Fluss has registered a lake snapshot holding everything logged so far.
+pub(super) async fn wait_tiered(admin: &FlussAdmin, path: &TablePath, what: &str, h: &HostProcess) {
+    let ends = data::all_log_end_offsets(admin, path).await;
+    data::wait_for_all_lake_offsets(admin, path, &ends, Duration::from_secs(180))
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}\nhost log:\n{}", h.log()));
+}
+
+/// The lake's merged read of the table's `columns` (`id` first; `true` marks BYTES), in the
+/// canonical JSON: pypaimon for Paimon; Java Iceberg's generic reader for Iceberg (deletes
+/// applied as Java applies them), whose `IcebergRows` has no form for binary values, so
+/// BYTES columns come from DuckDB's read of the same snapshot, joined on `id`.
+pub(super) fn lake_state(
+    c: &ClusterInfo,
+    format: &str,
+    path: &TablePath,
+    columns: &[(&str, bool)],
+) -> Vec<Value> {
+    if format == "paimon" {
+        return paimon::rows(&c.paimon_warehouse, "fluss", path.table(), None);
+    }
+    let dir = c.iceberg_warehouse.join("fluss").join(path.table());
+    let names: Vec<&str> = columns
+        .iter()
+        .filter(|(_, b)| !b)
+        .map(|(n, _)| *n)
+        .collect();
+    let java = iceberg::java_rows(&dir, &names);
+    let mut rows = java["rows"].as_array().unwrap().clone();
+    let binary: Vec<&str> = columns
+        .iter()
+        .filter(|(_, b)| *b)
+        .map(|(n, _)| *n)
+        .collect();
+    if binary.is_empty() {
+        return rows;
+    }
+    let snapshot = java["snapshot"].as_i64();
+    let duck: BTreeMap<i64, Value> = iceberg::rows(&dir, snapshot, "duckdb")
+        .into_iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r))
+        .collect();
+    assert_eq!(
+        duck.len(),
+        rows.len(),
+        "{}: DuckDB and Java Iceberg read different keys",
+        path.table()
+    );
+    for row in &mut rows {
+        let id = row["id"].as_i64().unwrap();
+        let other = duck
+            .get(&id)
+            .unwrap_or_else(|| panic!("{}: DuckDB has no row {id}", path.table()));
+        for name in &binary {
+            row[*name] = other[*name].clone();
+        }
+    }
+    rows
+}
+
+/// Waits until the table is tiered, then asserts that the lake reads (business columns) as
+/// Fluss looks up every key; returns Fluss's rows.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn assert_lake_reads_as_fluss(
+    c: &ClusterInfo,
+    conn: &FlussConnection,
+    admin: &FlussAdmin,
+    format: &str,
+    path: &TablePath,
+    columns: &[(&str, bool)],
+    what: &str,
+    h: &HostProcess,
+) -> Vec<Value> {
+    wait_tiered(admin, path, what, h).await;
+    let fluss = business(&fluss_state(conn, path).await);
+    let lake = business(&lake_state(c, format, path, columns));
+    assert!(!fluss.is_empty(), "{what}: Fluss has no rows");
+    assert_eq!(
+        lake, fluss,
+        "{what}: the lake's merged read differs from Fluss's lookups"
+    );
+    fluss
 }
 
 const ENGINES: [Option<&str>; 3] = [None, Some("first_row"), Some("versioned")];
@@ -83,14 +220,7 @@ async fn run(format: &str) {
             .unwrap();
         tables.push((engine, name, path, writer));
     }
-    let h = host::HostProcess::spawn(
-        &host::args(
-            &c.bootstrap,
-            &[host::plugin(format)],
-            &["--datalake.format", format],
-        ),
-        &format!("{format}-merge-engines-host"),
-    );
+    let h = spawn_host(&c, format, &format!("{format}-merge-engines-host"), &[]);
     let mut rng = Rng(0x5eed_0fe9_91e5);
     for round in 0..3 {
         for (engine, _, _, writer) in &tables {
@@ -116,25 +246,9 @@ async fn run(format: &str) {
             writer.flush().await.unwrap();
         }
         for (_, name, path, _) in &tables {
-            let ends = data::all_log_end_offsets(&admin, path).await;
-            data::wait_for_all_lake_offsets(&admin, path, &ends, Duration::from_secs(180))
-                .await
-                .unwrap_or_else(|e| panic!("{name} round {round}: {e}\nhost log:\n{}", h.log()));
-            let fluss = fluss_state(&conn, path).await;
-            let lake = match format {
-                "paimon" => paimon::rows(&c.paimon_warehouse, "fluss", path.table(), None),
-                _ => {
-                    let dir = c.iceberg_warehouse.join("fluss").join(path.table());
-                    let java = iceberg::java_rows(&dir, &["id", "ver", "name"]);
-                    java["rows"].as_array().unwrap().clone()
-                }
-            };
-            assert!(!fluss.is_empty());
-            assert_eq!(
-                business(&lake),
-                business(&fluss),
-                "{name} round {round}: the lake's merged read differs from Fluss's lookups"
-            );
+            let columns = [("id", false), ("ver", false), ("name", false)];
+            let what = format!("{name} round {round}");
+            assert_lake_reads_as_fluss(&c, &conn, &admin, format, path, &columns, &what, &h).await;
         }
     }
 }

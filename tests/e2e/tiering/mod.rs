@@ -1,6 +1,7 @@
 //! The host binary tiering tables of a real Fluss cluster into every lake format, read back
 //! by independent readers; each test leases a cluster of its own.
 
+mod aggregation;
 mod iceberg;
 mod lance;
 mod merge_engines;
