@@ -131,6 +131,8 @@ impl BucketTarget {
         let parquet = ParquetOptions {
             target_file_size: target_file_size(&context.config, &schema.options)?,
             compression: file_compression(&context.config, &schema.options)?,
+            // Paimon keeps no statistics of nested columns (`value_stats`).
+            struct_field_stats: false,
             ..Default::default()
         };
         Ok(BucketTarget {

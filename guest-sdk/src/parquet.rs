@@ -32,6 +32,10 @@ pub struct ParquetOptions {
     pub row_group_bytes: usize,
     /// Whether to embed the Arrow schema (`ARROW:schema`) in the footer. Java writers do not.
     pub embed_arrow_schema: bool,
+    /// Whether [`DataFileInfo::column_stats`] has statistics of the fields of struct columns
+    /// (Iceberg's and Delta's metrics have them; Paimon keeps none for nested columns, so
+    /// computing them would only cost time).
+    pub struct_field_stats: bool,
 }
 
 impl Default for ParquetOptions {
@@ -42,6 +46,7 @@ impl Default for ParquetOptions {
             max_row_group_rows: 1024 * 1024,
             row_group_bytes: 16 << 20,
             embed_arrow_schema: false,
+            struct_field_stats: true,
         }
     }
 }
@@ -187,7 +192,10 @@ impl<S: Storage> RollingParquetWriter<S> {
             .with_context(|| format!("encoding {}", file.path))?;
         file.rows += batch.num_rows() as u64;
         for (s, col) in file.stats.iter_mut().zip(batch.columns()) {
-            s.merge(&ColumnStats::of_array(col.as_ref()));
+            s.merge(&ColumnStats::of_array(
+                col.as_ref(),
+                self.options.struct_field_stats,
+            ));
         }
         if file.writer.in_progress_size() >= self.options.row_group_bytes {
             file.writer

@@ -121,11 +121,11 @@ impl ColumnStats {
         }
     }
 
-    /// Statistics of one array.
-    pub fn of_array(array: &dyn Array) -> ColumnStats {
+    /// Statistics of one array, with those of a struct's fields when `struct_fields`.
+    pub fn of_array(array: &dyn Array, struct_fields: bool) -> ColumnStats {
         let null_count = array.null_count() as u64;
         let (min, max) = min_max(array);
-        let fields = match array.as_struct_opt() {
+        let fields = match array.as_struct_opt().filter(|_| struct_fields) {
             Some(st) => st
                 .columns()
                 .iter()
@@ -133,8 +133,8 @@ impl ColumnStats {
                     // A field of a null struct is null too.
                     let nulls = NullBuffer::union(st.nulls(), child.logical_nulls().as_ref());
                     match child.to_data().into_builder().nulls(nulls).build() {
-                        Ok(data) => ColumnStats::of_array(make_array(data).as_ref()),
-                        Err(_) => ColumnStats::of_array(child.as_ref()),
+                        Ok(data) => ColumnStats::of_array(make_array(data).as_ref(), true),
+                        Err(_) => ColumnStats::of_array(child.as_ref(), true),
                     }
                 })
                 .collect(),
@@ -299,7 +299,11 @@ mod tests {
             vec![std::sync::Arc::new(x)],
             Some(NullBuffer::from(vec![true, false, true, true])),
         );
-        let mut s = ColumnStats::of_array(&st);
+        // Without struct fields (Paimon), only the column's own statistics.
+        let plain = ColumnStats::of_array(&st, false);
+        assert_eq!(plain.null_count, 1);
+        assert!(plain.fields.is_empty());
+        let mut s = ColumnStats::of_array(&st, true);
         assert_eq!(s.null_count, 1);
         assert_eq!(s.min, None);
         assert_eq!(s.fields[0].null_count, 2);
@@ -314,7 +318,10 @@ mod tests {
 
     #[test]
     fn computes_and_merges() {
-        let s = ColumnStats::of_array(&Int32Array::from(vec![Some(3), None, Some(-1), Some(7)]));
+        let s = ColumnStats::of_array(
+            &Int32Array::from(vec![Some(3), None, Some(-1), Some(7)]),
+            true,
+        );
         assert_eq!(
             s,
             ColumnStats {
@@ -324,7 +331,7 @@ mod tests {
                 fields: Vec::new(),
             }
         );
-        let mut t = ColumnStats::of_array(&Int32Array::from(vec![Some(10), None]));
+        let mut t = ColumnStats::of_array(&Int32Array::from(vec![Some(10), None]), true);
         t.merge(&s);
         assert_eq!(
             t,
@@ -336,20 +343,18 @@ mod tests {
             }
         );
 
-        let f = ColumnStats::of_array(&Float64Array::from(vec![1.0, f64::NAN, -2.0]));
+        let f = ColumnStats::of_array(&Float64Array::from(vec![1.0, f64::NAN, -2.0]), true);
         assert_eq!(f.min, Some(Datum::Float64(-2.0)));
         assert!(matches!(f.max, Some(Datum::Float64(v)) if v.is_nan()));
 
-        let st = ColumnStats::of_array(&StringArray::from(vec![
-            Some("b"),
-            Some("ab"),
-            None,
-            Some("é"),
-        ]));
+        let st = ColumnStats::of_array(
+            &StringArray::from(vec![Some("b"), Some("ab"), None, Some("é")]),
+            true,
+        );
         assert_eq!(st.min, Some(Datum::Utf8("ab".into())));
         assert_eq!(st.max, Some(Datum::Utf8("é".into())));
 
-        let b = ColumnStats::of_array(&BooleanArray::from(vec![Some(true), None]));
+        let b = ColumnStats::of_array(&BooleanArray::from(vec![Some(true), None]), true);
         assert_eq!(
             (b.min, b.max),
             (Some(Datum::Boolean(true)), Some(Datum::Boolean(true)))
@@ -358,7 +363,7 @@ mod tests {
         assert_eq!(datum_at(&a, 0), Some(Datum::Utf8("x".into())));
         assert_eq!(datum_at(&a, 1), None);
 
-        let e = ColumnStats::of_array(&Int32Array::from(vec![None, None]));
+        let e = ColumnStats::of_array(&Int32Array::from(vec![None, None]), true);
         assert_eq!(
             e,
             ColumnStats {

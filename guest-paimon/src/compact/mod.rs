@@ -613,6 +613,7 @@ impl Job<'_> {
             ParquetOptions {
                 target_file_size: self.options.target_file_size,
                 compression: file_compression_at(self.plugin_config, &self.schema.options, level)?,
+                struct_field_stats: false,
                 ..ParquetOptions::default()
             },
         )?
@@ -671,6 +672,7 @@ impl Job<'_> {
             let parquet = ParquetOptions {
                 target_file_size: self.options.target_file_size,
                 compression: file_compression(self.plugin_config, &self.schema.options)?,
+                struct_field_stats: false,
                 ..ParquetOptions::default()
             };
             let after = append::rewrite(
