@@ -49,8 +49,9 @@ pub struct Protocol {
 }
 
 impl Protocol {
-    /// The protocol a new table with `schema` gets: the legacy (1, 2) unless a column is
-    /// `timestamp_ntz`, which is a table feature (reader 3, writer 7, `timestampNtz`).
+    /// The protocol a new table with `schema` gets: the legacy (1, 2) unless a column is or
+    /// holds a `timestamp_ntz` (a field of a struct, an array element, ...), which is a table
+    /// feature (reader 3, writer 7, `timestampNtz`). Nested types need no feature.
     pub fn for_schema(schema: &DeltaSchema) -> Protocol {
         if schema.has_timestamp_ntz() {
             Protocol {
@@ -232,13 +233,14 @@ pub fn check_writable(protocol: &Protocol, metadata: &Metadata) -> Result<()> {
     {
         return refuse(format!("the Delta table has the CHECK constraint {k}"));
     }
-    for f in &metadata.schema.fields {
+    // Invariants may sit on nested fields too (Spark's legacy NOT NULL of a nested field).
+    for (path, f) in metadata.schema.all_fields() {
         if let Some(k) = f.metadata.keys().find(|k| {
             k.as_str() == "delta.generationExpression"
                 || k.as_str() == "delta.invariants"
                 || k.starts_with("delta.identity.")
         }) {
-            return refuse(format!("column {} has {k}", f.name));
+            return refuse(format!("column {path} has {k}"));
         }
     }
     Ok(())
@@ -344,6 +346,19 @@ mod tests {
         );
         assert_eq!(Protocol::from_json(&p.to_action()["protocol"]).unwrap(), p);
         check_writable(&p, &ntz).unwrap();
+        // A timestamp_ntz inside a nested type needs the feature too; nested types alone not.
+        let nested = |ty: &str| {
+            let t = log_table("db", "t", &[("n", ty, true)], &[], 1, &[]);
+            Protocol::for_schema(&Metadata::for_fluss_table(&t, "x", 0).unwrap().schema)
+        };
+        assert_eq!(
+            nested("MAP<STRING NOT NULL, ARRAY<ROW<`at` TIMESTAMP(6)>>>").reader_features,
+            Some(vec!["timestampNtz".to_string()])
+        );
+        assert_eq!(
+            nested("MAP<STRING NOT NULL, ARRAY<ROW<`at` TIMESTAMP_LTZ(6)>>>").min_writer_version,
+            2
+        );
     }
 
     #[test]
@@ -391,6 +406,28 @@ mod tests {
             .metadata
             .insert("delta.generationExpression".into(), json!("1"));
         assert!(check_writable(&p, &generated).is_err());
+        // ... at any depth: an invariant on a field of a struct in an array.
+        let nested = log_table(
+            "db",
+            "t",
+            &[("a", "ARRAY<ROW<`x` INT>>", true)],
+            &[],
+            1,
+            &[],
+        );
+        let mut invariant = Metadata::for_fluss_table(&nested, "x", 0).unwrap();
+        let crate::schema::DeltaType::Array { element, .. } = &mut invariant.schema.fields[0].ty
+        else {
+            panic!()
+        };
+        let crate::schema::DeltaType::Struct(fields) = element.as_mut() else {
+            panic!()
+        };
+        fields[0]
+            .metadata
+            .insert("delta.invariants".into(), json!("{}"));
+        let e = check_writable(&Protocol::for_schema(&invariant.schema), &invariant).unwrap_err();
+        assert!(e.message().contains("column a.element.x"), "{e}");
         let newer = Protocol {
             min_reader_version: 4,
             ..p

@@ -8,7 +8,7 @@
 //! `add` path is a URI reference, so the escaped directory is percent-encoded once more
 //! (`%3A` in a directory name is `%253A` in the path) — as Spark and delta-rs write it.
 
-use fluss_lake_guest_sdk::datatype::FlussType;
+use fluss_lake_guest_sdk::datatype::{ColumnType, FlussType};
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, Result};
 
@@ -21,7 +21,15 @@ fn partition_type(table: &TableInfo, key: &str) -> Result<FlussType> {
         .iter()
         .find(|c| c.name == key)
         .ok_or_else(|| Error::invalid_input(format!("partition key {key} is not a column")))?;
-    let t = FlussType::parse(&column.data_type)?;
+    let t = match ColumnType::parse(&column.data_type)? {
+        ColumnType::Primitive(t) => t,
+        nested => {
+            return Err(Error::invalid_input(format!(
+                "partition key {key} is {nested}; Delta tables are partitioned by primitive \
+                 columns only"
+            )));
+        }
+    };
     match t {
         FlussType::String
         | FlussType::Char(_)
@@ -245,6 +253,9 @@ mod tests {
         }
         assert!(partition_values(&t, None).is_err());
         assert!(check_partition_keys(&table(&[("f", "DOUBLE")])).is_err());
+        let e = check_partition_keys(&table(&[("r", "ROW<`x` INT>")])).unwrap_err();
+        assert_eq!(e.kind(), fluss_lake_guest_sdk::ErrorKind::InvalidInput);
+        assert!(e.message().contains("primitive"), "{e}");
         assert!(partition_values(&table(&[]), Some("x")).is_err());
         assert!(partition_values(&table(&[]), None).unwrap().is_empty());
     }

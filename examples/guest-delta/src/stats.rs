@@ -10,6 +10,17 @@
 //! be exact or safe: floating-point columns holding NaN or infinities, decimals too wide for
 //! a JSON double, booleans and binary (not used for skipping), and the maximum of strings
 //! longer than 32 characters (Delta's default prefix length; the minimum is truncated).
+//!
+//! Nested columns follow the protocol's "Per-file Statistics", which encodes per-column
+//! statistics "mirroring the schema of the actual data": a `struct` column's statistics are
+//! an object of its fields' (to any depth), a field counted null wherever its struct is null
+//! (Spark's `a.b IS NULL`; delta-rs writes the same). An `array` or `map` column gets its
+//! `nullCount` (null arrays / maps, not null elements) and no bounds: Spark's
+//! `StatisticsCollection` collects min / max only for skipping-eligible primitive types but
+//! `nullCount` for every non-struct field, and delta-kernel's stats schema likewise reads
+//! `nullCount` of arrays and maps. (delta-rs's own writer leaves arrays and maps out of the
+//! statistics altogether, which readers handle the same as a missing count.) A struct with
+//! nothing to report under a statistic is left out of it, as Spark leaves it out.
 
 use fluss_lake_guest_sdk::datatype::civil_from_days;
 use fluss_lake_guest_sdk::deps::arrow_schema::TimeUnit;
@@ -17,6 +28,14 @@ use fluss_lake_guest_sdk::deps::serde_json::{Map, Value, json};
 use fluss_lake_guest_sdk::stats::{ColumnStats, Datum};
 
 use crate::schema::DeltaType;
+
+/// The per-column objects of one file's statistics (one level of them for a struct).
+#[derive(Default)]
+struct Columns {
+    min: Map<String, Value>,
+    max: Map<String, Value>,
+    nulls: Map<String, Value>,
+}
 
 /// Characters of a string bound (Delta's `dataSkippingStringPrefixLength` default).
 const STRING_PREFIX: usize = 32;
@@ -67,7 +86,7 @@ fn finite(v: f64) -> Option<Value> {
     v.is_finite().then(|| json!(v))
 }
 
-fn bound(datum: &Datum, ty: DeltaType, which: Bound) -> Option<Value> {
+fn bound(datum: &Datum, ty: &DeltaType, which: Bound) -> Option<Value> {
     match (datum, ty) {
         (Datum::Int8(v), _) => Some(json!(v)),
         (Datum::Int16(v), _) => Some(json!(v)),
@@ -75,7 +94,7 @@ fn bound(datum: &Datum, ty: DeltaType, which: Bound) -> Option<Value> {
         (Datum::Int64(v), _) => Some(json!(v)),
         (Datum::Float32(v), _) => finite(*v as f64),
         (Datum::Float64(v), _) => finite(*v),
-        (Datum::Decimal(v), DeltaType::Decimal(p, s)) => decimal(*v, p, s),
+        (Datum::Decimal(v), DeltaType::Decimal(p, s)) => decimal(*v, *p, *s),
         (Datum::Date32(v), _) => date(*v as i64).map(Value::String),
         (Datum::Timestamp(v, unit), DeltaType::Timestamp) => {
             timestamp(*v, *unit, which, true).map(Value::String)
@@ -96,37 +115,68 @@ fn bound(datum: &Datum, ty: DeltaType, which: Bound) -> Option<Value> {
     }
 }
 
+impl Columns {
+    /// Adds the statistics of column (or struct field) `name` of type `ty`.
+    fn add(&mut self, name: &str, ty: &DeltaType, s: &ColumnStats) {
+        match ty {
+            DeltaType::Struct(fields) => {
+                let mut nested = Columns::default();
+                for (f, fs) in fields.iter().zip(&s.fields) {
+                    nested.add(&f.name, &f.ty, fs);
+                }
+                for (into, object) in [
+                    (&mut self.min, nested.min),
+                    (&mut self.max, nested.max),
+                    (&mut self.nulls, nested.nulls),
+                ] {
+                    if !object.is_empty() {
+                        into.insert(name.to_string(), Value::Object(object));
+                    }
+                }
+            }
+            DeltaType::Array { .. } | DeltaType::Map { .. } => {
+                self.nulls.insert(name.to_string(), json!(s.null_count));
+            }
+            primitive => {
+                self.nulls.insert(name.to_string(), json!(s.null_count));
+                let lo = s.min.as_ref().and_then(|d| bound(d, primitive, Bound::Min));
+                let hi = s.max.as_ref().and_then(|d| bound(d, primitive, Bound::Max));
+                match (lo, hi) {
+                    (Some(lo), Some(hi)) => {
+                        self.min.insert(name.to_string(), lo);
+                        self.max.insert(name.to_string(), hi);
+                    }
+                    // a string longer than the prefix has no maximum; its minimum still
+                    // bounds it
+                    (Some(lo), None) if *primitive == DeltaType::String => {
+                        self.min.insert(name.to_string(), lo);
+                    }
+                    // otherwise both sides or none: a float column whose max is NaN must
+                    // not keep a min that looks like the whole range
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
 /// The `stats` JSON of a file of `num_records` rows whose columns (`name`, Delta type) have
-/// these statistics.
+/// these statistics (a struct column's with its fields' statistics, as the SDK collects
+/// them).
 pub fn file_stats(
-    columns: &[(&str, DeltaType)],
+    columns: &[(&str, &DeltaType)],
     stats: &[ColumnStats],
     num_records: u64,
 ) -> String {
-    let (mut min, mut max, mut nulls) = (Map::new(), Map::new(), Map::new());
+    let mut out = Columns::default();
     for ((name, ty), s) in columns.iter().zip(stats) {
-        nulls.insert(name.to_string(), json!(s.null_count));
-        let lo = s.min.as_ref().and_then(|d| bound(d, *ty, Bound::Min));
-        let hi = s.max.as_ref().and_then(|d| bound(d, *ty, Bound::Max));
-        match (lo, hi) {
-            (Some(lo), Some(hi)) => {
-                min.insert(name.to_string(), lo);
-                max.insert(name.to_string(), hi);
-            }
-            // a string longer than the prefix has no maximum; its minimum still bounds it
-            (Some(lo), None) if *ty == DeltaType::String => {
-                min.insert(name.to_string(), lo);
-            }
-            // otherwise both sides or none: a float column whose max is NaN must not keep
-            // a min that looks like the whole range
-            _ => {}
-        }
+        out.add(name, ty, s);
     }
     json!({
         "numRecords": num_records,
-        "minValues": min,
-        "maxValues": max,
-        "nullCount": nulls,
+        "minValues": out.min,
+        "maxValues": out.max,
+        "nullCount": out.nulls,
     })
     .to_string()
 }
@@ -186,6 +236,7 @@ mod tests {
                 fields: Vec::new(),
             },
         ];
+        let columns: Vec<(&str, &DeltaType)> = columns.iter().map(|(n, t)| (*n, t)).collect();
         let s: Value = serde_json::from_str(&file_stats(&columns, &per_column, 4)).unwrap();
         assert_eq!(s["numRecords"], 4);
         assert_eq!(
@@ -201,6 +252,75 @@ mod tests {
         assert_eq!(s["nullCount"]["i"], 1);
         assert_eq!(s["nullCount"]["empty"], 4);
         assert_eq!(s["nullCount"].as_object().unwrap().len(), columns.len());
+    }
+
+    /// Struct leaves nest their statistics (nulls of their struct counted), arrays and maps
+    /// get a null count only, a struct without bounds is left out of the bounds.
+    #[test]
+    fn nested_columns_in_delta_form() {
+        use crate::schema::DeltaField;
+        let field = |name: &str, ty: DeltaType| DeltaField {
+            name: name.into(),
+            ty,
+            nullable: true,
+            metadata: Map::new(),
+        };
+        let inner = DeltaType::Struct(vec![field("z", DeltaType::Long)]);
+        let flags = DeltaType::Struct(vec![field("b", DeltaType::Boolean)]);
+        let point = DeltaType::Struct(vec![
+            field("x", DeltaType::Integer),
+            field("inner", inner),
+            field(
+                "tags",
+                DeltaType::Array {
+                    element: Box::new(DeltaType::String),
+                    contains_null: true,
+                },
+            ),
+            field("flags", flags),
+        ]);
+        let map = DeltaType::Map {
+            key: Box::new(DeltaType::String),
+            value: Box::new(DeltaType::Integer),
+            value_contains_null: true,
+        };
+        let nulls = |n: u64| ColumnStats {
+            null_count: n,
+            ..ColumnStats::default()
+        };
+        let point_stats = ColumnStats {
+            null_count: 1,
+            min: None,
+            max: None,
+            fields: vec![
+                stats(Datum::Int32(-2), Datum::Int32(7), 1),
+                ColumnStats {
+                    fields: vec![stats(Datum::Int64(5), Datum::Int64(5), 3)],
+                    ..nulls(2)
+                },
+                nulls(1),
+                ColumnStats {
+                    fields: vec![stats(Datum::Boolean(false), Datum::Boolean(true), 1)],
+                    ..nulls(1)
+                },
+            ],
+        };
+        let columns = [("point", &point), ("attrs", &map)];
+        let s: Value =
+            serde_json::from_str(&file_stats(&columns, &[point_stats, nulls(2)], 4)).unwrap();
+        assert_eq!(
+            s["minValues"],
+            json!({"point": {"x": -2, "inner": {"z": 5}}})
+        );
+        assert_eq!(
+            s["maxValues"],
+            json!({"point": {"x": 7, "inner": {"z": 5}}})
+        );
+        assert_eq!(
+            s["nullCount"],
+            json!({"point": {"x": 1, "inner": {"z": 3}, "tags": 1, "flags": {"b": 1}},
+                "attrs": 2})
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Nested columns (ARRAY, MAP, ROW, nested in each other, nulls and empty collections at every
 //! level) of a real Fluss table, tiered by the host, read back by independent readers and
-//! compared value for value with the rows Fluss acknowledged.
+//! compared value for value with the rows Fluss acknowledged: Paimon, Iceberg, and Delta (a
+//! format Fluss does not know: the table names the Delta plugin in its `lake.plugin` custom
+//! property).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +10,7 @@ use std::time::Duration;
 use fluss::client::FlussConnection;
 use fluss::config::Config;
 use fluss::metadata::{Schema, TableDescriptor, TablePath};
+use fluss_lake_e2e::delta::{self, READERS};
 use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::nested::{
     COLUMN_NAMES, CONTRACT_COLUMNS, as_pyiceberg_reads, batch, columns, row,
@@ -21,7 +24,9 @@ const BUCKETS: i32 = 2;
 const ROWS: i64 = 600;
 
 /// Creates the nested table on `c`, writes [`ROWS`] rows, starts a host with the `format`
-/// plugin and waits until the lake holds them all.
+/// plugin and waits until the lake holds them all. A `delta` table is routed to the Delta
+/// plugin by its `lake.plugin` property (Fluss also creates it in the cluster's own lake
+/// format, where it stays empty), the host told where the Delta warehouse is.
 async fn tier(c: &cluster::Lease, format: &str) -> (String, host::HostProcess) {
     let conn = Arc::new(
         FlussConnection::new(Config {
@@ -40,13 +45,15 @@ async fn tier(c: &cluster::Lease, format: &str) -> (String, host::HostProcess) {
         assert_eq!(contract_type(&ty), spelled, "{name}");
         schema = schema.column(name, ty);
     }
-    let descriptor = TableDescriptor::builder()
+    let mut descriptor = TableDescriptor::builder()
         .schema(schema.build().unwrap())
         .distributed_by(Some(BUCKETS), vec!["id".to_string()])
         .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", "2s")
-        .build()
-        .unwrap();
+        .property("table.datalake.freshness", "2s");
+    if format == "delta" {
+        descriptor = descriptor.custom_property("lake.plugin", "delta");
+    }
+    let descriptor = descriptor.build().unwrap();
     data::create_table(&admin, &path, &descriptor).await;
     let fluss_table = conn.get_table(&path).await.unwrap();
     let writer = fluss_table.new_append().unwrap().create_writer().unwrap();
@@ -56,12 +63,13 @@ async fn tier(c: &cluster::Lease, format: &str) -> (String, host::HostProcess) {
     writer.flush().await.unwrap();
     let ends = data::log_end_offsets(&admin, &path, BUCKETS).await;
     assert_eq!(ends.values().sum::<i64>(), ROWS);
+    let delta_warehouse = c.delta_warehouse.display().to_string();
+    let mut extra = vec!["--datalake.format", format];
+    if format == "delta" {
+        extra.extend(["--datalake.delta.warehouse", &delta_warehouse]);
+    }
     let host = host::HostProcess::spawn(
-        &host::args(
-            &c.bootstrap,
-            &[host::plugin(format)],
-            &["--datalake.format", format],
-        ),
+        &host::args(&c.bootstrap, &[host::plugin(format)], &extra),
         &format!("{table}-host"),
     );
     data::wait_for_lake_offsets(&admin, &path, &ends, Duration::from_secs(180))
@@ -98,4 +106,19 @@ async fn nested_columns_tier_into_iceberg_exactly() {
     let java = iceberg::java_rows(&dir, &COLUMN_NAMES);
     let rows: Vec<Value> = java["rows"].as_array().unwrap().clone();
     assert_eq!(business(&rows), expected(), "Java Iceberg");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_columns_tier_into_delta_exactly() {
+    // Any cluster format that takes nested columns serves: the table names its own plugin.
+    let c = cluster::lease("paimon");
+    let (table, _host) = tier(&c, "delta").await;
+    let dir = c.delta_warehouse.join("fluss").join(&table);
+    let commands: Vec<Vec<String>> = READERS
+        .iter()
+        .map(|reader| delta::rows_command(&dir, None, reader))
+        .collect();
+    for (reader, lake) in READERS.iter().zip(delta::batch(&commands)) {
+        assert_eq!(business(&lake), expected(), "deltalake ({reader})");
+    }
 }
