@@ -433,6 +433,21 @@ fn pypaimon_reads_every_snapshot() {
     std::fs::remove_dir_all(&warehouse).unwrap();
 }
 
+/// [`batch`] of `ids` with a `region` partition column.
+fn batch_in_region(ids: &[i32], region: &str) -> RecordBatch {
+    let b = batch(ids);
+    let mut columns = b.columns().to_vec();
+    columns.push(Arc::new(StringArray::from(vec![region; ids.len()])));
+    let mut fields: Vec<Field> = b
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new("region", arrow_schema::DataType::Utf8, false));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}
+
 #[test]
 fn pypaimon_reads_partitioned_tables_without_system_columns() {
     let _ = python();
@@ -454,17 +469,7 @@ fn pypaimon_reads_partitioned_tables_without_system_columns() {
             let ids: Vec<i32> = ids.clone().filter(|i| i % 2 == bucket).collect();
             let ctx = writer_context(&table, bucket, Some(region), &[]);
             let mut w = PaimonWriter::open(&ctx, &storage).unwrap();
-            let b = batch(&ids);
-            let mut columns = b.columns().to_vec();
-            columns.push(Arc::new(StringArray::from(vec![region; ids.len()])));
-            let mut fields: Vec<Field> = b
-                .schema()
-                .fields()
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            fields.push(Field::new("region", arrow_schema::DataType::Utf8, false));
-            let b = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+            let b = batch_in_region(&ids, region);
             w.write(make_row_batch(&b, 0, COMMIT_TS).unwrap()).unwrap();
             results.push(w.complete().unwrap().payload);
             for id in ids {
@@ -534,17 +539,7 @@ fn pypaimon_reads_partitions_with_their_own_bucket_counts() {
             let mut ctx = writer_context(&table, bucket, Some(region), &[]);
             ctx.table.num_buckets = buckets;
             let mut w = PaimonWriter::open(&ctx, &storage).unwrap();
-            let b = batch(&ids);
-            let mut columns = b.columns().to_vec();
-            columns.push(Arc::new(StringArray::from(vec![region; ids.len()])));
-            let mut fields: Vec<Field> = b
-                .schema()
-                .fields()
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            fields.push(Field::new("region", arrow_schema::DataType::Utf8, false));
-            let b = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+            let b = batch_in_region(&ids, region);
             w.write(make_row_batch(&b, 0, COMMIT_TS).unwrap()).unwrap();
             results.push(w.complete().unwrap().payload);
             for (offset, id) in ids.into_iter().enumerate() {

@@ -66,3 +66,25 @@ pub fn as_pyiceberg_reads(mut expected: Value) -> Value {
     }
     expected
 }
+
+/// The nested table's rows 0..160 as a component round writes them: two splits (buckets 0
+/// and 1) of two batches each, and the rows the lake must then hold, system columns included.
+pub fn component_splits() -> (Vec<crate::component::SplitInput>, Vec<Value>) {
+    use crate::component::{SplitInput, TS_MS, row_batch, with_system};
+    let mut expected = Vec::new();
+    let mut splits = Vec::new();
+    for (bucket, (first, count)) in [(0, 90), (90, 70)].into_iter().enumerate() {
+        let b = batch(first, count);
+        let rows: Vec<Value> = (first..first + count).map(row).collect();
+        expected.extend(with_system(rows, bucket as i32, 0));
+        splits.push(SplitInput {
+            bucket: bucket as i32,
+            partition: None,
+            batches: vec![
+                row_batch(&b.slice(0, 30), Vec::new(), 0, TS_MS),
+                row_batch(&b.slice(30, count as usize - 30), Vec::new(), 30, TS_MS),
+            ],
+        });
+    }
+    (splits, expected)
+}

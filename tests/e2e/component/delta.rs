@@ -353,27 +353,13 @@ async fn primary_key_tables_are_refused() {
 /// count only), and its DataFusion scan filters on a struct field.
 #[tokio::test]
 async fn nested_columns_read_back_exactly() {
-    use fluss_lake_e2e::nested::{CONTRACT_COLUMNS, batch, row};
+    use fluss_lake_e2e::nested::{CONTRACT_COLUMNS, component_splits};
     let wh = std::env::temp_dir().join(unique_name("delta-nested-wh"));
     let driver = ComponentDriver::load(&delta::plugin(), &wh).await;
     let t = table("delta", "nested", &CONTRACT_COLUMNS, &[], &[], 2, &[]);
     assert!(driver.create(&t).await);
     let dir = driver.table_dir(&t).await;
-    let mut expected = Vec::new();
-    let mut splits = Vec::new();
-    for (bucket, (first, count)) in [(0, 90), (90, 70)].into_iter().enumerate() {
-        let b = batch(first, count);
-        let rows: Vec<Value> = (first..first + count).map(row).collect();
-        expected.extend(with_system(rows, bucket as i32, 0));
-        splits.push(SplitInput {
-            bucket: bucket as i32,
-            partition: None,
-            batches: vec![
-                row_batch(&b.slice(0, 30), Vec::new(), 0, TS_MS),
-                row_batch(&b.slice(30, count as usize - 30), Vec::new(), 30, TS_MS),
-            ],
-        });
-    }
+    let (splits, expected) = component_splits();
     driver.round(&t, splits, offsets_property(1)).await;
     let expected = sorted(expected);
 

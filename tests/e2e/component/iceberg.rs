@@ -480,27 +480,13 @@ async fn primary_key_table_deltas_read_back_through_equality_and_position_delete
 /// fresh field ids and Java's metrics (struct leaves yes, list and map contents no).
 #[tokio::test]
 async fn nested_columns_read_back_exactly() {
-    use fluss_lake_e2e::nested::{CONTRACT_COLUMNS, as_pyiceberg_reads, batch, row};
+    use fluss_lake_e2e::nested::{CONTRACT_COLUMNS, as_pyiceberg_reads, component_splits};
     let wh = std::env::temp_dir().join(unique_name("iceberg-nested-wh"));
     let driver = ComponentDriver::load(&plugin("iceberg"), &wh).await;
     let t = table("iceberg", "nested", &CONTRACT_COLUMNS, &[], &[], 2, &[]);
     assert!(driver.create(&t).await);
     let dir = driver.table_dir(&t).await;
-    let mut expected = Vec::new();
-    let mut splits = Vec::new();
-    for (bucket, (first, count)) in [(0, 90), (90, 70)].into_iter().enumerate() {
-        let b = batch(first, count);
-        let rows: Vec<Value> = (first..first + count).map(row).collect();
-        expected.extend(with_system(rows, bucket as i32, 0));
-        splits.push(SplitInput {
-            bucket: bucket as i32,
-            partition: None,
-            batches: vec![
-                row_batch(&b.slice(0, 30), Vec::new(), 0, TS_MS),
-                row_batch(&b.slice(30, count as usize - 30), Vec::new(), 30, TS_MS),
-            ],
-        });
-    }
+    let (splits, expected) = component_splits();
     driver.round(&t, splits, offsets_property(1)).await;
     for reader in ["pyiceberg", "duckdb"] {
         let want = match reader {
