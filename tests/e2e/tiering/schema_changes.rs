@@ -7,8 +7,8 @@
 //!   handling of the column as Fluss 1.0 adds it is tested at the component level.)
 //! - The lake table changed by another engine between rounds (Java Paimon, Java Iceberg,
 //!   Fluss #4038): a nullable column added and a column moved keep the table tiered with the
-//!   extra column null; a Fluss column dropped from the lake is one error per round naming the
-//!   column, and nothing more is written.
+//!   extra column null; a Fluss column dropped from the lake, or retyped there, is one error
+//!   per round naming the column, and nothing more is written.
 //! - A lake table as Fluss 1.0 creates it (FIP-27, no system columns): the 0.9.1 coordinator
 //!   refuses to adopt one, so the test recreates the lake table it made as 1.0 would, before
 //!   anything is tiered.
@@ -39,6 +39,9 @@ enum Case {
     LakeCompatible,
     /// The lake drops Fluss's column `name` between rounds.
     LakeDropsColumn,
+    /// The lake retypes a Fluss column between rounds (Paimon `v` BIGINT to DOUBLE, Iceberg
+    /// `id` int promoted to long).
+    LakeRetypesColumn,
     /// The lake table is recreated as Fluss 1.0 creates it before anything is tiered.
     Clean,
 }
@@ -178,7 +181,12 @@ async fn run(format: &str) {
     let c = cluster::lease(format);
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
-    let mut cases = vec![Case::LakeCompatible, Case::LakeDropsColumn, Case::Clean];
+    let mut cases = vec![
+        Case::LakeCompatible,
+        Case::LakeDropsColumn,
+        Case::LakeRetypesColumn,
+        Case::Clean,
+    ];
     if format == "paimon" {
         cases.extend([Case::FlussAddColumn, Case::FlussAddColumnPk]);
     }
@@ -212,7 +220,9 @@ async fn run(format: &str) {
                 assert_eq!(column_names(&columns), ["id", "name", "v"], "{columns}");
                 write(&conn, t, 0..200, 0).await;
             }
-            Case::LakeCompatible | Case::LakeDropsColumn => write(&conn, t, 0..200, 0).await,
+            Case::LakeCompatible | Case::LakeDropsColumn | Case::LakeRetypesColumn => {
+                write(&conn, t, 0..200, 0).await
+            }
         }
     }
     let h = host::HostProcess::spawn(
@@ -237,7 +247,7 @@ async fn run(format: &str) {
         tiered(t.path.clone()).await;
     }
 
-    // Another engine changes two lake tables between rounds.
+    // Another engine changes three lake tables between rounds.
     for t in &mut tables {
         match t.case {
             Case::LakeCompatible => {
@@ -256,49 +266,65 @@ async fn run(format: &str) {
                 alter_lake(&c, format, t, &["drop:name"]);
                 write(&conn, t, 200..300, 2).await;
             }
+            Case::LakeRetypesColumn => {
+                let retype = match format {
+                    "paimon" => "retype:v:DOUBLE",
+                    _ => "retype:id:long",
+                };
+                alter_lake(&c, format, t, &[retype]);
+                write(&conn, t, 200..300, 2).await;
+            }
             _ => {}
         }
     }
-    let mut dropped = None;
+    let mut incompatible = Vec::new();
     for t in &tables {
         match t.case {
             Case::LakeCompatible => {
                 tiered(t.path.clone()).await;
             }
-            Case::LakeDropsColumn => dropped = Some(t),
+            Case::LakeDropsColumn | Case::LakeRetypesColumn => incompatible.push(t),
             _ => {}
         }
     }
-    // The table whose lake lost a Fluss column: one error naming it per round, nothing
-    // written. Its lake snapshot stays where the first round left it.
-    let dropped = dropped.unwrap();
-    let before = admin.get_latest_lake_snapshot(&dropped.path).await.unwrap();
+    // The tables whose lake lost or retyped a Fluss column: one error naming it per round,
+    // nothing written. Their lake snapshots stay where the first round left them.
     let mut h = h;
-    h.wait_for_log_count(
-        "Fluss column name is not in the",
-        2,
-        Duration::from_secs(120),
-    )
-    .await;
-    let after = admin.get_latest_lake_snapshot(&dropped.path).await.unwrap();
-    assert_eq!(
-        after.snapshot_id, before.snapshot_id,
-        "a snapshot was written"
-    );
-    assert_eq!(
-        data::snapshot_offsets(&after),
-        data::snapshot_offsets(&before)
-    );
+    for t in incompatible {
+        let before = admin.get_latest_lake_snapshot(&t.path).await.unwrap();
+        let needle = match (t.case, format) {
+            (Case::LakeDropsColumn, _) => "Fluss column name is not in the",
+            (_, "paimon") => "Fluss column v BIGINT does not match Paimon column v DOUBLE",
+            _ => "column id: Fluss type INT maps to Iceberg int, but the Iceberg column is long",
+        };
+        h.wait_for_log_count(needle, 2, Duration::from_secs(120))
+            .await;
+        let after = admin.get_latest_lake_snapshot(&t.path).await.unwrap();
+        assert_eq!(
+            after.snapshot_id, before.snapshot_id,
+            "{:?}: a snapshot was written",
+            t.case
+        );
+        assert_eq!(
+            data::snapshot_offsets(&after),
+            data::snapshot_offsets(&before)
+        );
+    }
 
     for t in &tables {
         let mut want: Vec<Value> = t.expected.values().cloned().collect();
-        if t.case == Case::LakeDropsColumn {
-            // The first round's rows only, as the lake reads them now (without `name`).
+        if matches!(t.case, Case::LakeDropsColumn | Case::LakeRetypesColumn) {
+            // The first round's rows only, as the lake reads them now (without `name`, or
+            // Paimon's `v` as a DOUBLE).
             want = want
                 .into_iter()
                 .filter(|r| r["id"].as_i64().unwrap() < 200)
                 .map(|mut r| {
-                    r.as_object_mut().unwrap().remove("name");
+                    if t.case == Case::LakeDropsColumn {
+                        r.as_object_mut().unwrap().remove("name");
+                    } else if format == "paimon" {
+                        r["v"] = json!(r["v"].as_i64().unwrap() as f64);
+                    }
                     r
                 })
                 .collect();
