@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use arrow::array::{
     Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
-    Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    Int64Array, ListArray, MapArray, RecordBatch, StringArray, StructArray,
+    TimestampMicrosecondArray,
 };
 use arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, TimeUnit};
 use fluss::client::{FlussAdmin, FlussConnection};
@@ -179,7 +180,10 @@ pub async fn write_rows(
 }
 
 /// Canonical JSON of every row of `batch`, as the readers print them: decimals as strings
-/// with exactly `scale` digits, dates as days since the epoch, timestamps as epoch micros.
+/// with exactly `scale` digits, dates as days since the epoch, timestamps as epoch micros;
+/// lists as arrays, maps as `[[key, value], ...]` in entry order, rows as objects (the SDK's
+/// `testing::json_array` form), so Fluss's own reads of nested columns compare with the
+/// lake's.
 pub fn canonical_rows(batch: &RecordBatch) -> Vec<Value> {
     let schema = batch.schema();
     (0..batch.num_rows())
@@ -221,6 +225,24 @@ fn cell(col: &dyn Array, row: usize) -> Value {
     }
     if let Some(a) = any.downcast_ref::<Decimal128Array>() {
         return json!(a.value_as_string(row));
+    }
+    if let Some(a) = any.downcast_ref::<ListArray>() {
+        let items = a.value(row);
+        return (0..items.len()).map(|i| cell(items.as_ref(), i)).collect();
+    }
+    if let Some(a) = any.downcast_ref::<MapArray>() {
+        let entries = a.value(row);
+        let (keys, values) = (entries.column(0), entries.column(1));
+        return (0..entries.len())
+            .map(|i| json!([cell(keys.as_ref(), i), cell(values.as_ref(), i)]))
+            .collect();
+    }
+    if let Some(a) = any.downcast_ref::<StructArray>() {
+        let fields = a.fields().iter().zip(a.columns());
+        return fields
+            .map(|(f, c)| (f.name().clone(), cell(c.as_ref(), row)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
     }
     panic!("unsupported test column type {:?}", col.data_type());
 }
