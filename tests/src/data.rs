@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
-    Int64Array, ListArray, MapArray, RecordBatch, StringArray, StructArray,
-    TimestampMicrosecondArray,
+    Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float64Array,
+    Int32Array, Int64Array, LargeBinaryArray, ListArray, MapArray, RecordBatch, StringArray,
+    StructArray, TimestampMicrosecondArray,
 };
 use arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, TimeUnit};
 use fluss::client::{FlussAdmin, FlussConnection};
@@ -179,8 +179,13 @@ pub async fn write_rows(
     write_partition_rows(conn, path, &[], first, count, batch_rows).await;
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Canonical JSON of every row of `batch`, as the readers print them: decimals as strings
-/// with exactly `scale` digits, dates as days since the epoch, timestamps as epoch micros;
+/// with exactly `scale` digits, dates as days since the epoch, timestamps as epoch micros,
+/// bytes as lowercase hex;
 /// lists as arrays, maps as `[[key, value], ...]` in entry order, rows as objects (the SDK's
 /// `testing::json_array` form), so Fluss's own reads of nested columns compare with the
 /// lake's.
@@ -225,6 +230,12 @@ fn cell(col: &dyn Array, row: usize) -> Value {
     }
     if let Some(a) = any.downcast_ref::<Decimal128Array>() {
         return json!(a.value_as_string(row));
+    }
+    if let Some(a) = any.downcast_ref::<BinaryArray>() {
+        return json!(hex(a.value(row)));
+    }
+    if let Some(a) = any.downcast_ref::<LargeBinaryArray>() {
+        return json!(hex(a.value(row)));
     }
     if let Some(a) = any.downcast_ref::<ListArray>() {
         let items = a.value(row);

@@ -8,11 +8,8 @@
 //! the helpers below.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{Array, ArrayRef, BinaryArray, LargeBinaryArray, StringArray};
-use arrow::record_batch::RecordBatch;
 use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
@@ -49,7 +46,7 @@ fn descriptor(engine: Option<&str>) -> TableDescriptor {
 }
 
 /// Every key (`id` in `0..KEYS`) of the table as Fluss's lookup answers it, in the readers'
-/// canonical JSON ([`canonical_rows`]). The lookups are sent at once (a lookuper each: one
+/// canonical JSON ([`data::canonical_rows`]). The lookups are sent at once (a lookuper each: one
 /// waits for its answer), so that Fluss's lookup client batches them instead of waiting its
 /// linger for each.
 pub(super) async fn fluss_state(conn: &FlussConnection, path: &TablePath) -> Vec<Value> {
@@ -60,7 +57,7 @@ pub(super) async fn fluss_state(conn: &FlussConnection, path: &TablePath) -> Vec
             let mut key = GenericRow::new(1);
             key.set_field(0, id);
             let found = lookuper.lookup(&key).await.unwrap();
-            canonical_rows(&found.to_record_batch().unwrap())
+            data::canonical_rows(&found.to_record_batch().unwrap())
         }
     });
     futures::future::join_all(lookups)
@@ -68,34 +65,6 @@ pub(super) async fn fluss_state(conn: &FlussConnection, path: &TablePath) -> Vec
         .into_iter()
         .flatten()
         .collect()
-}
-
-/// `data::canonical_rows`, with BYTES columns as lowercase hex, as the lake readers print them.
-fn canonical_rows(batch: &RecordBatch) -> Vec<Value> {
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
-    let columns: Vec<ArrayRef> = batch
-        .columns()
-        .iter()
-        .map(|col| {
-            let any = col.as_any();
-            let as_hex: Option<StringArray> = if let Some(a) = any.downcast_ref::<BinaryArray>() {
-                Some(a.iter().map(|v| v.map(hex)).collect())
-            } else {
-                any.downcast_ref::<LargeBinaryArray>()
-                    .map(|a| a.iter().map(|v| v.map(hex)).collect())
-            };
-            as_hex.map_or_else(|| col.clone(), |a| Arc::new(a) as ArrayRef)
-        })
-        .collect();
-    let fields: Vec<arrow::datatypes::Field> = batch
-        .schema()
-        .fields()
-        .iter()
-        .zip(&columns)
-        .map(|(f, c)| arrow::datatypes::Field::new(f.name(), c.data_type().clone(), true))
-        .collect();
-    let schema = Arc::new(arrow::datatypes::Schema::new(fields));
-    data::canonical_rows(&RecordBatch::try_new(schema, columns).unwrap())
 }
 
 /// The host tiering every lake-enabled table of the cluster into `format`, with `extra`
