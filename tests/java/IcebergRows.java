@@ -21,6 +21,15 @@ public final class IcebergRows {
         return "\"" + String.valueOf(s).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " ") + "\"";
     }
 
+    /** Bytes (binary and fixed) as the readers print them: quoted lowercase hex. */
+    private static String hex(byte[] bytes) {
+        StringBuilder o = new StringBuilder("\"");
+        for (byte b : bytes) {
+            o.append(String.format("%02x", b));
+        }
+        return o.append("\"").toString();
+    }
+
     private static String json(Object v) {
         if (v == null) {
             return "null";
@@ -38,6 +47,15 @@ public final class IcebergRows {
         if (v instanceof java.time.OffsetDateTime) {
             java.time.Instant i = ((java.time.OffsetDateTime) v).toInstant();
             return Long.toString(i.getEpochSecond() * 1_000_000L + i.getNano() / 1000);
+        }
+        if (v instanceof java.nio.ByteBuffer) {
+            java.nio.ByteBuffer b = ((java.nio.ByteBuffer) v).duplicate();
+            byte[] bytes = new byte[b.remaining()];
+            b.get(bytes);
+            return hex(bytes);
+        }
+        if (v instanceof byte[]) {
+            return hex((byte[]) v);
         }
         if (v instanceof Record) {
             Record r = (Record) v;

@@ -426,8 +426,8 @@ async fn run(format: &str) {
         &format!("{format}-aggregation-host"),
         &["--maintenance.idle-interval", "2s"],
     );
-    let columns: Vec<(&str, bool)> = std::iter::once(("id", false))
-        .chain(COLUMNS.iter().map(|(n, t, _)| (*n, *t == "BYTES")))
+    let columns: Vec<&str> = std::iter::once("id")
+        .chain(COLUMNS.iter().map(|(n, _, _)| *n))
         .collect();
     let mut models: Vec<BTreeMap<i32, Vec<Cell>>> = vec![BTreeMap::new(); tables.len()];
     let mut rng = Rng(0xa66_0fe9_91e5);

@@ -7,7 +7,6 @@
 //! engine, whose tables only Fluss's Java client can create, is in `super::aggregation`, on
 //! the helpers below.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fluss::client::{FlussAdmin, FlussConnection};
@@ -91,56 +90,23 @@ pub(super) async fn wait_tiered(admin: &FlussAdmin, path: &TablePath, what: &str
         .unwrap_or_else(|e| panic!("{what}: {e}\nhost log:\n{}", h.log()));
 }
 
-/// The lake's merged read of the table's `columns` (`id` first; `true` marks BYTES), in the
-/// canonical JSON: pypaimon for Paimon; Java Iceberg's generic reader for Iceberg (deletes
-/// applied as Java applies them), whose `IcebergRows` has no form for binary values, so
-/// BYTES columns come from DuckDB's read of the same snapshot, joined on `id`.
+/// The lake's merged read of the table's `columns` (`id` first), in the canonical JSON:
+/// pypaimon for Paimon; Java Iceberg's generic reader for Iceberg (deletes applied as Java
+/// applies them).
 pub(super) fn lake_state(
     c: &ClusterInfo,
     format: &str,
     path: &TablePath,
-    columns: &[(&str, bool)],
+    columns: &[&str],
 ) -> Vec<Value> {
     if format == "paimon" {
         return paimon::rows(&c.paimon_warehouse, "fluss", path.table(), None);
     }
     let dir = c.iceberg_warehouse.join("fluss").join(path.table());
-    let names: Vec<&str> = columns
-        .iter()
-        .filter(|(_, b)| !b)
-        .map(|(n, _)| *n)
-        .collect();
-    let java = iceberg::java_rows(&dir, &names);
-    let mut rows = java["rows"].as_array().unwrap().clone();
-    let binary: Vec<&str> = columns
-        .iter()
-        .filter(|(_, b)| *b)
-        .map(|(n, _)| *n)
-        .collect();
-    if binary.is_empty() {
-        return rows;
-    }
-    let snapshot = java["snapshot"].as_i64();
-    let duck: BTreeMap<i64, Value> = iceberg::rows(&dir, snapshot, "duckdb")
-        .into_iter()
-        .map(|r| (r["id"].as_i64().unwrap(), r))
-        .collect();
-    assert_eq!(
-        duck.len(),
-        rows.len(),
-        "{}: DuckDB and Java Iceberg read different keys",
-        path.table()
-    );
-    for row in &mut rows {
-        let id = row["id"].as_i64().unwrap();
-        let other = duck
-            .get(&id)
-            .unwrap_or_else(|| panic!("{}: DuckDB has no row {id}", path.table()));
-        for name in &binary {
-            row[*name] = other[*name].clone();
-        }
-    }
-    rows
+    iceberg::java_rows(&dir, columns)["rows"]
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 /// Waits until the table is tiered, then asserts that the lake reads (business columns) as
@@ -152,7 +118,7 @@ pub(super) async fn assert_lake_reads_as_fluss(
     admin: &FlussAdmin,
     format: &str,
     path: &TablePath,
-    columns: &[(&str, bool)],
+    columns: &[&str],
     what: &str,
     h: &HostProcess,
 ) -> Vec<Value> {
@@ -215,7 +181,7 @@ async fn run(format: &str) {
             writer.flush().await.unwrap();
         }
         for (_, name, path, _) in &tables {
-            let columns = [("id", false), ("ver", false), ("name", false)];
+            let columns = ["id", "ver", "name"];
             let what = format!("{name} round {round}");
             assert_lake_reads_as_fluss(&c, &conn, &admin, format, path, &columns, &what, &h).await;
         }

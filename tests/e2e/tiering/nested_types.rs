@@ -344,13 +344,13 @@ async fn run_pk(format: &str, more_readers: impl Fn(&cluster::Lease, &TablePath,
         deleted: BTreeSet::new(),
         coverage: Coverage::default(),
     };
-    let columns: Vec<(&str, bool)> = COLUMN_NAMES.iter().map(|n| (*n, false)).collect();
     for round in 0..ROUNDS {
         writes.round(round, &writer);
         writer.flush().await.unwrap();
         let what = format!("{} round {round}", path.table());
         let fluss =
-            assert_lake_reads_as_fluss(&c, &conn, &admin, format, &path, &columns, &what, &h).await;
+            assert_lake_reads_as_fluss(&c, &conn, &admin, format, &path, &COLUMN_NAMES, &what, &h)
+                .await;
         assert_eq!(
             fluss,
             writes.expected(),
