@@ -34,7 +34,7 @@ use fluss_lake_paimon::schema::load_latest_schema;
 use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
 
-use crate::common::{root, uuid_like};
+use crate::common::{paimon_jars, root, uuid_like};
 
 // The scenario, mirrored from PkCrossCheck.java.
 const ROUNDS: i32 = 3;
@@ -245,42 +245,6 @@ fn compacted_total(warehouse: &Path) -> i64 {
         .unwrap()
 }
 
-fn jars() -> String {
-    let dist = root().join("target/fluss-dist");
-    let mut jars = Vec::new();
-    for (dir, prefixes) in [
-        (
-            "plugins/paimon",
-            &[
-                "paimon-bundle-",
-                "flink-shaded-hadoop-2-uber-",
-                "fluss-lake-paimon-",
-            ][..],
-        ),
-        ("lib", &["log4j-"][..]),
-        ("lib-client", &["slf4j-api-", "fluss-client-"][..]),
-    ] {
-        let entries = std::fs::read_dir(dist.join(dir)).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (run cluster/setup.sh first)",
-                dist.join(dir).display()
-            )
-        });
-        for e in entries {
-            let path = e.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name.ends_with(".jar") && prefixes.iter().any(|p| name.starts_with(p)) {
-                jars.push(path.display().to_string());
-            }
-        }
-    }
-    assert!(
-        jars.iter().any(|j| j.contains("paimon-bundle-1.3.1")),
-        "{jars:?}"
-    );
-    jars.join(":")
-}
-
 fn run(command: &mut Command) -> String {
     let out = command.output().expect("running the JDK");
     assert!(
@@ -302,7 +266,7 @@ fn java_paimon_writes_and_reads_the_same_tables() {
     std::fs::create_dir_all(&warehouse).unwrap();
     let source: PathBuf =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/PkCrossCheck.java");
-    let jars = jars();
+    let jars = paimon_jars();
     run(Command::new("javac")
         .args(["-nowarn", "-d"])
         .arg(&classes)

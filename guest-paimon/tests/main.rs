@@ -4,5 +4,6 @@
 mod common;
 mod java_paimon_crosscheck;
 mod pypaimon_nested;
+mod pypaimon_nested_compaction;
 mod pypaimon_pk;
 mod pypaimon_roundtrip;

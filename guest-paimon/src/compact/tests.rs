@@ -1149,3 +1149,216 @@ fn a_bucket_whose_full_compaction_is_over_the_budget_compacts_what_fits() {
         );
     }
 }
+
+/// The rows of a batch of the shared nested table (canonical JSON of `columns`), as the host
+/// hands them over.
+fn nested_rows_batch(
+    columns: &[fluss_lake_guest_sdk::testing::ColumnSpec<'_>],
+    rows: &[serde_json::Value],
+) -> RecordBatch {
+    use fluss_lake_guest_sdk::datatype::ColumnType;
+    use fluss_lake_guest_sdk::testing::json_array;
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(n, t, nullable)| {
+            Field::new(*n, ColumnType::parse(t).unwrap().arrow_type(), *nullable)
+        })
+        .collect();
+    let arrays = fields
+        .iter()
+        .map(|f| {
+            let values: Vec<serde_json::Value> = rows.iter().map(|r| r[f.name()].clone()).collect();
+            json_array(&values, f.data_type())
+        })
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap()
+}
+
+/// The live data files of the latest snapshot, in sequence order.
+fn live_in_sequence_order(storage: &dyn Storage) -> Vec<DataFileMeta> {
+    let mut files: Vec<DataFileMeta> = live_files::live_entries(storage, &latest(storage), None)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.file)
+        .collect();
+    files.sort_by_key(|f| (f.min_sequence_number, f.level));
+    files
+}
+
+/// The atomic columns of the nested table's files, the only ones with value statistics.
+const NESTED_STATS_COLUMNS: [&str; 4] = ["id", "__bucket", "__offset", "__timestamp"];
+
+/// Nested columns (the shared ARRAY / MAP / ROW table, nulls and empty collections at every
+/// level) through both compactions, which read nested Parquet back, merge it and write it
+/// again: an append bucket's rows come back identical and in order, a primary-key table's
+/// merged rows (the newest record of each key, whole) are those before compaction, and every
+/// compacted file has the tiering writer's Parquet schema (Paimon's nested field ids) and
+/// `_VALUE_STATS` without the nested columns. pypaimon and Java Paimon read such tables in
+/// `tests/pypaimon_nested_compaction.rs`; this runs without them.
+#[test]
+fn nested_columns_are_compacted_with_their_values_field_ids_and_no_statistics() {
+    use fluss_lake_guest_sdk::deps::arrow_select::concat::concat_batches;
+    use fluss_lake_guest_sdk::parquet_read::{ParquetFileReader, ReadLimits};
+    use fluss_lake_guest_sdk::testing::{NESTED_COLUMNS, nested_batch, nested_row};
+    let parquet_schema = |storage: &dyn Storage, path: &str| {
+        let reader = ParquetFileReader::open(storage, path, None, ReadLimits::default()).unwrap();
+        reader
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .root_schema()
+            .clone()
+    };
+    let check_files = |storage: &dyn Storage, tiered: &str| {
+        let want = parquet_schema(storage, tiered);
+        for e in live_files::live_entries(storage, &latest(storage), None).unwrap() {
+            let path = format!("bucket-{}/{}", e.bucket, e.file.file_name);
+            assert_eq!(parquet_schema(storage, &path), want, "{path}");
+            assert_eq!(
+                e.file.value_stats_cols.as_deref(),
+                Some(&NESTED_STATS_COLUMNS.map(String::from)[..]),
+                "{path}"
+            );
+        }
+    };
+
+    // An append bucket of six small files.
+    let storage = MemoryStorage::new();
+    let table = log_table("db", "nested", &NESTED_COLUMNS, &["id"], 1, &[]);
+    create_table_if_missing(&storage, &table, &[]).unwrap();
+    for r in 0..6i64 {
+        let mut w = PaimonWriter::open(&writer_context(&table, 0, None, &[]), &storage).unwrap();
+        w.write(make_row_batch(&nested_batch(r * 10, 10), r * 10, 1).unwrap())
+            .unwrap();
+        let mut c = PaimonCommitter::new(&storage, vec![]);
+        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
+        c.commit(
+            &to_committable(&[w.complete().unwrap().payload]).unwrap(),
+            &[("fluss-offsets".to_string(), format!("/o/{r}"))],
+            base,
+        )
+        .unwrap();
+    }
+    let rows = |storage: &dyn Storage| -> RecordBatch {
+        let batches: Vec<RecordBatch> = live_in_sequence_order(storage)
+            .iter()
+            .flat_map(|f| read_all(storage, &format!("bucket-0/{}", f.file_name)).unwrap())
+            .collect();
+        concat_batches(&batches[0].schema(), &batches).unwrap()
+    };
+    let before = rows(&storage);
+    let tiered = format!("bucket-0/{}", live_in_sequence_order(&storage)[0].file_name);
+    let schema = load_latest_schema(&storage).unwrap().unwrap();
+    let done = compact(&storage, &[], &schema, &now, NO_DEADLINE).unwrap();
+    assert_eq!((done.files_compacted, done.files_written), (5, 1));
+    assert_eq!(rows(&storage), before, "the append bucket's rows, in order");
+    check_files(&storage, &tiered);
+
+    // A primary-key table: keys updated to other nested values (their nulls elsewhere) and
+    // deleted over six rounds, each a level-0 run per bucket.
+    let mut columns = NESTED_COLUMNS.to_vec();
+    columns[0].2 = false;
+    let table = pk_table("db", "nested_pk", &columns, &["id"], BUCKETS, &[]);
+    let storage = MemoryStorage::new();
+    create_table_if_missing(&storage, &table, &[]).unwrap();
+    let mut offsets: BTreeMap<i32, i64> = BTreeMap::new();
+    let value = |id: i32, version: i32| {
+        let mut row = nested_row(i64::from(id + 100 * version));
+        row["id"] = serde_json::json!(id);
+        row
+    };
+    let mut live: BTreeMap<i32, i32> = BTreeMap::new();
+    for r in 0..6 {
+        let mut results = Vec::new();
+        for b in 0..BUCKETS {
+            let mut changes: Vec<(ChangeType, serde_json::Value)> = Vec::new();
+            for id in (0..16).filter(|id| bucket(*id) == b && (id + r) % 3 != 0) {
+                match (live.get(&id).copied(), (id * 7 + r * 3) % 4) {
+                    (None, _) => {
+                        changes.push((ChangeType::Insert, value(id, r)));
+                        live.insert(id, r);
+                    }
+                    (Some(old), 0) => {
+                        changes.push((ChangeType::Delete, value(id, old)));
+                        live.remove(&id);
+                    }
+                    (Some(old), 1) => {
+                        changes.push((ChangeType::UpdateBefore, value(id, old)));
+                        changes.push((ChangeType::UpdateAfter, value(id, r)));
+                        live.insert(id, r);
+                    }
+                    _ => {
+                        changes.push((ChangeType::UpdateAfter, value(id, r)));
+                        live.insert(id, r);
+                    }
+                }
+            }
+            if changes.is_empty() {
+                continue;
+            }
+            let rows: Vec<serde_json::Value> = changes.iter().map(|c| c.1.clone()).collect();
+            let kinds: Vec<ChangeType> = changes.iter().map(|c| c.0).collect();
+            let offset = offsets.entry(b).or_insert(0);
+            let batch = nested_rows_batch(&columns, &rows);
+            let mut w =
+                PaimonWriter::open(&writer_context(&table, b, None, &[]), &storage).unwrap();
+            w.write(make_changelog_batch(&batch, &kinds, *offset, 1).unwrap())
+                .unwrap();
+            *offset += rows.len() as i64;
+            results.push(w.complete().unwrap().payload);
+        }
+        let mut c = PaimonCommitter::new(&storage, vec![]);
+        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
+        c.commit(
+            &to_committable(&results).unwrap(),
+            &[("fluss-offsets".to_string(), format!("/o/{r}"))],
+            base,
+        )
+        .unwrap();
+    }
+    // Per key, the whole row of its newest record, unless that is a retraction.
+    let merged = |storage: &dyn Storage| -> BTreeMap<i32, RecordBatch> {
+        let mut newest: BTreeMap<i32, (i64, bool, RecordBatch)> = BTreeMap::new();
+        for e in live_files::live_entries(storage, &latest(storage), None).unwrap() {
+            let path = format!("bucket-{}/{}", e.bucket, e.file.file_name);
+            for b in read_all(storage, &path).unwrap() {
+                let keys = b
+                    .column_by_name("_KEY_id")
+                    .unwrap()
+                    .as_primitive::<Int32Type>();
+                let seqs = b
+                    .column_by_name("_SEQUENCE_NUMBER")
+                    .unwrap()
+                    .as_primitive::<Int64Type>();
+                let kinds = b
+                    .column_by_name("_VALUE_KIND")
+                    .unwrap()
+                    .as_primitive::<Int8Type>();
+                for i in 0..b.num_rows() {
+                    let seq = seqs.value(i);
+                    if newest.get(&keys.value(i)).is_none_or(|(s, _, _)| *s < seq) {
+                        let retract = RowKind::is_retract(kinds.value(i));
+                        newest.insert(keys.value(i), (seq, retract, b.slice(i, 1)));
+                    }
+                }
+            }
+        }
+        newest
+            .into_iter()
+            .filter(|(_, (_, retract, _))| !retract)
+            .map(|(k, (_, _, row))| (k, row))
+            .collect()
+    };
+    let before = merged(&storage);
+    assert_eq!(
+        before.keys().copied().collect::<Vec<_>>(),
+        live.keys().copied().collect::<Vec<_>>()
+    );
+    let tiered = &live_files::live_entries(&storage, &latest(&storage), None).unwrap()[0];
+    let tiered = format!("bucket-{}/{}", tiered.bucket, tiered.file.file_name);
+    let schema = load_latest_schema(&storage).unwrap().unwrap();
+    let done = compact(&storage, &[], &schema, &now, NO_DEADLINE).unwrap();
+    assert!(done.files_compacted >= 12, "{done:?}");
+    assert_eq!(merged(&storage), before, "the merged rows");
+    check_files(&storage, &tiered);
+}

@@ -83,3 +83,115 @@ pub fn uuid_like() -> String {
         .unwrap();
     format!("{}-{}", t.as_nanos(), std::process::id())
 }
+
+/// The classpath (joined with `:`) of the Paimon jars `cluster/setup.sh` installs into
+/// `target/fluss-dist`: Fluss 0.9.1's Paimon plugin, the paimon-bundle (1.3.1) and Hadoop it
+/// runs with, and logging.
+pub fn paimon_jars() -> String {
+    let dist = root().join("target/fluss-dist");
+    let mut jars = Vec::new();
+    for (dir, prefixes) in [
+        (
+            "plugins/paimon",
+            &[
+                "paimon-bundle-",
+                "flink-shaded-hadoop-2-uber-",
+                "fluss-lake-paimon-",
+            ][..],
+        ),
+        ("lib", &["log4j-"][..]),
+        ("lib-client", &["slf4j-api-", "fluss-client-"][..]),
+    ] {
+        let entries = std::fs::read_dir(dist.join(dir)).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (run cluster/setup.sh first)",
+                dist.join(dir).display()
+            )
+        });
+        for e in entries {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".jar") && prefixes.iter().any(|p| name.starts_with(p)) {
+                jars.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(
+        jars.iter().any(|j| j.contains("paimon-bundle-1.3.1")),
+        "{jars:?}"
+    );
+    jars.join(":")
+}
+
+/// Java Paimon's merged read of the latest snapshot of `db.table` (`tests/java/PaimonCheck.java`,
+/// the workspace's Java Paimon reader): `{"snapshot", "commit_user", "properties", "rows"}`,
+/// the rows holding `columns` in the tests' canonical JSON. Needs a JDK and [`paimon_jars`].
+pub fn java_paimon_read(warehouse: &Path, db: &str, table: &str, columns: &[&str]) -> Json {
+    let jars = paimon_jars();
+    let classes = compiled_java_check("PaimonCheck", &jars);
+    let out = Command::new("java")
+        .args([
+            "-XX:TieredStopAtLevel=1",
+            "-Xmx512m",
+            "-Dlog4j2.level=ERROR",
+        ])
+        .arg("-cp")
+        .arg(format!("{}:{jars}", classes.display()))
+        .arg("PaimonCheck")
+        .arg(warehouse)
+        .args([db, table])
+        .args(columns)
+        .output()
+        .expect("running the JDK");
+    assert!(
+        out.status.success(),
+        "PaimonCheck (Java Paimon) could not read {db}.{table}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .map(str::to_string)
+        .expect("PaimonCheck prints one JSON line");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// The classes of `tests/java/<class>.java` compiled against `classpath`, in
+/// `target/java-checks/<class>-guest-<key of source and classpath>`: compiled by the first
+/// test that needs them (into a directory of its own, renamed into place, so concurrent tests
+/// and runs never see half a compilation) and reused by every later one.
+fn compiled_java_check(class: &str, classpath: &str) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let source = root().join(format!("tests/java/{class}.java"));
+    let text = std::fs::read(&source).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&text, classpath).hash(&mut hasher);
+    let dir = root().join("target/java-checks").join(format!(
+        "{}-guest-{:016x}",
+        class.to_ascii_lowercase(),
+        hasher.finish()
+    ));
+    if dir.exists() {
+        return dir;
+    }
+    let fresh = dir.with_extension(format!("tmp-{}", uuid_like()));
+    let out = Command::new("javac")
+        .args(["-nowarn", "-d"])
+        .arg(&fresh)
+        .args(["-cp", classpath])
+        .arg(&source)
+        .output()
+        .expect("javac (a JDK) is needed");
+    assert!(
+        out.status.success(),
+        "javac {}:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if std::fs::rename(&fresh, &dir).is_err() {
+        // Another test or run renamed its compilation into place first.
+        let _ = std::fs::remove_dir_all(&fresh);
+    }
+    dir
+}
