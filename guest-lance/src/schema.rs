@@ -209,3 +209,30 @@ pub fn check_compatible(fields: &[pbfile::Field], table: &TableInfo) -> Result<(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use fluss_lake_guest_sdk::ErrorKind;
+    use fluss_lake_guest_sdk::testing::{NESTED_COLUMNS, log_table};
+
+    use super::*;
+
+    /// Lance could hold nested columns, but this plugin's encoder is flat: a table with one is
+    /// refused before anything is written, naming the column.
+    #[test]
+    fn nested_columns_are_refused_naming_the_column() {
+        for (name, ty, nullable) in NESTED_COLUMNS.iter().filter(|(_, t, _)| t.contains('<')) {
+            let t = log_table(
+                "db",
+                "t",
+                &[("id", "INT", false), (name, ty, *nullable)],
+                &[],
+                1,
+                &[],
+            );
+            let err = fields_for_fluss_table(&t).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+            assert!(err.message().contains(&format!("column {name}")), "{err}");
+        }
+    }
+}
