@@ -70,32 +70,24 @@ fn descriptor(primary_key: bool) -> TableDescriptor {
         .unwrap()
 }
 
-/// Writes rows `ids` (with `extra` when the table has that column) and records what the
-/// lake must read for them.
+/// Writes rows `ids` (with `extra` when the table has that column), each acknowledged by
+/// Fluss, and records what the lake must read for them.
+///
+/// Right after an ALTER, a tablet server that has not yet learned the new schema refuses a
+/// write of it (`SchemaNotExistException`), which fluss-rs reports only through the row's
+/// result: such rows are written again until every one is acknowledged (a refused batch
+/// was not appended, so nothing is written twice).
 async fn write(conn: &FlussConnection, t: &mut Table, ids: std::ops::Range<i32>, round: u32) {
     let table = conn.get_table(&t.path).await.unwrap();
     let fields = table.get_table_info().get_schema().columns().len();
     let pk = matches!(t.case, Case::FlussAddColumnPk);
     let append = (!pk).then(|| table.new_append().unwrap().create_writer().unwrap());
     let upsert = pk.then(|| table.new_upsert().unwrap().create_writer().unwrap());
+    let mut pending: Vec<(i32, Option<String>, i64, Option<String>)> = Vec::new();
     for id in ids {
         let name = (id % 7 != 3).then(|| format!("n{id}-r{round}"));
         let v = id as i64 * 1_000 + round as i64;
-        let mut row = GenericRow::new(fields);
-        row.set_field(0, id);
-        if let Some(name) = &name {
-            row.set_field(1, name.as_str());
-        }
-        row.set_field(2, v);
         let extra = (fields == 4 && id % 5 != 0).then(|| format!("x{id}"));
-        if let Some(extra) = &extra {
-            row.set_field(3, extra.as_str());
-        }
-        match (&append, &upsert) {
-            (Some(w), _) => drop(w.append(&row).unwrap()),
-            (_, Some(w)) => drop(w.upsert(&row).unwrap()),
-            _ => unreachable!(),
-        }
         let mut want = json!({"id": id, "name": name, "v": v});
         match t.case {
             Case::FlussAddColumn | Case::FlussAddColumnPk => want["extra"] = json!(extra),
@@ -103,11 +95,49 @@ async fn write(conn: &FlussConnection, t: &mut Table, ids: std::ops::Range<i32>,
             _ => {}
         }
         t.expected.insert(id as i64, want);
+        pending.push((id, name, v, extra));
     }
-    match (append, upsert) {
-        (Some(w), _) => w.flush().await.unwrap(),
-        (_, Some(w)) => w.flush().await.unwrap(),
-        _ => unreachable!(),
+    for attempt in 0.. {
+        let mut results = Vec::with_capacity(pending.len());
+        for (id, name, v, extra) in &pending {
+            let mut row = GenericRow::new(fields);
+            row.set_field(0, *id);
+            if let Some(name) = name {
+                row.set_field(1, name.as_str());
+            }
+            row.set_field(2, *v);
+            if let Some(extra) = extra {
+                row.set_field(3, extra.as_str());
+            }
+            results.push(match (&append, &upsert) {
+                (Some(w), _) => w.append(&row).unwrap(),
+                (_, Some(w)) => w.upsert(&row).unwrap(),
+                _ => unreachable!(),
+            });
+        }
+        match (&append, &upsert) {
+            (Some(w), _) => w.flush().await.unwrap(),
+            (_, Some(w)) => w.flush().await.unwrap(),
+            _ => unreachable!(),
+        }
+        let mut refused = Vec::new();
+        for (row, result) in pending.into_iter().zip(results) {
+            match result.await {
+                Ok(()) => {}
+                Err(e) if e.to_string().contains("schema") && attempt < 30 => refused.push(row),
+                Err(e) => panic!("{}: row {} was not written: {e}", t.path, row.0),
+            }
+        }
+        if refused.is_empty() {
+            return;
+        }
+        eprintln!(
+            "{}: {} rows refused for a schema the server did not know yet, written again",
+            t.path,
+            refused.len()
+        );
+        pending = refused;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
