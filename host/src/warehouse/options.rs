@@ -9,9 +9,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Key prefixes of storage settings: the Fluss/Paimon (`s3.`), Hadoop (`fs.`, `s3a.`, and
-/// `iceberg.hadoop.` as Fluss's Iceberg plugin takes Hadoop's), Iceberg (`s3.`, `client.`) and
-/// object_store/Lance (`aws_`) spellings, and other stores'.
+/// Key prefixes of storage settings: the Fluss/Paimon (`s3.`), Hadoop (`fs.`, `s3a.`,
+/// `hadoop.`, and `iceberg.hadoop.` as Fluss's Iceberg plugin takes Hadoop's), Iceberg (`s3.`,
+/// `client.`, `adls.`, `gcs.`) and object_store/Lance (`aws_`, `azure_`, `google_`)
+/// spellings, and other stores'.
 const STORAGE_PREFIXES: &[&str] = &[
     "s3.",
     "s3a.",
@@ -24,7 +25,10 @@ const STORAGE_PREFIXES: &[&str] = &[
     "gs.",
     "gcs.",
     "azure.",
+    "azure_",
     "adls.",
+    "google_",
+    "hadoop.",
 ];
 
 /// Unprefixed storage keys, as Lance's storage options spell them.
@@ -52,6 +56,15 @@ const SECRET_WORDS: &[&str] = &[
     "access_key",
     "private-key",
     "private_key",
+    "account-key",
+    "account.key",
+    "account_key",
+    "service-account",
+    "service.account",
+    "service_account",
+    "sas-",
+    "sas.",
+    "sas_",
 ];
 
 /// Whether `key` (a plugin configuration key, prefix stripped) configures storage or holds a
@@ -130,6 +143,21 @@ mod tests {
             ("secret_access_key", "hunter2"),
             ("my.custom.password", "hunter2"),
             ("Some.API_TOKEN", "hunter2"),
+            // Azure and GCS, in object_store's, Hadoop's and Iceberg's spellings.
+            ("azure_storage_account_key", "hunter2"),
+            ("azure_storage_account_name", "dev"),
+            (
+                "hadoop.fs.azure.account.key.dev.dfs.core.windows.net",
+                "hunter2",
+            ),
+            ("adls.sas-token.dev.dfs.core.windows.net", "hunter2"),
+            ("my.sas_signature", "hunter2"),
+            (
+                "google_service_account_key",
+                "{\"private_key\": \"hunter2\"}",
+            ),
+            ("gcs.oauth2.token", "hunter2"),
+            ("custom.account.key", "hunter2"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
