@@ -15,7 +15,7 @@ use fluss_lake_paimon::schema::{SchemaField, load_latest_schema, schema_path};
 use fluss_lake_paimon::writer::PaimonWriter;
 use serde_json::{Value as Json, json};
 
-use crate::common::{cmd, python, read_many, root, uuid_like};
+use crate::common::{cmd, python, read_many, scratch_warehouse};
 
 const COLUMNS: &[(&str, &str, bool)] = &NESTED_COLUMNS;
 
@@ -71,10 +71,7 @@ fn sorted(mut rows: Vec<Json>) -> Vec<Json> {
 #[test]
 fn pypaimon_reads_nested_columns_and_tables_changed_elsewhere() {
     let _ = python();
-    let warehouse = root()
-        .join("target/test-warehouses")
-        .join(format!("paimon-nested-{}", uuid_like()));
-    std::fs::create_dir_all(&warehouse).unwrap();
+    let warehouse = scratch_warehouse("paimon-nested");
     let table = log_table("fluss", "nested", COLUMNS, &[], 1, &[]);
     let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&table).unwrap()));
     assert!(create_table_if_missing(&storage, &table, &[]).unwrap());

@@ -40,8 +40,8 @@ use fluss_lake_paimon::binary_row::{BinaryRowReader, Value};
 use fluss_lake_paimon::bucket::bucket_of;
 use fluss_lake_paimon::catalog::{LAYOUT, create_table_if_missing};
 use fluss_lake_paimon::committer::{PaimonCommitter, to_committable};
+use fluss_lake_paimon::compact::MAINTENANCE_COMMIT_USER;
 use fluss_lake_paimon::compact::live_files::live_entries;
-use fluss_lake_paimon::compact::{MAINTENANCE_COMMIT_USER, compact};
 use fluss_lake_paimon::manifest::{DataFileMeta, FileSource};
 use fluss_lake_paimon::schema::load_latest_schema;
 use fluss_lake_paimon::snapshot::{latest_snapshot_id, read_snapshot};
@@ -50,7 +50,7 @@ use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
 use serde_json::{Value as Json, json};
 
-use crate::common::{cmd, java_paimon_read, python, read_many, root, uuid_like};
+use crate::common::{cmd, compact_now, java_paimon_read, python, read_many, scratch_warehouse};
 
 const COMMIT_TS: i64 = 1_750_000_000_123;
 const BUCKETS: i32 = 2;
@@ -144,10 +144,7 @@ struct Lake {
 impl Lake {
     fn new(table: TableInfo) -> Lake {
         let _ = python();
-        let warehouse = root()
-            .join("target/test-warehouses")
-            .join(format!("paimon-nested-compaction-{}", uuid_like()));
-        std::fs::create_dir_all(&warehouse).unwrap();
+        let warehouse = scratch_warehouse("paimon-nested-compaction");
         let storage = LocalStorage::new(warehouse.join(LAYOUT.location(&table).unwrap()));
         assert!(create_table_if_missing(&storage, &table, &[]).unwrap());
         Lake {
@@ -217,13 +214,7 @@ impl Lake {
 
     /// Compacts as a maintenance call does; the `COMPACT` snapshot's id.
     fn compact(&mut self, config: &[(&str, &str)]) -> i64 {
-        let schema = load_latest_schema(&self.storage).unwrap().unwrap();
-        let config: Vec<(String, String)> = config
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let now = fluss_lake_guest_sdk::clock::now_millis;
-        let done = compact(&self.storage, &config, &schema, &now, i64::MAX).unwrap();
+        let done = compact_now(&self.storage, config);
         assert_eq!(done.committed_snapshots, [self.snapshot + 1], "{done:?}");
         assert!(done.files_compacted > 0, "{done:?}");
         self.snapshot += 1;

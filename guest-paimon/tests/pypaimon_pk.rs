@@ -27,14 +27,13 @@ use fluss_lake_paimon::bucket::bucket_of;
 use fluss_lake_paimon::catalog::{LAYOUT, create_table_if_missing, validate_table};
 use fluss_lake_paimon::commit_message::CommitMessage;
 use fluss_lake_paimon::committer::{PaimonCommitter, to_committable};
-use fluss_lake_paimon::compact::{MAINTENANCE_COMMIT_USER, compact};
-use fluss_lake_paimon::schema::load_latest_schema;
+use fluss_lake_paimon::compact::MAINTENANCE_COMMIT_USER;
 use fluss_lake_paimon::snapshot::read_snapshot;
 use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
 use serde_json::{Value as Json, json};
 
-use crate::common::{cmd, python, read_many, root, uuid_like};
+use crate::common::{cmd, compact_now, python, read_many, scratch_warehouse};
 
 /// A cell of a generated row.
 #[derive(Debug, Clone, PartialEq, PartialOrd)]
@@ -482,13 +481,7 @@ impl Harness {
     /// still time-travels, and that lookups still find every key. Returns the level-0 files
     /// the compaction replaced.
     fn compact_and_verify(&mut self, config: &[(&str, &str)]) -> u64 {
-        let schema = load_latest_schema(&self.storage).unwrap().unwrap();
-        let config: Vec<(String, String)> = config
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let now = fluss_lake_guest_sdk::clock::now_millis;
-        let done = compact(&self.storage, &config, &schema, &now, i64::MAX).unwrap();
+        let done = compact_now(&self.storage, config);
         let id = self.snapshots.len() as i64 + 1;
         assert_eq!(done.committed_snapshots, [id], "{done:?}");
         let snapshot = read_snapshot(&self.storage, id).unwrap().unwrap();
@@ -706,13 +699,9 @@ fn sorted(mut rows: Vec<Json>) -> Vec<Json> {
     rows
 }
 
-fn scratch_warehouse() -> PathBuf {
+fn pk_warehouse() -> PathBuf {
     let _ = python();
-    let w = root()
-        .join("target/test-warehouses")
-        .join(format!("paimon-pk-{}", uuid_like()));
-    std::fs::create_dir_all(&w).unwrap();
-    w
+    scratch_warehouse("paimon-pk")
 }
 
 /// Several rounds of random changes with an empty round in the middle, verified every round.
@@ -735,7 +724,7 @@ fn int_keys(n: i32) -> Vec<Vec<Val>> {
 
 #[test]
 fn pypaimon_sees_the_fluss_state_of_a_primary_key_table() {
-    let warehouse = scratch_warehouse();
+    let warehouse = pk_warehouse();
     let spec = Spec {
         name: "pk",
         columns: vec![("id", "INT", false)],
@@ -757,7 +746,7 @@ fn pypaimon_sees_the_fluss_state_of_a_primary_key_table() {
 
 #[test]
 fn a_tiny_write_buffer_flushes_several_sorted_runs_per_round() {
-    let warehouse = scratch_warehouse();
+    let warehouse = pk_warehouse();
     let spec = Spec {
         name: "pk_tiny_buffer",
         columns: vec![("id", "INT", false)],
@@ -786,7 +775,7 @@ fn a_tiny_write_buffer_flushes_several_sorted_runs_per_round() {
 
 #[test]
 fn partitioned_primary_key_tables() {
-    let warehouse = scratch_warehouse();
+    let warehouse = pk_warehouse();
     // One partition key; the key without it is composite (id, code).
     let mut keys = Vec::new();
     for region in ["eu/west", "us"] {
@@ -857,7 +846,7 @@ fn partitioned_primary_key_tables() {
 
 #[test]
 fn pypaimon_reads_a_compacted_primary_key_table() {
-    let warehouse = scratch_warehouse();
+    let warehouse = pk_warehouse();
     // Partitioned, so that buckets of several partitions are compacted in one snapshot.
     let mut keys = Vec::new();
     for region in ["eu", "us"] {

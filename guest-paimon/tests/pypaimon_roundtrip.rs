@@ -28,7 +28,7 @@ use fluss_lake_paimon::types::PaimonType;
 use fluss_lake_paimon::writer::PaimonWriter;
 use serde_json::{Value as Json, json};
 
-use crate::common::{cmd, python, read_many, root, uuid_like};
+use crate::common::{cmd, python, read_many, scratch_warehouse};
 
 const COLUMNS: &[(&str, &str, bool)] = &[
     ("id", "INT", false),
@@ -378,10 +378,7 @@ fn by_bucket(
 #[test]
 fn pypaimon_reads_every_snapshot() {
     let python = python();
-    let warehouse = root()
-        .join("target/test-warehouses")
-        .join(format!("paimon-{}", uuid_like()));
-    std::fs::create_dir_all(&warehouse).unwrap();
+    let warehouse = scratch_warehouse("paimon");
     eprintln!(
         "warehouse: {} (python {})",
         warehouse.display(),
@@ -451,10 +448,7 @@ fn batch_in_region(ids: &[i32], region: &str) -> RecordBatch {
 #[test]
 fn pypaimon_reads_partitioned_tables_without_system_columns() {
     let _ = python();
-    let warehouse = root()
-        .join("target/test-warehouses")
-        .join(format!("paimon-{}", uuid_like()));
-    std::fs::create_dir_all(&warehouse).unwrap();
+    let warehouse = scratch_warehouse("paimon");
     let mut cols = COLUMNS.to_vec();
     cols.push(("region", "STRING", false));
     let table = log_table("fluss", "parted", &cols, &[], 2, &["region"]);
@@ -522,10 +516,7 @@ fn pypaimon_reads_partitioned_tables_without_system_columns() {
 #[test]
 fn pypaimon_reads_partitions_with_their_own_bucket_counts() {
     let _ = python();
-    let warehouse = root()
-        .join("target/test-warehouses")
-        .join(format!("paimon-{}", uuid_like()));
-    std::fs::create_dir_all(&warehouse).unwrap();
+    let warehouse = scratch_warehouse("paimon");
     let mut cols = COLUMNS.to_vec();
     cols.push(("region", "STRING", false));
     let table = log_table("fluss", "rescaled", &cols, &["id"], 4, &["region"]);

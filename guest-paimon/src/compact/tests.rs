@@ -544,6 +544,28 @@ fn a_lost_race_is_retried_and_a_concurrently_compacted_input_aborts_cleanly() {
 
 /// A bucketed append table of 7 tiering rounds, one file of 10 rows each: the storage and
 /// the ids in the order they were written.
+/// One tiering round of an append table: `rows` (Fluss offsets from `first_offset`) written
+/// into bucket 0 and committed as round `round`.
+fn append_round(
+    storage: &MemoryStorage,
+    table: &TableInfo,
+    rows: &RecordBatch,
+    first_offset: i64,
+    round: i64,
+) {
+    let mut w = PaimonWriter::open(&writer_context(table, 0, None, &[]), storage).unwrap();
+    w.write(make_row_batch(rows, first_offset, 1).unwrap())
+        .unwrap();
+    let mut c = PaimonCommitter::new(storage, vec![]);
+    let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
+    c.commit(
+        &to_committable(&[w.complete().unwrap().payload]).unwrap(),
+        &[("fluss-offsets".to_string(), format!("/o/{round}"))],
+        base,
+    )
+    .unwrap();
+}
+
 fn append_table_of_seven_files() -> (MemoryStorage, Vec<i32>) {
     let storage = MemoryStorage::new();
     let table = log_table(
@@ -559,17 +581,13 @@ fn append_table_of_seven_files() -> (MemoryStorage, Vec<i32>) {
     for r in 0..7 {
         let ids: Vec<i32> = (r * 10..r * 10 + 10).rev().collect();
         let names: Vec<String> = ids.iter().map(|i| format!("n{i}")).collect();
-        let mut w = PaimonWriter::open(&writer_context(&table, 0, None, &[]), &storage).unwrap();
-        w.write(make_row_batch(&batch(&ids, &names), (r * 10) as i64, 1).unwrap())
-            .unwrap();
-        let mut c = PaimonCommitter::new(&storage, vec![]);
-        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
-        c.commit(
-            &to_committable(&[w.complete().unwrap().payload]).unwrap(),
-            &[("fluss-offsets".to_string(), format!("/o/{r}"))],
-            base,
-        )
-        .unwrap();
+        append_round(
+            &storage,
+            &table,
+            &batch(&ids, &names),
+            (r * 10) as i64,
+            r as i64,
+        );
         written.extend(ids);
     }
     (storage, written)
@@ -1227,17 +1245,7 @@ fn nested_columns_are_compacted_with_their_values_field_ids_and_no_statistics() 
     let table = log_table("db", "nested", &NESTED_COLUMNS, &["id"], 1, &[]);
     create_table_if_missing(&storage, &table, &[]).unwrap();
     for r in 0..6i64 {
-        let mut w = PaimonWriter::open(&writer_context(&table, 0, None, &[]), &storage).unwrap();
-        w.write(make_row_batch(&nested_batch(r * 10, 10), r * 10, 1).unwrap())
-            .unwrap();
-        let mut c = PaimonCommitter::new(&storage, vec![]);
-        let base = fluss_lake_guest_sdk::testing::tiered_base(&c);
-        c.commit(
-            &to_committable(&[w.complete().unwrap().payload]).unwrap(),
-            &[("fluss-offsets".to_string(), format!("/o/{r}"))],
-            base,
-        )
-        .unwrap();
+        append_round(&storage, &table, &nested_batch(r * 10, 10), r * 10, r);
     }
     let rows = |storage: &dyn Storage| -> RecordBatch {
         let batches: Vec<RecordBatch> = live_in_sequence_order(storage)

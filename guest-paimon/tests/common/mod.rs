@@ -5,6 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use fluss_lake_guest_sdk::maintenance::Compacted;
+use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_paimon::compact::compact;
+use fluss_lake_paimon::schema::load_latest_schema;
 use serde_json::Value as Json;
 
 /// The workspace root.
@@ -82,6 +86,15 @@ pub fn uuid_like() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap();
     format!("{}-{}", t.as_nanos(), std::process::id())
+}
+
+/// A new, empty scratch warehouse `target/test-warehouses/<prefix>-<unique>`.
+pub fn scratch_warehouse(prefix: &str) -> PathBuf {
+    let w = root()
+        .join("target/test-warehouses")
+        .join(format!("{prefix}-{}", uuid_like()));
+    std::fs::create_dir_all(&w).unwrap();
+    w
 }
 
 /// The classpath (joined with `:`) of the Paimon jars `cluster/setup.sh` installs into
@@ -194,4 +207,16 @@ fn compiled_java_check(class: &str, classpath: &str) -> PathBuf {
         let _ = std::fs::remove_dir_all(&fresh);
     }
     dir
+}
+
+/// Compacts the table in `storage` as a maintenance call does, with plugin options `config`
+/// and no deadline.
+pub fn compact_now(storage: &dyn Storage, config: &[(&str, &str)]) -> Compacted {
+    let schema = load_latest_schema(storage).unwrap().unwrap();
+    let config: Vec<(String, String)> = config
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let now = fluss_lake_guest_sdk::clock::now_millis;
+    compact(storage, &config, &schema, &now, i64::MAX).unwrap()
 }

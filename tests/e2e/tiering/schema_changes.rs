@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fluss::client::FlussConnection;
+use fluss::client::{AppendWriter, FlussConnection, UpsertWriter};
 use fluss::metadata::{
     AddColumn, AlterTableChanges, ColumnPositionType, DataTypes, JsonSerde, Schema,
     TableDescriptor, TablePath,
@@ -70,6 +70,12 @@ fn descriptor(primary_key: bool) -> TableDescriptor {
         .unwrap()
 }
 
+/// A log table's writer or a primary-key table's.
+enum Writer {
+    Append(AppendWriter),
+    Upsert(UpsertWriter),
+}
+
 /// Writes rows `ids` (with `extra` when the table has that column), each acknowledged by
 /// Fluss, and records what the lake must read for them.
 ///
@@ -80,9 +86,11 @@ fn descriptor(primary_key: bool) -> TableDescriptor {
 async fn write(conn: &FlussConnection, t: &mut Table, ids: std::ops::Range<i32>, round: u32) {
     let table = conn.get_table(&t.path).await.unwrap();
     let fields = table.get_table_info().get_schema().columns().len();
-    let pk = matches!(t.case, Case::FlussAddColumnPk);
-    let append = (!pk).then(|| table.new_append().unwrap().create_writer().unwrap());
-    let upsert = pk.then(|| table.new_upsert().unwrap().create_writer().unwrap());
+    let writer = if t.case == Case::FlussAddColumnPk {
+        Writer::Upsert(table.new_upsert().unwrap().create_writer().unwrap())
+    } else {
+        Writer::Append(table.new_append().unwrap().create_writer().unwrap())
+    };
     let mut pending: Vec<(i32, Option<String>, i64, Option<String>)> = Vec::new();
     for id in ids {
         let name = (id % 7 != 3).then(|| format!("n{id}-r{round}"));
@@ -109,16 +117,14 @@ async fn write(conn: &FlussConnection, t: &mut Table, ids: std::ops::Range<i32>,
             if let Some(extra) = extra {
                 row.set_field(3, extra.as_str());
             }
-            results.push(match (&append, &upsert) {
-                (Some(w), _) => w.append(&row).unwrap(),
-                (_, Some(w)) => w.upsert(&row).unwrap(),
-                _ => unreachable!(),
+            results.push(match &writer {
+                Writer::Append(w) => w.append(&row).unwrap(),
+                Writer::Upsert(w) => w.upsert(&row).unwrap(),
             });
         }
-        match (&append, &upsert) {
-            (Some(w), _) => w.flush().await.unwrap(),
-            (_, Some(w)) => w.flush().await.unwrap(),
-            _ => unreachable!(),
+        match &writer {
+            Writer::Append(w) => w.flush().await.unwrap(),
+            Writer::Upsert(w) => w.flush().await.unwrap(),
         }
         let mut refused = Vec::new();
         for (row, result) in pending.into_iter().zip(results) {
