@@ -11,7 +11,9 @@ use crate::hadoop_tables;
 use crate::metadata::TableMetadata;
 use crate::partition::PartitionSpec;
 use crate::schema::{IcebergSchema, TableLayout};
+use crate::tables;
 use crate::writer::COMPRESSION_CODEC;
+use fluss_lake_guest_sdk::table_catalog::{self, CatalogKind};
 
 /// `<db>/<table>`, the Hadoop catalog layout.
 pub const LAYOUT: Layout = Layout {
@@ -37,7 +39,7 @@ pub fn location_uri(table: &TableInfo, plugin_config: &[(String, String)]) -> Re
 /// Checks that the Iceberg table exists and that this plugin can write the Fluss table into
 /// it (schema, partition spec, format version).
 pub fn validate_table(storage: &dyn Storage, table: &TableInfo) -> Result<()> {
-    let loaded = hadoop_tables::load(storage)?.ok_or_else(|| {
+    let loaded = tables::load(storage)?.ok_or_else(|| {
         Error::not_found(format!(
             "Iceberg table {}.{} does not exist (no metadata/v<N>.metadata.json)",
             table.path.database, table.path.table
@@ -104,12 +106,15 @@ pub fn create_table_if_missing(
     table: &TableInfo,
     plugin_config: &[(String, String)],
 ) -> Result<bool> {
-    if hadoop_tables::load(storage)?.is_some() {
+    if tables::load(storage)?.is_some() {
         validate_table(storage, table)?;
         return Ok(false);
     }
     let schema = IcebergSchema::for_fluss_table(table)?;
     let spec = PartitionSpec::for_fluss_table(table, &schema)?;
+    if tables::kind() == CatalogKind::IcebergRest {
+        return create_in_catalog(storage, table, &schema, &spec);
+    }
     let metadata = TableMetadata::new_table(
         &location_uri(table, plugin_config)?,
         &schema,
@@ -121,6 +126,46 @@ pub fn create_table_if_missing(
     match hadoop_tables::publish(storage, None, &metadata) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == ErrorKind::Conflict => {
+            validate_table(storage, table)?;
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the table through its REST catalog, which picks the location and writes the
+/// first metadata file: the request carries the schema, spec and properties a Hadoop table
+/// would get (the host names the table and refuses a location).
+fn create_in_catalog(
+    storage: &dyn Storage,
+    table: &TableInfo,
+    schema: &IcebergSchema,
+    spec: &PartitionSpec,
+) -> Result<bool> {
+    // The new Hadoop metadata lays the schema and spec out as Java does; the request takes
+    // them from there.
+    let m = TableMetadata::new_table("", schema, spec, vec![], "", 0);
+    let fields = m.fields();
+    let first = |key: &str| {
+        fields
+            .get(key)
+            .and_then(serde_json::Value::as_array)
+            .and_then(|a| a.first())
+            .cloned()
+            .ok_or_else(|| Error::internal(format!("new table metadata without {key}")))
+    };
+    let properties: serde_json::Map<String, serde_json::Value> = table_properties(table)
+        .into_iter()
+        .map(|(k, v)| (k, serde_json::Value::String(v)))
+        .collect();
+    let request = serde_json::json!({
+        "schema": first("schemas")?,
+        "partition-spec": first("partition-specs")?,
+        "properties": properties,
+    });
+    match table_catalog::current().create(&request.to_string()) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
             validate_table(storage, table)?;
             Ok(false)
         }

@@ -22,7 +22,7 @@ use fluss_lake_guest_sdk::wit::{
 };
 use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result};
 
-use crate::hadoop_tables::{self, Loaded};
+use crate::tables::{self, Loaded};
 use crate::manifest::{DataFile, FileContent, MANIFEST_DATA, MANIFEST_DELETES, ManifestFile};
 use crate::merge::MergePolicy;
 use crate::producer::{Outcome, Planned, SnapshotAttempt, SnapshotChange, commit_snapshot};
@@ -122,7 +122,7 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
         &self,
         latest_fluss_snapshot_id: Option<i64>,
     ) -> Result<Option<CommittedSnapshot>> {
-        let Some(loaded) = hadoop_tables::load(&self.storage)? else {
+        let Some(loaded) = tables::load(&self.storage)? else {
             return Ok(None);
         };
         let snapshots = loaded.metadata.snapshots()?;
@@ -155,7 +155,7 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
 
 impl<S: Storage> IcebergCommitter<S> {
     fn load(&self) -> Result<Loaded> {
-        hadoop_tables::load(&self.storage)?
+        tables::load(&self.storage)?
             .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
     }
 
@@ -341,7 +341,7 @@ mod tests {
             )
             .unwrap();
 
-        let m = hadoop_tables::load(&storage).unwrap().unwrap().metadata;
+        let m = tables::load(&storage).unwrap().unwrap().metadata;
         let snaps = m.snapshots().unwrap();
         assert_eq!(snaps.len(), 2);
         assert_eq!(snaps[0].summary_value("operation"), Some("overwrite"));

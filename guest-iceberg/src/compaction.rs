@@ -34,7 +34,7 @@ use crate::bins::pack;
 use crate::deletes::{BucketDeletes, DEFAULT_MAX_DELETE_BYTES, DeleteSource, MAX_DELETE_BYTES};
 use crate::file_rows::project;
 use crate::file_writer::{ContentWriter, SplitTarget};
-use crate::hadoop_tables::{self, Loaded};
+use crate::tables::{self, Loaded};
 use crate::manifest::{
     DataFile, FileContent, ManifestEntry, ManifestFile, read_entries, read_manifest_list,
 };
@@ -209,7 +209,7 @@ pub fn compact(
     deadline_millis: i64,
 ) -> Result<Compacted> {
     let mut done = Compacted::default();
-    let loaded = hadoop_tables::load(storage)?
+    let loaded = tables::load(storage)?
         .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
     let Some(start) = loaded.metadata.current_snapshot()? else {
         return Ok(done);

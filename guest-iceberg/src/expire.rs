@@ -39,9 +39,10 @@ use fluss_lake_guest_sdk::maintenance::Expired;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt, config};
 
-use crate::hadoop_tables::{self, Loaded, METADATA_DIR, metadata_path};
+use crate::hadoop_tables::{METADATA_DIR, metadata_path};
 use crate::manifest::{STATUS_DELETED, read_manifest_entries, read_manifest_list};
 use crate::metadata::{Snapshot, TableMetadata};
+use crate::tables::{self, Loaded};
 
 /// Iceberg `history.expire.max-snapshot-age-ms` default: 5 days.
 const DEFAULT_MAX_SNAPSHOT_AGE_MS: i64 = 5 * 24 * 3_600_000;
@@ -487,8 +488,8 @@ pub fn expire(
     now: &dyn Fn() -> i64,
     deadline_millis: i64,
 ) -> Result<Expired> {
-    let current = hadoop_tables::load(storage)?
-        .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
+    let current =
+        tables::load(storage)?.ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
     let policy = crate::producer::retry_policy(&current.metadata)?;
     let mut expiry = Expiry {
         plugin_config,
@@ -526,7 +527,7 @@ pub fn expire(
             d.done.snapshots = plan.expired.len() as u64;
             // As Java, the metadata after expiry is the table's as it is now (a newer commit
             // may have followed ours); ours when it cannot be read.
-            let current = hadoop_tables::load(storage).unwrap_or_else(|e| {
+            let current = tables::load(storage).unwrap_or_else(|e| {
                 fluss_lake_guest_sdk::warn!("could not re-read the table after expiry: {e}");
                 None
             });
@@ -581,8 +582,7 @@ impl commit::Attempt for Expiry<'_> {
     type Output = ExpiryOutcome;
 
     fn read_base(&mut self, storage: &dyn Storage) -> Result<Loaded> {
-        hadoop_tables::load(storage)?
-            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
+        tables::load(storage)?.ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
     }
 
     fn check(&mut self, _: &dyn Storage, loaded: &Loaded) -> Result<()> {
@@ -616,23 +616,24 @@ impl commit::Attempt for Expiry<'_> {
             .metadata
             .without_snapshots(&ids, &loaded.metadata_file()?, now);
         // The metadata names the previous metadata file and the time, so its bytes are this
-        // attempt's own: the commit kit recognises them after a lost acknowledgement.
-        Ok(commit::Plan::Publish(commit::Proposal {
-            path: metadata_path(loaded.version + 1),
-            bytes: next.to_bytes()?,
-            unreferenced: Vec::new(),
-            output: ExpiryOutcome::Published {
+        // attempt's own: the commit kit recognises them after a lost acknowledgement (and a
+        // catalog's commit by the snapshots it removed).
+        tables::publication(
+            loaded,
+            &next.clone(),
+            Vec::new(),
+            ExpiryOutcome::Published {
                 loaded: loaded.clone(),
                 retention,
                 plan,
                 next,
             },
-        }))
+        )
     }
 
     fn published(&mut self, storage: &dyn Storage, output: &ExpiryOutcome) {
         if let ExpiryOutcome::Published { loaded, .. } = output {
-            hadoop_tables::update_hint(storage, loaded.version + 1);
+            tables::published(storage, loaded);
         }
     }
 }
@@ -687,7 +688,7 @@ pub(crate) mod tests {
     }
 
     fn loaded(storage: &MemoryStorage) -> Loaded {
-        hadoop_tables::load(storage).unwrap().unwrap()
+        tables::load(storage).unwrap().unwrap()
     }
 
     fn snapshot_ids(storage: &MemoryStorage) -> Vec<i64> {
@@ -825,7 +826,7 @@ pub(crate) mod tests {
             .map(|s| entry(s, false))
             .collect();
         let m = crate::metadata::TableMetadata::parse(&serde_json::to_vec(&json).unwrap()).unwrap();
-        hadoop_tables::publish(storage, Some(l.version), &m).unwrap();
+        crate::hadoop_tables::publish(storage, Some(l.version), &m).unwrap();
     }
 
     fn exists(storage: &MemoryStorage, rel: &str) -> bool {
@@ -917,7 +918,7 @@ pub(crate) mod tests {
         assert!(e.more_to_do && e.snapshots == 0, "{e:?}");
         let l = loaded(&storage);
         let tagged = l.metadata.with_tag("nightly", snapshot_ids(&storage)[0]);
-        hadoop_tables::publish(&storage, Some(l.version), &tagged).unwrap();
+        crate::hadoop_tables::publish(&storage, Some(l.version), &tagged).unwrap();
         let e = expire(&storage, &[], None, &|| FAR_FUTURE, NO_DEADLINE).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         assert!(e.message().contains("nightly"), "{e}");

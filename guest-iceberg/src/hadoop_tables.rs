@@ -12,6 +12,7 @@ use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::metadata::TableMetadata;
+use crate::tables::Loaded;
 
 pub const METADATA_DIR: &str = "metadata";
 pub const VERSION_HINT: &str = "metadata/version-hint.text";
@@ -19,24 +20,6 @@ const VERSION_HINT_CRC: &str = "metadata/.version-hint.text.crc";
 
 pub fn metadata_path(version: u64) -> String {
     format!("{METADATA_DIR}/v{version}.metadata.json")
-}
-
-/// A loaded metadata version.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    pub version: u64,
-    pub metadata: TableMetadata,
-}
-
-impl Loaded {
-    /// The absolute location of this version's metadata file (for `metadata-log`).
-    pub fn metadata_file(&self) -> Result<String> {
-        Ok(format!(
-            "{}/{}",
-            self.metadata.location()?,
-            metadata_path(self.version)
-        ))
-    }
 }
 
 fn version_of(name: &str) -> Option<u64> {
@@ -91,7 +74,11 @@ pub fn load(storage: &dyn Storage) -> Result<Option<Loaded>> {
     let bytes = storage.get(&metadata_path(version))?;
     let metadata = TableMetadata::parse(&bytes)
         .map_err(|e| e.context(format!("reading {}", metadata_path(version))))?;
-    Ok(Some(Loaded { version, metadata }))
+    Ok(Some(Loaded {
+        version,
+        file: metadata_path(version),
+        metadata,
+    }))
 }
 
 /// Publishes `metadata` as the version after `base` (or as version 1 for a new table)

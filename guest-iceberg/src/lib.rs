@@ -25,6 +25,8 @@ pub mod hadoop_tables;
 pub mod maintenance;
 #[cfg(test)]
 mod maintenance_tests;
+#[cfg(test)]
+mod rest_tests;
 pub mod manifest;
 pub mod merge;
 pub mod metadata;
@@ -33,6 +35,7 @@ pub mod producer;
 pub mod rewrite_commit;
 pub mod rewrite_manifests;
 pub mod schema;
+pub mod tables;
 pub mod summary;
 pub mod types;
 pub mod writer;

@@ -178,8 +178,8 @@ impl Lake {
 
 // ---- an independent reader ----------------------------------------------------------------
 
-fn loaded(s: &MemoryStorage) -> hadoop_tables::Loaded {
-    hadoop_tables::load(s).unwrap().unwrap()
+fn loaded(s: &MemoryStorage) -> crate::tables::Loaded {
+    crate::tables::load(s).unwrap().unwrap()
 }
 
 fn rel(uri: &str) -> String {

@@ -115,6 +115,11 @@ impl TableMetadata {
         }
     }
 
+    /// The metadata's JSON fields, as stored.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.json
+    }
+
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         serde_json::to_vec_pretty(&self.json)
             .map_err(|e| Error::internal(format!("encoding table metadata: {e}")))

@@ -7,17 +7,17 @@
 
 use std::collections::HashSet;
 
-use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, Written};
+use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, RetryPolicy, Written};
 use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt, clock};
 
-use crate::hadoop_tables::{self, Loaded};
 use crate::manifest::{
     ManifestEntry, ManifestFile, ManifestSchema, ManifestWriter, read_entries, read_manifest_list,
     write_manifest_list,
 };
 use crate::metadata::Snapshot;
+use crate::tables::{self, Loaded};
 
 /// A snapshot being built on `base`.
 pub struct SnapshotAttempt<'a> {
@@ -124,7 +124,7 @@ impl<'a> SnapshotAttempt<'a> {
         &mut self,
         manifests: &[ManifestFile],
         summary: Vec<(String, String)>,
-    ) -> Result<Proposal<Snapshot>> {
+    ) -> Result<Plan<Snapshot>> {
         let m = &self.base.metadata;
         let parent_id = self.parent.as_ref().map(|p| p.snapshot_id);
         let list_rel = format!(
@@ -157,14 +157,10 @@ impl<'a> SnapshotAttempt<'a> {
             })
             .cloned()
             .collect();
-        // The manifest list's name is unique to this attempt, so the metadata's bytes are too:
-        // the commit kit recognises them as ours after a lost acknowledgement.
-        Ok(Proposal {
-            path: hadoop_tables::metadata_path(self.base.version + 1),
-            bytes: next.to_bytes()?,
-            unreferenced,
-            output: snapshot,
-        })
+        // The manifest list's name is unique to this attempt, so the metadata's bytes are too
+        // (the commit kit recognises them as ours after a lost acknowledgement), and so is the
+        // snapshot's id (the catalog's commit is recognised by it).
+        tables::publication(self.base, &next, unreferenced, snapshot)
     }
 }
 
@@ -228,21 +224,18 @@ pub fn commit_snapshot<C: SnapshotChange>(
     prepared: Written<'_>,
     change: &mut C,
 ) -> Result<Outcome<C::Nothing>> {
-    let current = hadoop_tables::load(storage)?
-        .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
+    let current =
+        tables::load(storage)?.ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
     let policy = retry_policy(&current.metadata)?;
-    let mut attempt = ChangeAttempt {
-        change,
-        version: current.version,
-    };
+    let mut attempt = ChangeAttempt { change, base: None };
     Ok(commit::commit(storage, policy, what, prepared, &mut attempt)?.output)
 }
 
 /// The commit kit's view of a [`SnapshotChange`].
 struct ChangeAttempt<'c, C> {
     change: &'c mut C,
-    /// The version the last attempt proposed.
-    version: u64,
+    /// The base of the last attempt.
+    base: Option<Loaded>,
 }
 
 impl<C: SnapshotChange> Attempt for ChangeAttempt<'_, C> {
@@ -250,8 +243,7 @@ impl<C: SnapshotChange> Attempt for ChangeAttempt<'_, C> {
     type Output = Outcome<C::Nothing>;
 
     fn read_base(&mut self, storage: &dyn Storage) -> Result<Loaded> {
-        hadoop_tables::load(storage)?
-            .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
+        tables::load(storage)?.ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
     }
 
     fn check(&mut self, storage: &dyn Storage, base: &Loaded) -> Result<()> {
@@ -264,19 +256,12 @@ impl<C: SnapshotChange> Attempt for ChangeAttempt<'_, C> {
         base: &Loaded,
         written: &mut Written<'_>,
     ) -> Result<Plan<Self::Output>> {
-        self.version = base.version + 1;
+        self.base = Some(base.clone());
         let mut attempt = SnapshotAttempt::new(storage, base)?;
         let plan = match self.change.plan(&mut attempt) {
-            Ok(Planned::Snapshot { manifests, summary }) => {
-                attempt.propose(&manifests, summary).map(|proposal| {
-                    Plan::Publish(Proposal {
-                        path: proposal.path,
-                        bytes: proposal.bytes,
-                        unreferenced: proposal.unreferenced,
-                        output: Outcome::Committed(proposal.output),
-                    })
-                })
-            }
+            Ok(Planned::Snapshot { manifests, summary }) => attempt
+                .propose(&manifests, summary)
+                .map(|plan| plan.map(Outcome::Committed)),
             Ok(Planned::Nothing(t)) => Ok(Plan::Done(Outcome::Nothing(t))),
             Err(e) => Err(e),
         };
@@ -289,6 +274,8 @@ impl<C: SnapshotChange> Attempt for ChangeAttempt<'_, C> {
     }
 
     fn published(&mut self, storage: &dyn Storage, _: &Self::Output) {
-        hadoop_tables::update_hint(storage, self.version);
+        if let Some(base) = &self.base {
+            tables::published(storage, base);
+        }
     }
 }

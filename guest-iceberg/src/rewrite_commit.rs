@@ -25,7 +25,7 @@ use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::deletes::{DeleteSource, position_delete_references};
-use crate::hadoop_tables::{self, Loaded};
+use crate::tables::{self, Loaded};
 use crate::manifest::{
     DataFile, FileContent, MANIFEST_DATA, ManifestEntry, ManifestFile, ManifestWriter,
 };
@@ -79,7 +79,7 @@ pub fn commit(
     plugin_config: &[(String, String)],
     rewrite: &Rewrite<'_>,
 ) -> Result<Outcome> {
-    let base = hadoop_tables::load(storage)?
+    let base = tables::load(storage)?
         .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
     let location = base.metadata.location()?.to_string();
     let mut prepared = Written::new(storage);

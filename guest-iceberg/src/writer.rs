@@ -22,7 +22,7 @@ use parquet::basic::Compression;
 use serde::{Deserialize, Serialize};
 
 use crate::file_writer::{ContentWriter, SplitTarget, write_position_deletes};
-use crate::hadoop_tables;
+use crate::tables;
 use crate::manifest::DataFile;
 use crate::schema::TableLayout;
 
@@ -102,7 +102,7 @@ pub struct IcebergWriter<S: Storage + Clone> {
 impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
     fn open(context: &WriterContext, storage: S) -> Result<Self> {
         let table = &context.table;
-        let loaded = hadoop_tables::load(&storage)?.ok_or_else(|| {
+        let loaded = tables::load(&storage)?.ok_or_else(|| {
             Error::not_found(format!(
                 "Iceberg table {}.{} does not exist (no metadata/v<N>.metadata.json)",
                 table.path.database, table.path.table

@@ -28,6 +28,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage::Storage;
+use crate::table_catalog::{TableCatalog, TableState};
 
 /// Words every error of a commit whose outcome is unknown carries, for logs and tests.
 pub const UNKNOWN_OUTCOME: &str = "commit outcome unknown";
@@ -199,16 +200,60 @@ pub struct Proposal<T> {
     pub output: T,
 }
 
+/// A change a catalog applies (an Iceberg REST commit) instead of an object the attempt puts:
+/// the catalog's compare-and-swap stands in for put-if-absent. Its requirements must make a
+/// repeated request land at most once (they hold the base it was built on), so a request
+/// whose outcome is unknown is repeated, and one that answers "conflict" after a repeat is
+/// recognised by [`recognise`](Self::recognise) as ours or a rival's.
+pub struct CatalogProposal<T> {
+    /// The requirements (a JSON array) the catalog checks before applying the updates.
+    pub requirements: String,
+    /// The updates (a JSON array).
+    pub updates: String,
+    /// Tells from a state of the table whether this proposal was applied (its snapshot is
+    /// there): how a lost acknowledgement is told from a lost race.
+    pub recognise: Box<dyn Fn(&TableState) -> Result<bool>>,
+    /// Files the attempt wrote that the change does not reference: deleted once applied.
+    pub unreferenced: Vec<String>,
+    /// The commit's result.
+    pub output: T,
+}
+
 /// What an attempt does after checking its base.
 pub enum Plan<T> {
     /// Publish this.
     Publish(Proposal<T>),
+    /// Have the table's catalog apply this ([`crate::table_catalog::current`]).
+    Commit(CatalogProposal<T>),
     /// The base changed while the attempt read it (a version vanished under it): try again on
     /// a new base, as after a lost race. The string says what moved, for the log.
     BaseMoved(String),
     /// Publish nothing (the change no longer applies, or there is nothing to change): the
     /// commit ends with this output, and every file it wrote is deleted.
     Done(T),
+}
+
+impl<T> Plan<T> {
+    /// The same plan with its output mapped.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Plan<U> {
+        match self {
+            Plan::Publish(p) => Plan::Publish(Proposal {
+                path: p.path,
+                bytes: p.bytes,
+                unreferenced: p.unreferenced,
+                output: f(p.output),
+            }),
+            Plan::Commit(p) => Plan::Commit(CatalogProposal {
+                requirements: p.requirements,
+                updates: p.updates,
+                recognise: p.recognise,
+                unreferenced: p.unreferenced,
+                output: f(p.output),
+            }),
+            Plan::BaseMoved(why) => Plan::BaseMoved(why),
+            Plan::Done(output) => Plan::Done(f(output)),
+        }
+    }
 }
 
 /// One kind of commit of a format (a tiering commit, a compaction, an expiry...). The kit
@@ -269,6 +314,34 @@ pub fn commit<A: Attempt>(
         let mut written = Written::new(storage);
         let proposal = match attempt.build(storage, &base, &mut written)? {
             Plan::Publish(p) => p,
+            Plan::Commit(p) => {
+                let catalog = crate::table_catalog::current();
+                match publish_to_catalog(&*catalog, &p) {
+                    Ok(Published::Ours) => {
+                        written.keep();
+                        prepared.keep();
+                        delete_unreferenced(storage, what, &p.unreferenced);
+                        attempt.published(storage, &p.output);
+                        return Ok(Committed {
+                            output: p.output,
+                            attempts: n,
+                        });
+                    }
+                    Ok(Published::Theirs) => {
+                        crate::warn!(
+                            "{what}: attempt {n} lost the race in the catalog; retrying on the new state"
+                        );
+                        last_race = "the catalog refused the change: the table moved on".into();
+                        written.discard();
+                        continue;
+                    }
+                    Err(e) => {
+                        written.keep();
+                        prepared.keep();
+                        return Err(e.context(what));
+                    }
+                }
+            }
             Plan::BaseMoved(why) => {
                 crate::warn!("{what}: attempt {n} found its base moved ({why}); retrying");
                 last_race = why;
@@ -287,11 +360,7 @@ pub fn commit<A: Attempt>(
             Ok(Published::Ours) => {
                 written.keep();
                 prepared.keep();
-                for path in &proposal.unreferenced {
-                    if let Err(e) = storage.delete(path) {
-                        crate::warn!("{what}: could not delete unreferenced {path}: {e}");
-                    }
-                }
+                delete_unreferenced(storage, what, &proposal.unreferenced);
                 attempt.published(storage, &proposal.output);
                 return Ok(Committed {
                     output: proposal.output,
@@ -316,6 +385,59 @@ pub fn commit<A: Attempt>(
     Err(Error::conflict(format!(
         "{what}: gave up after {max_attempts} attempts lost races ({last_race})"
     )))
+}
+
+fn delete_unreferenced(storage: &dyn Storage, what: &str, paths: &[String]) {
+    for path in paths {
+        if let Err(e) = storage.delete(path) {
+            crate::warn!("{what}: could not delete unreferenced {path}: {e}");
+        }
+    }
+}
+
+/// Has the catalog apply `proposal`, and tells whose change the table holds afterwards, as
+/// [`publish`] does for an object. A failure that may hide an applied change is followed by a
+/// read of the table: the proposal recognised there is ours; else the request is repeated
+/// (its requirements let it land at most once). An error means the outcome is unknown, or the
+/// catalog refused the request before applying it (a credential, a request the host refused):
+/// either way the caller keeps every file.
+pub fn publish_to_catalog<T>(
+    catalog: &dyn TableCatalog,
+    proposal: &CatalogProposal<T>,
+) -> Result<Published> {
+    let mut maybe_applied = false;
+    let mut last_failure = None;
+    for _ in 0..PUT_REPEATS {
+        let e = match catalog.commit(&proposal.requirements, &proposal.updates) {
+            Ok(_) => return Ok(Published::Ours),
+            Err(e) => e,
+        };
+        let unknown = e.message().contains(UNKNOWN_OUTCOME);
+        if e.kind() != ErrorKind::Conflict && !unknown && !maybe_applied {
+            // Refused before anything was applied, and no earlier request may have landed.
+            return Err(e);
+        }
+        maybe_applied |= unknown;
+        match catalog.load() {
+            Ok(Some(state)) if (proposal.recognise)(&state)? => return Ok(Published::Ours),
+            Ok(_) if e.kind() == ErrorKind::Conflict => return Ok(Published::Theirs),
+            Ok(_) => last_failure = Some(e),
+            Err(read) => {
+                return Err(catalog_unknown(&format!(
+                    "{e}; reading the table back failed too: {read}"
+                )));
+            }
+        }
+    }
+    let why = last_failure.map_or_else(|| "no answer".to_string(), |e| e.to_string());
+    Err(catalog_unknown(&why))
+}
+
+fn catalog_unknown(why: &str) -> Error {
+    Error::io(format!(
+        "{UNKNOWN_OUTCOME}: the catalog's commit failed ({why}) and whether it was applied \
+         cannot be told; every file of the commit is kept"
+    ))
 }
 
 /// The exactly-once guard of a tiering commit: `found` is the snapshot committed by tiering

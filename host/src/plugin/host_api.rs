@@ -20,6 +20,7 @@ use super::sandbox::{
     truncate_message,
 };
 use super::storage::{ObjectInfo, ScopedStorage, StorageError, StorageErrorKind, Upload};
+use super::table_catalog::TableCatalogScope;
 
 /// WASI's clocks as the sandbox shows them: always the epoch.
 struct FrozenClock;
@@ -64,6 +65,8 @@ pub struct InstanceState {
     pub(super) maintenance_status: Option<MaintenanceStatus>,
     /// The end of what the plugin wrote to its WASI stderr, for the error of a trap.
     pub(super) stderr: StderrTail,
+    /// The catalog of the table this instance works for.
+    pub(super) catalog: TableCatalogScope,
 }
 
 /// What a maintenance call reported through the `maintenance-status` import (contract 0.3.2):
@@ -99,6 +102,7 @@ impl InstanceState {
             open_uploads: 0,
             maintenance_status: None,
             stderr,
+            catalog: TableCatalogScope::default(),
         }
     }
 

@@ -29,6 +29,7 @@ pub mod reload;
 pub mod sandbox;
 pub mod source;
 pub mod storage;
+pub mod table_catalog;
 
 /// Rust bindings of the WIT world, generated at compile time from `wit/`.
 pub mod bindings {
@@ -63,4 +64,4 @@ pub use registry::{Plugin, PluginRegistry};
 pub use reload::PluginSet;
 
 /// The contract version this host implements (the WIT package version).
-pub const CONTRACT_VERSION: &str = "0.3.4";
+pub const CONTRACT_VERSION: &str = "0.3.5";
