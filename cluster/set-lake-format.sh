@@ -5,17 +5,37 @@
 # DATALAKE_FORMAT=none (the coordinator refuses datalake.* options of two formats at once) and
 # the format's Java plugin installed (WITH_<FORMAT>=1 cluster/setup.sh).
 #
-#   cluster/set-lake-format.sh paimon|iceberg|lance
+#   cluster/set-lake-format.sh paimon|iceberg|lance|iceberg-rest
+#
+# iceberg-rest: format iceberg with `type=rest`: `uri` and `warehouse` of an Iceberg REST catalog
+# server (cluster/iceberg-rest/), started here if it is not up (after cluster/iceberg-rest/setup.sh):
+# instance 0 with a local warehouse for a cluster with local storage, instance 9 with its
+# warehouse on the test S3 server for the S3 cluster (STORAGE=s3); ICEBERG_REST_INDEX and
+# ICEBERG_REST_STORAGE choose others. Fluss's Iceberg plugin holds Iceberg's REST client
+# (RESTCatalog, httpclient5): no other jar. The server creates the tables in its warehouse.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-FORMAT="${1:-}"
+ARG="${1:-}"
+FORMAT="${ARG%-rest}"
 STORAGE="$(cat "$CLUSTER_WORK_DIR/storage" 2>/dev/null || echo local)"
-if [ "$STORAGE" = s3 ]; then
+if [ "$ARG" = iceberg-rest ]; then
+  if [ "$STORAGE" = s3 ]; then : "${ICEBERG_REST_INDEX:=9}"; else : "${ICEBERG_REST_INDEX:=0}"; fi
+  : "${ICEBERG_REST_STORAGE:=$STORAGE}"
+  export ICEBERG_REST_INDEX ICEBERG_REST_STORAGE
+  # Up with these settings (start.sh leaves such a server as it is); one starter at a time, as
+  # the tests' (tests/src/iceberg.rs) lock.
+  REST_DIR="$(source "$CLUSTER_DIR/iceberg-rest/env.sh" && echo "$ICEBERG_REST_DIR")"
+  mkdir -p "$(dirname "$REST_DIR")"
+  flock -o "$REST_DIR.lock" "$CLUSTER_DIR/iceberg-rest/start.sh" >/dev/null
+  # shellcheck disable=SC1091
+  source "$REST_DIR/server.env"
+  OPTS=(type=rest "uri=$ICEBERG_REST_URI" "warehouse=$ICEBERG_REST_WAREHOUSE")
+elif [ "$STORAGE" = s3 ]; then
   # The coordinator's lake catalogs on the test S3 server, as a production cluster keeps them.
   s3_settings
   PAIMON_WAREHOUSE="$S3_ROOT/paimon"
-  case "$FORMAT" in
+  case "$ARG" in
     paimon) OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE" "s3.endpoint=$S3_ENDPOINT"
                   "s3.access-key=$S3_ACCESS_KEY" "s3.secret-key=$S3_SECRET_KEY" s3.path.style.access=true) ;;
     # A Hadoop catalog on s3a://, as Hadoop users configure it: the Iceberg plugin hands
@@ -27,22 +47,23 @@ if [ "$STORAGE" = s3 ]; then
     # Lance hands every option to its object store as a storage option (object_store names).
     lance) OPTS=("warehouse=$S3_ROOT/lance" "endpoint=$S3_ENDPOINT" "region=$S3_REGION"
                  "access_key_id=$S3_ACCESS_KEY" "secret_access_key=$S3_SECRET_KEY" allow_http=true) ;;
-    *) die "usage: $0 paimon|iceberg|lance" ;;
+    *) die "usage: $0 paimon|iceberg|lance|iceberg-rest" ;;
   esac
+else
+  case "$ARG" in
+    paimon)  OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE") ;;
+    iceberg) OPTS=(type=hadoop "warehouse=$ICEBERG_WAREHOUSE") ;;
+    lance)   OPTS=("warehouse=$LANCE_WAREHOUSE") ;;
+    *) die "usage: $0 paimon|iceberg|lance|iceberg-rest" ;;
+  esac
+  for o in "${OPTS[@]}"; do [[ "$o" == warehouse=* ]] && mkdir -p "${o#warehouse=}"; done
 fi
-[ "$STORAGE" = s3 ] || case "$FORMAT" in
-  paimon)  OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE") ;;
-  iceberg) OPTS=(type=hadoop "warehouse=$ICEBERG_WAREHOUSE") ;;
-  lance)   OPTS=("warehouse=$LANCE_WAREHOUSE") ;;
-  *) die "usage: $0 paimon|iceberg|lance" ;;
-esac
 [ -f "$FLUSS_DIST_DIR/.$FORMAT.ok" ] || die "plugins/$FORMAT missing; run: WITH_${FORMAT^^}=1 cluster/setup.sh"
 [ -f "$FLUSS_DIST_DIR/.client.ok" ] || die "Java client tools missing; run WITH_CLIENT=1 cluster/setup.sh"
 if grep -q '^datalake\.' "$CONF_DIR/server.yaml" 2>/dev/null; then
   die "server.yaml sets datalake.* options; start the cluster with DATALAKE_FORMAT=none to switch formats at run time"
 fi
-[ "$STORAGE" = s3 ] || for o in "${OPTS[@]}"; do [[ "$o" == warehouse=* ]] && mkdir -p "${o#warehouse=}"; done
 "$JAVA" -Xmx256m $FLUSS_JVM_OPTS -Dlog4j2.level=ERROR \
   -cp "$(jar_cp "$FLUSS_DIST_DIR/lib-client"):$FLUSS_DIST_DIR/tools-classes" \
   SetLakeFormat "$BOOTSTRAP" "$FORMAT" "${OPTS[@]}"
-echo "$FORMAT" > "$CLUSTER_WORK_DIR/lake-format"
+echo "$ARG" > "$CLUSTER_WORK_DIR/lake-format"

@@ -58,6 +58,12 @@ stop_clusters() {
   done
   cluster/s3/stop.sh >/dev/null 2>&1 || true
   LEGACY=1 cluster/s3/stop.sh >/dev/null 2>&1 || true
+  cluster/azurite/stop.sh >/dev/null 2>&1 || true
+  cluster/fake-gcs/stop.sh >/dev/null 2>&1 || true
+  # Every Iceberg REST catalog server (cluster/iceberg-rest/start.sh: target/iceberg-rest[-i]).
+  for pf in target/iceberg-rest/server.pid target/iceberg-rest-*/server.pid; do
+    [[ -f "$pf" ]] && ICEBERG_REST_DIR="$(dirname "$pf")" cluster/iceberg-rest/stop.sh >/dev/null 2>&1 || true
+  done
   # Every Prometheus a test (tests/src/prometheus.rs) or cluster/prometheus/start.sh left running.
   for pf in target/prometheus/prometheus.pid target/prometheus/*/prometheus.pid; do
     [[ -f "$pf" ]] && cluster/prometheus/stop.sh --dir "$(dirname "$pf")" >/dev/null 2>&1 || true
@@ -121,7 +127,19 @@ start_clusters() {
   WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 cluster/setup.sh
   # The benchmark's baseline, FlussLakeTiering on Flink (its smoke test, e2e bench::).
   cluster/flink-tiering/setup.sh
+  # Apache Iceberg's REST catalog server (after the other Maven downloads: they share jars).
+  cluster/iceberg-rest/setup.sh
   stop_clusters
+  # The Azure and GCS emulators of the warehouse tests (e2e stores::), in memory on loopback;
+  # each fails the run with its log's tail if it cannot start. Installed by the
+  # object-store-emulators job (their start.sh waits for it).
+  echo "--- Azurite and fake-gcs-server"
+  cluster/azurite/start.sh
+  cluster/fake-gcs/start.sh
+  # The Iceberg REST catalog the clusters' `iceberg-rest` format points at (tests/src/iceberg.rs
+  # rest_catalog(0)); it fails the run with its log's tail if it cannot start.
+  echo "--- the Iceberg REST catalog server"
+  cluster/iceberg-rest/start.sh --clean
   for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do
     echo "--- cluster $i"
     rm -f "target/fluss-cluster-$i.dirty"
@@ -130,6 +148,8 @@ start_clusters() {
   echo "--- the S3 server, the legacy S3 server and the S3 cluster ($S3_CLUSTER)"
   cluster/s3/stop.sh && cluster/s3/start.sh
   LEGACY=1 cluster/s3/stop.sh && LEGACY=1 cluster/s3/start.sh
+  echo "--- the Iceberg REST catalog server with its warehouse on the S3 server (rest_catalog_s3)"
+  ICEBERG_REST_INDEX=9 ICEBERG_REST_STORAGE=s3 cluster/iceberg-rest/start.sh --clean
   rm -f "target/fluss-cluster-$S3_CLUSTER.dirty"
   CLUSTER_INDEX=$S3_CLUSTER STORAGE=s3 DATALAKE_FORMAT=none START_TIMEOUT=300 SASL_USERS="$SASL_USERS" \
     cluster/start.sh --clean
@@ -147,8 +167,10 @@ RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
-step "setup in the background: Python readers, Fluss and Flink jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters"
+step "setup in the background: Python readers, Fluss, Flink and Iceberg REST jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters, the Iceberg REST catalogs"
 background python-readers scripts/setup-python.sh
+# Azurite (npm ci) and fake-gcs-server (go install): the emulators start_clusters starts.
+background object-store-emulators bash -c 'cluster/azurite/setup.sh && cluster/fake-gcs/setup.sh'
 background clusters start_clusters
 background prometheus cluster/prometheus/setup.sh
 
@@ -181,6 +203,7 @@ background plugin-cache target/release/fluss-lake-host plugins list --plugin-dir
 
 step "wait for the background setup"
 await python-readers
+await object-store-emulators
 await clusters
 await prometheus
 await plugin-cache

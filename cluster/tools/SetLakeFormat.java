@@ -6,9 +6,11 @@
  *   SetLakeFormat <bootstrap> <format> [key=value ...]
  *
  * Sets datalake.format=<format> and every datalake.<format>.<key>=<value> given, and deletes
- * the dynamic datalake.* options of any other format in the same request (the coordinator
- * refuses a configuration mixing formats). The cluster must not set datalake.* options in
- * server.yaml (start it with DATALAKE_FORMAT=none). Prints the resulting datalake.* entries.
+ * every other dynamic datalake.* option (the coordinator refuses a configuration mixing
+ * formats). Over earlier lake settings this takes two requests (see below), so that new options
+ * of the format already set (iceberg on a Hadoop catalog -> on a REST catalog) apply too. The cluster
+ * must not set datalake.* options in server.yaml (start it with DATALAKE_FORMAT=none). Prints
+ * the resulting datalake.* entries.
  */
 import org.apache.fluss.client.Connection;
 import org.apache.fluss.client.ConnectionFactory;
@@ -32,28 +34,47 @@ public final class SetLakeFormat {
         String prefix = "datalake." + format + ".";
         Configuration conf = new Configuration();
         conf.setString("bootstrap.servers", args[0]);
+        java.util.Map<String, String> wanted = new java.util.TreeMap<>();
+        wanted.put("datalake.format", format);
+        for (int i = 2; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("expected key=value, got " + args[i]);
+            }
+            wanted.put(prefix + args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
         try (Connection conn = ConnectionFactory.createConnection(conf);
                 Admin admin = conn.getAdmin()) {
-            List<AlterConfig> changes = new ArrayList<>();
+            java.util.Map<String, String> current = new java.util.TreeMap<>();
             for (ConfigEntry e : admin.describeClusterConfigs().get(60, TimeUnit.SECONDS)) {
                 if (e.key().startsWith("datalake.")
-                        && !e.key().equals("datalake.format")
-                        && !e.key().startsWith(prefix)
                         && e.source() == ConfigEntry.ConfigSource.DYNAMIC_SERVER_CONFIG) {
-                    changes.add(new AlterConfig(e.key(), null, AlterConfigOpType.DELETE));
+                    current.put(e.key(), e.value());
                 }
             }
-            changes.add(new AlterConfig("datalake.format", format, AlterConfigOpType.SET));
-            for (int i = 2; i < args.length; i++) {
-                int eq = args[i].indexOf('=');
-                if (eq <= 0) {
-                    throw new IllegalArgumentException("expected key=value, got " + args[i]);
+            // Fluss 0.9.1 builds the servers' new configuration from the static one plus only
+            // the entries a request changes (DynamicServerConfig.buildConfigMap), and rebuilds
+            // the lake catalog only when datalake.format changes: a request changing a format's
+            // options alone leaves the coordinator without datalake.format (tables are then
+            // refused as "the Fluss cluster doesn't enable datalake tables"), and what it
+            // describes afterwards is not what the servers use. So every dynamic lake setting is
+            // deleted first, and the new ones are all set by the second request.
+            if (!current.isEmpty()) {
+                List<AlterConfig> reset = new ArrayList<>();
+                for (String key : current.keySet()) {
+                    reset.add(new AlterConfig(key, null, AlterConfigOpType.DELETE));
                 }
-                changes.add(
-                        new AlterConfig(
-                                prefix + args[i].substring(0, eq),
-                                args[i].substring(eq + 1),
-                                AlterConfigOpType.SET));
+                admin.alterClusterConfigs(reset).get(60, TimeUnit.SECONDS);
+                current.clear();
+            }
+            List<AlterConfig> changes = new ArrayList<>();
+            for (String key : current.keySet()) {
+                if (!wanted.containsKey(key)) {
+                    changes.add(new AlterConfig(key, null, AlterConfigOpType.DELETE));
+                }
+            }
+            for (java.util.Map.Entry<String, String> e : wanted.entrySet()) {
+                changes.add(new AlterConfig(e.getKey(), e.getValue(), AlterConfigOpType.SET));
             }
             admin.alterClusterConfigs(changes).get(60, TimeUnit.SECONDS);
             for (ConfigEntry e : admin.describeClusterConfigs().get(60, TimeUnit.SECONDS)) {

@@ -22,11 +22,11 @@ use fluss_lake_guest_sdk::wit::{
 };
 use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result};
 
-use crate::tables::{self, Loaded};
 use crate::manifest::{DataFile, FileContent, MANIFEST_DATA, MANIFEST_DELETES, ManifestFile};
 use crate::merge::MergePolicy;
 use crate::producer::{Outcome, Planned, SnapshotAttempt, SnapshotChange, commit_snapshot};
 use crate::summary::{Change, summary};
+use crate::tables::{self, Loaded};
 use crate::writer::WritePayload;
 
 pub use crate::summary::COMMIT_USER;

@@ -34,7 +34,6 @@ use crate::bins::pack;
 use crate::deletes::{BucketDeletes, DEFAULT_MAX_DELETE_BYTES, DeleteSource, MAX_DELETE_BYTES};
 use crate::file_rows::project;
 use crate::file_writer::{ContentWriter, SplitTarget};
-use crate::tables::{self, Loaded};
 use crate::manifest::{
     DataFile, FileContent, ManifestEntry, ManifestFile, read_entries, read_manifest_list,
 };
@@ -42,6 +41,7 @@ use crate::metadata::Snapshot;
 use crate::partition::{PartitionSpec, PartitionValue};
 use crate::rewrite_commit::{self, Outcome, Rewrite};
 use crate::schema::{BUCKET_COLUMN, IcebergSchema, OFFSET_COLUMN, TableLayout};
+use crate::tables::{self, Loaded};
 use crate::writer::{TARGET_FILE_SIZE, data_compression, target_file_size};
 
 /// Plugin option / table property: data file bytes one maintenance call rewrites at most.
@@ -209,8 +209,8 @@ pub fn compact(
     deadline_millis: i64,
 ) -> Result<Compacted> {
     let mut done = Compacted::default();
-    let loaded = tables::load(storage)?
-        .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
+    let loaded =
+        tables::load(storage)?.ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
     let Some(start) = loaded.metadata.current_snapshot()? else {
         return Ok(done);
     };

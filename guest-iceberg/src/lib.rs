@@ -25,18 +25,18 @@ pub mod hadoop_tables;
 pub mod maintenance;
 #[cfg(test)]
 mod maintenance_tests;
-#[cfg(test)]
-mod rest_tests;
 pub mod manifest;
 pub mod merge;
 pub mod metadata;
 pub mod partition;
 pub mod producer;
+#[cfg(test)]
+mod rest_tests;
 pub mod rewrite_commit;
 pub mod rewrite_manifests;
 pub mod schema;
-pub mod tables;
 pub mod summary;
+pub mod tables;
 pub mod types;
 pub mod writer;
 

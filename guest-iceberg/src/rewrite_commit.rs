@@ -25,7 +25,6 @@ use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::deletes::{DeleteSource, position_delete_references};
-use crate::tables::{self, Loaded};
 use crate::manifest::{
     DataFile, FileContent, MANIFEST_DATA, ManifestEntry, ManifestFile, ManifestWriter,
 };
@@ -34,6 +33,7 @@ use crate::metadata::Snapshot;
 use crate::partition::PartitionValue;
 use crate::producer::{self, SnapshotAttempt, SnapshotChange, commit_snapshot};
 use crate::summary::{Change, MAINTENANCE_COMMIT_USER, summary};
+use crate::tables::{self, Loaded};
 
 /// A rewrite ready to commit.
 pub struct Rewrite<'a> {
@@ -79,8 +79,8 @@ pub fn commit(
     plugin_config: &[(String, String)],
     rewrite: &Rewrite<'_>,
 ) -> Result<Outcome> {
-    let base = tables::load(storage)?
-        .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
+    let base =
+        tables::load(storage)?.ok_or_else(|| Error::not_found("Iceberg table has no metadata"))?;
     let location = base.metadata.location()?.to_string();
     let mut prepared = Written::new(storage);
     for f in rewrite.added {

@@ -22,9 +22,9 @@ use parquet::basic::Compression;
 use serde::{Deserialize, Serialize};
 
 use crate::file_writer::{ContentWriter, SplitTarget, write_position_deletes};
-use crate::tables;
 use crate::manifest::DataFile;
 use crate::schema::TableLayout;
+use crate::tables;
 
 /// Table properties of the Parquet codec (Iceberg's defaults: zstd, at parquet-mr's default
 /// zstd level 3).

@@ -25,6 +25,13 @@
 //! * **Cleanup**: files are registered in a [`Written`] as they are written and deleted only
 //!   when the commit provably did not publish them: an attempt's own files after a lost race,
 //!   every file after a refusal, an error before the final put, or too many lost races.
+//!
+//! A table kept by a catalog publishes through it instead of with one final put
+//! ([`Plan::Commit`]: an Iceberg REST catalog applies a list of updates; [`Plan::Swap`]: a
+//! metastore that keeps the location of the current metadata file, as Iceberg's Glue, Hive
+//! and JDBC catalogs do, swaps it to a new file the attempt wrote under a name of its own).
+//! The catalog's compare-and-swap decides a race as put-if-absent does, and the same four
+//! outcomes are told apart the same way ([`publish_to_catalog`], [`publish_by_swap`]).
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage::Storage;
@@ -200,6 +207,9 @@ pub struct Proposal<T> {
     pub output: T,
 }
 
+/// Tells from a state of the table whether a [`CatalogProposal`] was applied.
+pub type Recognise = Box<dyn Fn(&TableState) -> Result<bool>>;
+
 /// A change a catalog applies (an Iceberg REST commit) instead of an object the attempt puts:
 /// the catalog's compare-and-swap stands in for put-if-absent. Its requirements must make a
 /// repeated request land at most once (they hold the base it was built on), so a request
@@ -212,8 +222,33 @@ pub struct CatalogProposal<T> {
     pub updates: String,
     /// Tells from a state of the table whether this proposal was applied (its snapshot is
     /// there): how a lost acknowledgement is told from a lost race.
-    pub recognise: Box<dyn Fn(&TableState) -> Result<bool>>,
+    pub recognise: Recognise,
     /// Files the attempt wrote that the change does not reference: deleted once applied.
+    pub unreferenced: Vec<String>,
+    /// The commit's result.
+    pub output: T,
+}
+
+/// A new metadata file and the swap of the table's pointer to it, for a table a metastore
+/// keeps by the location of its current metadata file (the `metadata-pointer` catalog kind).
+/// The file is written with put-if-absent under a name unique to the attempt (so no rival ever
+/// writes it), then the catalog points the table at it if it still points at
+/// [`expected`](Self::expected): that compare-and-swap stands in for put-if-absent. A lost race
+/// deletes the file; an unknown outcome keeps it, and a later read of the table tells: a table
+/// pointing at the file (or holding what [`recognise`](Self::recognise) looks for) is ours.
+pub struct PointerProposal<T> {
+    /// The metadata file the attempt's base was read from (relative to the table's location):
+    /// the swap happens only while the table still points at it.
+    pub expected: String,
+    /// The new metadata file (relative to the table's location), unique to the attempt.
+    pub path: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Tells from a state of the table whether this proposal was applied, once the pointer may
+    /// have moved past [`path`](Self::path) (a rival built on it): only asked after a swap whose
+    /// outcome was unknown.
+    pub recognise: Recognise,
+    /// Files the attempt wrote that the new metadata does not reference: deleted once swapped.
     pub unreferenced: Vec<String>,
     /// The commit's result.
     pub output: T,
@@ -225,6 +260,9 @@ pub enum Plan<T> {
     Publish(Proposal<T>),
     /// Have the table's catalog apply this ([`crate::table_catalog::current`]).
     Commit(CatalogProposal<T>),
+    /// Write a new metadata file and have the table's catalog point the table at it
+    /// ([`crate::table_catalog::current`]).
+    Swap(PointerProposal<T>),
     /// The base changed while the attempt read it (a version vanished under it): try again on
     /// a new base, as after a lost race. The string says what moved, for the log.
     BaseMoved(String),
@@ -246,6 +284,14 @@ impl<T> Plan<T> {
             Plan::Commit(p) => Plan::Commit(CatalogProposal {
                 requirements: p.requirements,
                 updates: p.updates,
+                recognise: p.recognise,
+                unreferenced: p.unreferenced,
+                output: f(p.output),
+            }),
+            Plan::Swap(p) => Plan::Swap(PointerProposal {
+                expected: p.expected,
+                path: p.path,
+                bytes: p.bytes,
                 recognise: p.recognise,
                 unreferenced: p.unreferenced,
                 output: f(p.output),
@@ -342,6 +388,43 @@ pub fn commit<A: Attempt>(
                     }
                 }
             }
+            Plan::Swap(p) => {
+                let catalog = crate::table_catalog::current();
+                match publish_by_swap(storage, &*catalog, &p, &mut written) {
+                    Ok(Published::Ours) => {
+                        written.keep();
+                        prepared.keep();
+                        delete_unreferenced(storage, what, &p.unreferenced);
+                        attempt.published(storage, &p.output);
+                        return Ok(Committed {
+                            output: p.output,
+                            attempts: n,
+                        });
+                    }
+                    Ok(Published::Theirs) => {
+                        crate::warn!(
+                            "{what}: attempt {n} lost the race for the table's metadata pointer; retrying on the new state"
+                        );
+                        last_race = format!(
+                            "the table no longer pointed at {}: another writer committed",
+                            p.expected
+                        );
+                        written.discard();
+                        continue;
+                    }
+                    Err(e) if e.message().contains(UNKNOWN_OUTCOME) => {
+                        written.keep();
+                        prepared.keep();
+                        return Err(e.context(what));
+                    }
+                    Err(e) => {
+                        // Refused before the pointer could move: nothing references the files.
+                        written.discard();
+                        prepared.discard();
+                        return Err(e.context(what));
+                    }
+                }
+            }
             Plan::BaseMoved(why) => {
                 crate::warn!("{what}: attempt {n} found its base moved ({why}); retrying");
                 last_race = why;
@@ -419,7 +502,12 @@ pub fn publish_to_catalog<T>(
         }
         maybe_applied |= unknown;
         match catalog.load() {
-            Ok(Some(state)) if (proposal.recognise)(&state)? => return Ok(Published::Ours),
+            Ok(Some(state)) if (proposal.recognise)(&state)? => {
+                crate::warn!(
+                    "the catalog's answer to a commit was lost ({e}), and the table holds the commit: it was applied"
+                );
+                return Ok(Published::Ours);
+            }
             Ok(_) if e.kind() == ErrorKind::Conflict => return Ok(Published::Theirs),
             Ok(_) => last_failure = Some(e),
             Err(read) => {
@@ -431,6 +519,112 @@ pub fn publish_to_catalog<T>(
     }
     let why = last_failure.map_or_else(|| "no answer".to_string(), |e| e.to_string());
     Err(catalog_unknown(&why))
+}
+
+/// Writes `proposal`'s metadata file (registered in `written` first) and has the catalog point
+/// the table at it, then tells whose file the table points at afterwards, as
+/// [`publish_to_catalog`] does for a list of updates:
+///
+/// - the swap succeeded: [`Published::Ours`];
+/// - `conflict` (the table no longer points at the expected file): the table is read, and
+///   [`Published::Theirs`] unless it points at our file (an earlier swap of ours whose answer
+///   was lost landed);
+/// - an unknown outcome: the table is read; pointing at our file (or, moved on since, holding
+///   what the proposal recognises) it is ours; still pointing at the expected file, the swap
+///   is repeated (it lands at most once: it swaps only from the expected file);
+/// - any other error, before any swap may have landed: returned as it is, and the caller may
+///   delete every file, since nothing points at them.
+///
+/// An error holding [`UNKNOWN_OUTCOME`] means the swap may have landed: the caller must keep
+/// every file. A failure to write the metadata file is a plain error (no swap was asked).
+pub fn publish_by_swap<T>(
+    storage: &dyn Storage,
+    catalog: &dyn TableCatalog,
+    proposal: &PointerProposal<T>,
+    written: &mut Written<'_>,
+) -> Result<Published> {
+    if proposal.path == proposal.expected {
+        return Err(Error::internal(format!(
+            "a new metadata file must have a name of its own, not the current one's ({})",
+            proposal.path
+        )));
+    }
+    written.add(proposal.path.clone());
+    write_new_file(storage, &proposal.path, &proposal.bytes)?;
+    let mut maybe_applied = false;
+    let mut last_failure = None;
+    for _ in 0..PUT_REPEATS {
+        let e = match catalog.swap_metadata_file(&proposal.expected, &proposal.path) {
+            Ok(()) => return Ok(Published::Ours),
+            Err(e) => e,
+        };
+        let unknown = e.message().contains(UNKNOWN_OUTCOME);
+        if e.kind() != ErrorKind::Conflict && !unknown && !maybe_applied {
+            return Err(e);
+        }
+        maybe_applied |= unknown;
+        let recognised = |state: &TableState| -> Result<bool> {
+            if state.metadata_file == proposal.path {
+                return Ok(true);
+            }
+            // Only a swap that may have landed can have been built upon since.
+            if !maybe_applied {
+                return Ok(false);
+            }
+            (proposal.recognise)(state).map_err(|read| {
+                catalog_unknown(&format!(
+                    "{e}; the table read back cannot be told apart: {read}"
+                ))
+            })
+        };
+        match catalog.load() {
+            Ok(Some(state)) if recognised(&state)? => {
+                if maybe_applied {
+                    crate::warn!(
+                        "the catalog's answer to a metadata swap was lost ({e}), and the table holds the commit: it was applied"
+                    );
+                }
+                return Ok(Published::Ours);
+            }
+            Ok(_) if e.kind() == ErrorKind::Conflict => return Ok(Published::Theirs),
+            Ok(_) => last_failure = Some(e),
+            Err(read) => {
+                return Err(catalog_unknown(&format!(
+                    "{e}; reading the table back failed too: {read}"
+                )));
+            }
+        }
+    }
+    let why = last_failure.map_or_else(|| "no answer".to_string(), |e| e.to_string());
+    Err(catalog_unknown(&why))
+}
+
+/// Writes a file no other writer names, with put-if-absent; "already exists" after a failed
+/// request of ours is fine when the object holds our bytes.
+fn write_new_file(storage: &dyn Storage, path: &str, bytes: &[u8]) -> Result<()> {
+    let mut last_failure = None;
+    for _ in 0..PUT_REPEATS {
+        let e = match storage.put_if_absent(path, bytes) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        match storage.get_opt(path) {
+            Ok(Some(found)) if found == bytes => return Ok(()),
+            Ok(Some(_)) => {
+                return Err(Error::internal(format!(
+                    "{path} exists already with other content: a new metadata file's name must be unique"
+                )));
+            }
+            Ok(None) => last_failure = Some(e),
+            Err(read) => {
+                return Err(Error::io(format!(
+                    "writing {path} failed ({e}) and reading it back failed too: {read}"
+                )));
+            }
+        }
+    }
+    let why = last_failure.map_or_else(|| "no answer".to_string(), |e| e.to_string());
+    Err(Error::io(format!("writing {path} failed: {why}")))
 }
 
 fn catalog_unknown(why: &str) -> Error {

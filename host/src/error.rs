@@ -50,6 +50,15 @@ pub enum ErrorKind {
     Cancelled,
     /// The table needs a feature this host version does not implement yet.
     Unsupported,
+    /// A catalog has no such table or namespace (an Iceberg REST catalog's 404).
+    NotFound,
+    /// A catalog already has the table that was to be created (an Iceberg REST catalog's 409
+    /// on create).
+    AlreadyExists,
+    /// A catalog commit (or create) may or may not have been applied: the catalog answered
+    /// 500, 502, 503 or 504, or the answer was lost after the request may have been sent. The
+    /// caller must keep every file the change references.
+    CommitUnknown,
     /// A broken invariant inside the host.
     Internal,
 }
@@ -74,6 +83,9 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Storage => "storage error",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::NotFound => "not found",
+            ErrorKind::AlreadyExists => "already exists",
+            ErrorKind::CommitUnknown => "commit outcome unknown",
             ErrorKind::Internal => "internal error",
         };
         f.write_str(s)
@@ -101,6 +113,9 @@ impl ErrorKind {
             ErrorKind::Storage => "storage",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::AlreadyExists => "already_exists",
+            ErrorKind::CommitUnknown => "commit_unknown",
             ErrorKind::Internal => "internal",
         }
     }

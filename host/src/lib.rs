@@ -11,6 +11,7 @@
 //! - [`time`]: wall-clock time as Fluss counts it (epoch milliseconds).
 //! - [`warehouse`]: lake warehouses on a local disk or S3, opened and checked for atomic creates.
 
+pub mod catalog;
 pub mod config;
 // docs/configuration.md is generated from the options and checked by this module's tests.
 #[cfg(test)]

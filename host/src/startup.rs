@@ -131,6 +131,7 @@ pub async fn connect(
         plugins,
         locations: Default::default(),
         warehouses,
+        catalogs: Default::default(),
         cluster,
         refused_maintenance: Default::default(),
         maintenance: Default::default(),

@@ -14,6 +14,7 @@ mod maintenance;
 mod migration;
 mod operations;
 mod s3;
+mod stores;
 mod tiering;
 
 /// The harness's own helpers.

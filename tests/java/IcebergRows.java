@@ -1,9 +1,11 @@
 import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.hadoop.HadoopTables;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
 
 /**
@@ -15,6 +17,13 @@ import org.apache.iceberg.types.Types;
  * pairs, structs as objects of their fields.
  *
  *   java -cp <iceberg plugin jars> IcebergRows <table-dir> <column>...
+ *   java -cp <iceberg plugin jars> IcebergRows --rest <uri> <namespace.table> <column>...
+ *
+ * --rest loads the table from the Iceberg REST catalog at <uri> (Java Iceberg's RESTCatalog, which
+ * Fluss's Iceberg plugin bundles; cluster/iceberg-rest/) instead of reading a Hadoop table's
+ * directory; "table" is then <namespace.table>. Tables on the test S3 server are read through
+ * Hadoop's S3A (in Fluss's Iceberg plugin directory with cluster/setup.sh WITH_S3=1), with the
+ * S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY and S3_SECRET_KEY of the environment.
  */
 public final class IcebergRows {
     private static String q(Object s) {
@@ -93,10 +102,40 @@ public final class IcebergRows {
         return q(v);
     }
 
+    /** Hadoop's configuration: S3A for s3:// and s3a:// when the environment names an S3 server. */
+    private static Configuration hadoopConf() {
+        Configuration conf = new Configuration();
+        String endpoint = System.getenv("S3_ENDPOINT");
+        if (endpoint != null && !endpoint.isEmpty()) {
+            conf.set("fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem");
+            conf.set("fs.s3a.endpoint", endpoint);
+            conf.set("fs.s3a.endpoint.region", System.getenv("S3_REGION"));
+            conf.set("fs.s3a.access.key", System.getenv("S3_ACCESS_KEY"));
+            conf.set("fs.s3a.secret.key", System.getenv("S3_SECRET_KEY"));
+            conf.set("fs.s3a.path.style.access", "true");
+            conf.set("fs.s3a.connection.ssl.enabled", String.valueOf(endpoint.startsWith("https:")));
+        }
+        return conf;
+    }
+
     public static void main(String[] args) throws Exception {
-        HadoopTables tables = new HadoopTables(new Configuration());
-        Table t = tables.load(args[0]);
-        StringBuilder o = new StringBuilder("{\"table\":").append(q(args[0]));
+        if (args.length > 0 && args[0].equals("--rest")) {
+            RESTCatalog catalog = new RESTCatalog();
+            catalog.setConf(hadoopConf());
+            catalog.initialize("rest", java.util.Map.of("uri", args[1]));
+            try (catalog) {
+                print(catalog.loadTable(TableIdentifier.parse(args[2])), args[2],
+                        java.util.Arrays.copyOfRange(args, 3, args.length));
+            }
+            return;
+        }
+        print(new HadoopTables(hadoopConf()).load(args[0]), args[0],
+                java.util.Arrays.copyOfRange(args, 1, args.length));
+    }
+
+    /** Prints the table's rows: {"table": name, "snapshot", "rows"} with the given columns. */
+    private static void print(Table t, String name, String[] columns) throws Exception {
+        StringBuilder o = new StringBuilder("{\"table\":").append(q(name));
         o.append(",\"snapshot\":").append(t.currentSnapshot() == null ? "null" : t.currentSnapshot().snapshotId());
         o.append(",\"rows\":[");
         boolean first = true;
@@ -104,9 +143,9 @@ public final class IcebergRows {
             for (Record r : rows) {
                 o.append(first ? "{" : ",{");
                 first = false;
-                for (int i = 1; i < args.length; i++) {
-                    Object v = r.getField(args[i]);
-                    o.append(i > 1 ? "," : "").append(q(args[i])).append(":");
+                for (int i = 0; i < columns.length; i++) {
+                    Object v = r.getField(columns[i]);
+                    o.append(i > 0 ? "," : "").append(q(columns[i])).append(":");
                     o.append(json(v));
                 }
                 o.append("}");

@@ -11,9 +11,16 @@ plugin wrote with what real Iceberg readers see.
   iceberg_read.py parquet-field-ids <parquet-file>
   iceberg_read.py batch    (reads commands from stdin, one JSON array of arguments per line)
 
-<table> is the table directory (with metadata/version-hint.text and metadata/vN.metadata.json;
-without a version hint the newest metadata/*.metadata.json is used, e.g. pyiceberg SqlCatalog's
-0000N-<uuid>.metadata.json) or the path (or file: URI) of a .metadata.json file.
+rows, snapshots, plan, files and schema also take --rest URI: <table> is then `namespace.table`
+in the Iceberg REST catalog at URI (cluster/iceberg-rest/), which the readers load it from:
+pyiceberg's RestCatalog, and DuckDB's iceberg extension attaching the catalog
+(ATTACH ... (TYPE iceberg, ENDPOINT URI, AUTHORIZATION_TYPE 'none'), `AT (VERSION => ID)` for
+--snapshot). Tables on S3 are read with the S3_* settings of s3_env.py.
+
+Otherwise <table> is the table directory (with metadata/version-hint.text and
+metadata/vN.metadata.json; without a version hint the newest metadata/*.metadata.json is used,
+e.g. pyiceberg SqlCatalog's 0000N-<uuid>.metadata.json) or the path (or file: URI) of a
+.metadata.json file.
 
 Canonical values: integers as ints, FLOAT/DOUBLE as floats, strings, booleans, DECIMAL as a
 string with exactly `scale` digits after the point, DATE as days since epoch, TIME as millis
@@ -151,9 +158,23 @@ def resolve_metadata(table):
     return loc.url(files[-1].path), None
 
 
-def open_table(table):
+def rest_catalog(uri):
+    """pyiceberg's RestCatalog for the REST catalog server at `uri`, with the test S3 server's
+    settings when the environment has them (a loaded table's FileIO gets the catalog's
+    properties; the server may add the S3 keys of its own)."""
+    from pyiceberg.catalog import load_catalog
+
+    s3 = s3_env.pyiceberg_options("s3://") if os.environ.get("S3_ENDPOINT") else {}
+    return load_catalog("rest", **{"type": "rest", "uri": uri, **s3})
+
+
+def open_table(table, rest=None):
+    """The table: `namespace.table` loaded from the REST catalog at `rest`, or a table directory
+    or metadata file read as a static table."""
     from pyiceberg.table import StaticTable
 
+    if rest:
+        return rest_catalog(rest).load_table(table)
     metadata_file, _ = resolve_metadata(table)
     return StaticTable.from_metadata(metadata_file, properties=s3_env.pyiceberg_options(metadata_file))
 
@@ -174,7 +195,7 @@ def duckdb_extension_dir():
 
 
 @contextlib.contextmanager
-def duckdb_connection():
+def duckdb_connection(rest=None):
     """A new in-memory DuckDB for one command, closed after it: DuckDB keeps caches per
     database (its external file cache is on by default), and a `batch` process lives for the
     whole test run, across commits to the tables it reads."""
@@ -190,6 +211,12 @@ def duckdb_connection():
         if os.environ.get("S3_ENDPOINT"):
             con.execute("LOAD httpfs")
             con.execute(s3_env.duckdb_secret_sql())
+        if rest:
+            # The REST catalog as catalog `rest` (the server ignores the warehouse name). No
+            # vended credentials: the server hands out S3 keys without its endpoint, so DuckDB
+            # would read from AWS; the secret above reads the test S3 server.
+            con.execute(f"ATTACH 'warehouse' AS rest (TYPE iceberg, ENDPOINT {_sql_string(rest)}, "
+                        "AUTHORIZATION_TYPE 'none', ACCESS_DELEGATION_MODE 'none')")
         yield con
     finally:
         con.close()
@@ -199,7 +226,17 @@ def _sql_string(s):
     return "'" + s.replace("'", "''") + "'"
 
 
-def read_duckdb(table, snapshot):
+def _sql_identifier(s):
+    return '"' + s.replace('"', '""') + '"'
+
+
+def read_duckdb(table, snapshot, rest=None):
+    if rest:
+        namespace, _, name = table.rpartition(".")
+        at = f" AT (VERSION => {int(snapshot)})" if snapshot is not None else ""
+        with duckdb_connection(rest) as con:
+            return con.execute(f"SELECT * FROM rest.{_sql_identifier(namespace)}.{_sql_identifier(name)}{at}"
+                               ).fetch_arrow_table()
     metadata_file, table_dir = resolve_metadata(table)
     target = table_dir if table_dir is not None else metadata_file
     args = _sql_string(_strip_file_uri(target))
@@ -209,8 +246,8 @@ def read_duckdb(table, snapshot):
         return con.execute(f"SELECT * FROM iceberg_scan({args})").fetch_arrow_table()
 
 
-def read_pyiceberg(table, snapshot):
-    st = open_table(table)
+def read_pyiceberg(table, snapshot, rest=None):
+    st = open_table(table, rest)
     if snapshot is not None and st.metadata.snapshot_by_id(snapshot) is None:
         raise ValueError(f"no snapshot {snapshot} in {table}")
     return st.scan(snapshot_id=snapshot).to_arrow()
@@ -221,14 +258,14 @@ def read_pyiceberg(table, snapshot):
 
 def cmd_rows(args):
     if args.reader == "duckdb":
-        arrow = read_duckdb(args.table, args.snapshot)
+        arrow = read_duckdb(args.table, args.snapshot, args.rest)
     else:
-        arrow = read_pyiceberg(args.table, args.snapshot)
+        arrow = read_pyiceberg(args.table, args.snapshot, args.rest)
     print_rows(canonical_rows(arrow, drop_system=args.drop_system))
 
 
 def cmd_snapshots(args):
-    st = open_table(args.table)
+    st = open_table(args.table, args.rest)
     for snap in st.metadata.snapshots:
         summary = snap.summary.model_dump() if snap.summary is not None else {}
         print(json.dumps({
@@ -286,7 +323,7 @@ def build_filter(st, column, op, json_value):
 def cmd_plan(args):
     from pyiceberg.expressions import AlwaysTrue
 
-    st = open_table(args.table)
+    st = open_table(args.table, args.rest)
     row_filter = AlwaysTrue() if not args.filter else build_filter(st, *args.filter)
     tasks = list(st.scan(row_filter=row_filter, snapshot_id=args.snapshot).plan_files())
     delete_files = {d.file_path for t in tasks for d in (t.delete_files or ())}
@@ -300,7 +337,7 @@ def cmd_plan(args):
 def cmd_files(args):
     from pyiceberg.manifest import DataFileContent
 
-    st = open_table(args.table)
+    st = open_table(args.table, args.rest)
     snapshot = st.snapshot_by_id(args.snapshot) if args.snapshot else st.current_snapshot()
     manifests = snapshot.manifests(st.io) if snapshot else []
     data = deletes = 0
@@ -315,7 +352,7 @@ def cmd_files(args):
 
 
 def cmd_schema(args):
-    st = open_table(args.table)
+    st = open_table(args.table, args.rest)
     schema = st.schema()
     spec = st.spec()
     order = st.sort_order()
@@ -372,20 +409,25 @@ def main(argv, allow_batch=True):
     sub = parser.add_subparsers(dest="command", required=True)
     rows = sub.add_parser("rows")
     rows.add_argument("table")
+    rows.add_argument("--rest", metavar="URI", help="read namespace.table from this REST catalog")
     rows.add_argument("--snapshot", type=int)
     rows.add_argument("--reader", choices=("pyiceberg", "duckdb"), default="pyiceberg")
     rows.add_argument("--drop-system", action="store_true", help="drop __bucket, __offset, __timestamp")
     snapshots = sub.add_parser("snapshots")
     snapshots.add_argument("table")
+    snapshots.add_argument("--rest", metavar="URI")
     plan = sub.add_parser("plan")
     plan.add_argument("table")
+    plan.add_argument("--rest", metavar="URI")
     plan.add_argument("--snapshot", type=int)
     plan.add_argument("--filter", nargs=3, metavar=("COLUMN", "OP", "JSON"))
     files = sub.add_parser("files")
     files.add_argument("table")
+    files.add_argument("--rest", metavar="URI")
     files.add_argument("--snapshot", type=int)
     schema = sub.add_parser("schema")
     schema.add_argument("table")
+    schema.add_argument("--rest", metavar="URI")
     pfi = sub.add_parser("parquet-field-ids")
     pfi.add_argument("file")
     args = parser.parse_args(argv)

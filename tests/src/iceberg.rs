@@ -1,6 +1,8 @@
 //! Iceberg checks: the independent readers (pyiceberg, DuckDB's iceberg extension) run from
 //! the project's venv through `tests/python/iceberg_read.py`, Java Iceberg's view of a table,
-//! and Iceberg's bucket function.
+//! and Iceberg's bucket function. Tables are read from their directory (Hadoop-catalog tables)
+//! or, by the `rest_*` functions, loaded through an Iceberg REST catalog (the server of
+//! `cluster/iceberg-rest/`, [`rest_catalog`]).
 
 use std::path::Path;
 
@@ -107,6 +109,189 @@ pub fn java_alter(table_dir: &Path, changes: &[&str]) -> Value {
     args.extend(changes.iter().map(std::path::PathBuf::from));
     let refs: Vec<&Path> = args.iter().map(std::path::PathBuf::as_path).collect();
     crate::java::run_check("IcebergAlter", &java_classpath(), &refs).remove(0)
+}
+
+/// An Iceberg REST catalog server of `cluster/iceberg-rest/start.sh` (Apache Iceberg's own
+/// `RESTCatalogServer` on 127.0.0.1: a JDBC catalog on SQLite), as its `server.env` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestCatalog {
+    /// `http://127.0.0.1:<port>`: what `datalake.iceberg.uri` and the readers are given.
+    pub uri: String,
+    /// Where the server puts tables (`<warehouse>/<namespace>/<table>`): a local directory, or
+    /// an `s3://` URL on the test S3 server (`ICEBERG_REST_STORAGE=s3`).
+    pub warehouse: String,
+    /// `local` or `s3`.
+    pub storage: String,
+}
+
+/// The instance of the Iceberg REST catalog server whose warehouse is on the test S3 server
+/// ([`rest_catalog_s3`]), as the S3 cluster is cluster 9.
+pub const REST_S3_INDEX: usize = 9;
+
+/// Iceberg REST catalog server `index` (`ICEBERG_REST_INDEX`, 0-8) with a local warehouse
+/// (`target/iceberg-rest-<index>/warehouse`; instance 0: `target/iceberg-rest/`), started if it
+/// is not up. Instance 0 is the catalog `cluster/set-lake-format.sh iceberg-rest` points a
+/// cluster with local storage at. Panics, never skips, when it cannot start.
+pub fn rest_catalog(index: usize) -> RestCatalog {
+    assert!(
+        index != REST_S3_INDEX,
+        "REST catalog {index} keeps its warehouse on S3: rest_catalog_s3()"
+    );
+    ensure_rest_catalog(index, "local")
+}
+
+/// The Iceberg REST catalog server with its warehouse on the test S3 server (instance
+/// [`REST_S3_INDEX`], `s3://<bucket>/iceberg-rest-9`, Iceberg's S3FileIO), started with the S3
+/// server if they are not up: the catalog of the S3 cluster's `iceberg-rest` format. Its
+/// readers read S3 with [`crate::s3::reader_env`].
+pub fn rest_catalog_s3() -> RestCatalog {
+    crate::s3::server();
+    ensure_rest_catalog(REST_S3_INDEX, "s3")
+}
+
+/// Runs `cluster/iceberg-rest/start.sh` for instance `index` with `storage` (it leaves a server
+/// started with the same settings as it is), one starter at a time across threads and
+/// processes (the lock `cluster/set-lake-format.sh` takes too), and reads its `server.env`.
+fn ensure_rest_catalog(index: usize, storage: &str) -> RestCatalog {
+    let dir = repo_root().join(match index {
+        0 => "target/iceberg-rest".to_string(),
+        i => format!("target/iceberg-rest-{i}"),
+    });
+    let lock = std::fs::File::create(dir.with_extension("lock")).unwrap();
+    lock.lock().unwrap();
+    let out = std::process::Command::new(repo_root().join("cluster/iceberg-rest/start.sh"))
+        .env("ICEBERG_REST_INDEX", index.to_string())
+        .env("ICEBERG_REST_STORAGE", storage)
+        .output()
+        .expect("cannot run cluster/iceberg-rest/start.sh");
+    assert!(
+        out.status.success(),
+        "cluster/iceberg-rest/start.sh (instance {index}, {storage}) failed (run \
+         cluster/iceberg-rest/setup.sh first; scripts/test.sh does):\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.join("server.env");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let get = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("no {key} in {}", file.display()))
+            .to_string()
+    };
+    RestCatalog {
+        uri: get("ICEBERG_REST_URI"),
+        warehouse: get("ICEBERG_REST_WAREHOUSE"),
+        storage: get("ICEBERG_REST_STORAGE"),
+    }
+}
+
+/// Rows of `namespace.table` loaded from the REST catalog at `uri`, at `snapshot` (current if
+/// `None`), read by `reader` (`pyiceberg`: its `RestCatalog`; `duckdb`: the iceberg extension
+/// attaching the catalog), in the canonical form of [`rows`], system columns included.
+pub fn rest_rows(
+    uri: &str,
+    namespace: &str,
+    table: &str,
+    snapshot: Option<i64>,
+    reader: &str,
+) -> Vec<Value> {
+    let name = format!("{namespace}.{table}");
+    let mut c = vec!["rows", name.as_str(), "--rest", uri, "--reader", reader];
+    let s = snapshot.map(|s| s.to_string());
+    if let Some(s) = &s {
+        c.extend(["--snapshot", s.as_str()]);
+    }
+    read_one(&c)
+}
+
+/// [`rest_rows`] of the current snapshot by pyiceberg's `RestCatalog`.
+pub fn read_rest_pyiceberg(uri: &str, namespace: &str, table: &str) -> Vec<Value> {
+    rest_rows(uri, namespace, table, None, "pyiceberg")
+}
+
+/// [`rest_rows`] of the current snapshot by DuckDB's iceberg extension (`ATTACH ... (TYPE
+/// iceberg, ENDPOINT uri)`), which applies equality deletes.
+pub fn read_rest_duckdb(uri: &str, namespace: &str, table: &str) -> Vec<Value> {
+    rest_rows(uri, namespace, table, None, "duckdb")
+}
+
+/// [`snapshots`] of a table loaded from the REST catalog at `uri`.
+pub fn rest_snapshots(uri: &str, namespace: &str, table: &str) -> Vec<Value> {
+    read_one(&["snapshots", &format!("{namespace}.{table}"), "--rest", uri])
+}
+
+/// `iceberg_read.py schema` of a table loaded from the REST catalog at `uri`: its fields,
+/// identifier fields, partition spec, sort order, location, format version and properties.
+pub fn rest_schema(uri: &str, namespace: &str, table: &str) -> Value {
+    read_one(&["schema", &format!("{namespace}.{table}"), "--rest", uri]).remove(0)
+}
+
+/// [`java_rows`] of `namespace.table` loaded from the REST catalog at `uri` by Java Iceberg's
+/// `RESTCatalog` (`IcebergRows --rest`): `{"table": "namespace.table", "snapshot", "rows"}`.
+pub fn java_rest_rows(uri: &str, namespace: &str, table: &str, columns: &[&str]) -> Value {
+    let name = format!("{namespace}.{table}");
+    let mut args: Vec<&Path> = vec![Path::new("--rest"), Path::new(uri), Path::new(&name)];
+    args.extend(columns.iter().map(Path::new));
+    crate::java::run_check("IcebergRows", &java_classpath(), &args).remove(0)
+}
+
+/// The REST catalog's answer to loading `namespace.table` (`GET
+/// /v1/namespaces/<namespace>/tables/<table>`): `{"metadata-location", "metadata", "config"}`,
+/// or `None` when it has no such table (404). Panics on any other answer.
+pub fn rest_load_table(uri: &str, namespace: &str, table: &str) -> Option<Value> {
+    let path = format!("/v1/namespaces/{namespace}/tables/{table}");
+    let (status, body) = rest_get(uri, &path);
+    match status {
+        200 => Some(serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))),
+        404 => None,
+        _ => panic!("GET {uri}{path}: HTTP {status}: {body}"),
+    }
+}
+
+/// A GET of `path` from the REST catalog server at `uri` (`http://host:port`): (status, body).
+/// HTTP/1.0, so the server answers with the whole body and closes the connection.
+fn rest_get(uri: &str, path: &str) -> (u16, String) {
+    rest_call(uri, "GET", path, None)
+}
+
+/// A POST of the JSON `body` to `path` of the REST catalog server at `uri`: (status, body).
+pub fn rest_post(uri: &str, path: &str, body: &str) -> (u16, String) {
+    rest_call(uri, "POST", path, Some(body))
+}
+
+/// One HTTP/1.0 request (the server answers with the whole body and closes the connection).
+fn rest_call(uri: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let addr = uri
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("{uri}: not an http:// URI"))
+        .trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(addr)
+        .unwrap_or_else(|e| panic!("{uri}: {e}: is the Iceberg REST catalog server up?"));
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    match body {
+        None => write!(stream, "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"),
+        Some(body) => write!(
+            stream,
+            "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    }
+    .unwrap();
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .unwrap_or_else(|e| panic!("{method} {uri}{path}: {e}"));
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{method} {uri}{path}: not an HTTP answer: {head}"));
+    (status, body.to_string())
 }
 
 fn java_classpath() -> Vec<std::path::PathBuf> {

@@ -3,6 +3,7 @@
 
 pub mod all_types;
 pub mod bombs;
+pub mod catalog_gate;
 pub mod cluster;
 pub mod component;
 pub mod crash;
@@ -16,6 +17,7 @@ pub mod lake_check;
 pub mod lance;
 pub mod lossy_proxy;
 pub mod nested;
+pub mod object_stores;
 pub mod paimon;
 pub mod prometheus;
 pub mod python;

@@ -26,7 +26,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
-type Body = BoxBody<Bytes, hyper::Error>;
+pub(crate) type Body = BoxBody<Bytes, hyper::Error>;
 type PathMatcher = Box<dyn Fn(&str) -> bool + Send + Sync>;
 type BodyMatcher = Box<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
@@ -55,10 +55,70 @@ struct State {
 
 /// The proxy; stopped (its runtime shut down, its port closed) when dropped.
 pub struct LossyProxy {
-    endpoint: String,
+    server: LoopbackServer,
     state: Arc<Mutex<State>>,
+}
+
+/// A server on `127.0.0.1:<free port>` running on a runtime of its own, on a thread of its
+/// own (so tests that block their runtime never stall it); stopped when dropped.
+pub struct LoopbackServer {
+    endpoint: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LoopbackServer {
+    /// Binds a port and runs `serve` on its listener until dropped.
+    pub fn start<F, Fut>(name: &str, serve: F) -> LoopbackServer
+    where
+        F: FnOnce(TcpListener) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("a loopback server's runtime");
+                rt.block_on(async move {
+                    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                    addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                    tokio::select! {
+                        _ = serve(listener) => {}
+                        _ = stop_rx => {}
+                    }
+                });
+                // Connections still open are dropped with the runtime.
+                rt.shutdown_background();
+            })
+            .expect("a loopback server's thread");
+        let addr = addr_rx.recv().expect("the loopback server did not start");
+        LoopbackServer {
+            endpoint: format!("http://{addr}"),
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+}
+
+impl Drop for LoopbackServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl LossyProxy {
@@ -71,41 +131,16 @@ impl LossyProxy {
             .unwrap_or_else(|| panic!("the lossy proxy forwards to http:// only: {upstream}"))
             .to_string();
         let state = Arc::new(Mutex::new(State::default()));
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let shared = state.clone();
-        let thread = std::thread::Builder::new()
-            .name("lossy-proxy".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                    .expect("the lossy proxy's runtime");
-                rt.block_on(async move {
-                    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-                    addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                    tokio::select! {
-                        _ = accept_loop(listener, upstream, shared) => {}
-                        _ = stop_rx => {}
-                    }
-                });
-                // Connections still open are dropped with the runtime.
-                rt.shutdown_background();
-            })
-            .expect("the lossy proxy's thread");
-        let addr = addr_rx.recv().expect("the lossy proxy did not start");
-        LossyProxy {
-            endpoint: format!("http://{addr}"),
-            state,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        }
+        let server = LoopbackServer::start("lossy-proxy", move |listener| {
+            accept_loop(listener, upstream, shared)
+        });
+        LossyProxy { server, state }
     }
 
     /// `http://127.0.0.1:<port>`: the endpoint to give S3 clients instead of the server's.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        self.server.endpoint()
     }
 
     /// Loses the answers to the next `times` conditional PUTs whose path (as sent:
@@ -166,17 +201,6 @@ impl LossyProxy {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Drop for LossyProxy {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -265,7 +289,7 @@ async fn forward(
 }
 
 /// Sends one request on a connection of its own to the store.
-async fn send(
+pub(crate) async fn send(
     upstream: &str,
     req: Request<Full<Bytes>>,
 ) -> Result<Response<Incoming>, Box<dyn std::error::Error + Send + Sync>> {
@@ -278,7 +302,7 @@ async fn send(
     Ok(sender.send_request(req).await?)
 }
 
-fn bad_gateway(e: &dyn std::fmt::Display) -> Response<Body> {
+pub(crate) fn bad_gateway(e: &dyn std::fmt::Display) -> Response<Body> {
     let mut r = Response::new(
         Full::new(Bytes::from(format!(
             "lossy proxy: the store is unreachable: {e}"

@@ -14,6 +14,8 @@ pub struct ClusterConfig {
     pub remote_data_dir: Option<String>,
     /// `datalake.<format>.warehouse`, by format.
     pub warehouses: BTreeMap<String, String>,
+    /// `datalake.<format>.uri`, by format: the catalog endpoints the cluster configured.
+    pub catalog_uris: BTreeMap<String, String>,
 }
 
 impl ClusterConfig {
@@ -30,6 +32,14 @@ impl ClusterConfig {
             {
                 config
                     .warehouses
+                    .insert(format.to_ascii_lowercase(), value.to_string());
+            } else if let Some(format) = key
+                .strip_prefix("datalake.")
+                .and_then(|k| k.strip_suffix(".uri"))
+                && !format.contains('.')
+            {
+                config
+                    .catalog_uris
                     .insert(format.to_ascii_lowercase(), value.to_string());
             }
         }
@@ -69,7 +79,12 @@ mod tests {
             ("datalake.Iceberg.warehouse", "s3://b/iceberg"),
             ("datalake.paimon.metastore", "filesystem"),
             ("datalake.paimon.x.warehouse", "/not/a/format"),
+            ("datalake.iceberg.uri", "http://127.0.0.1:8181"),
         ]);
+        assert_eq!(
+            c.catalog_uris.get("iceberg").map(String::as_str),
+            Some("http://127.0.0.1:8181")
+        );
         assert_eq!(c.remote_data_dir.as_deref(), Some("/data/remote"));
         assert_eq!(
             c.warehouses.into_iter().collect::<Vec<_>>(),

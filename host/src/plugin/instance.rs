@@ -293,6 +293,11 @@ impl PluginInstance {
         self.store.data_mut().storage = Some(storage);
     }
 
+    /// The catalog this instance's table is kept by (the `table-catalog` import).
+    pub fn set_catalog(&mut self, catalog: super::table_catalog::TableCatalogScope) {
+        self.store.data_mut().catalog = catalog;
+    }
+
     /// Names the limit a trap came from, if any.
     fn trap(&self, call: &str, e: wasmtime::Error) -> Error {
         describe_trap(

@@ -10,6 +10,8 @@
 
 use super::bindings::fluss::lake::{table_catalog, types};
 use super::host_api::InstanceState;
+use crate::catalog::{LoadedTable, RestTable};
+use crate::error::{Error, ErrorKind};
 
 /// The catalog an instance's table is kept by.
 #[derive(Clone, Default)]
@@ -17,12 +19,100 @@ pub enum TableCatalogScope {
     /// By its files alone (no catalog calls).
     #[default]
     Files,
+    /// By an Iceberg REST catalog.
+    Rest(RestScope),
+}
+
+/// One table of an Iceberg REST catalog, as the host resolved it.
+#[derive(Clone)]
+pub struct RestScope {
+    pub table: std::sync::Arc<RestTable>,
+    /// The table as the host loaded it when it resolved the round's table (its location is
+    /// the root of the instance's storage, its UUID is asserted by every commit); `None`
+    /// before the table exists (a table the host routes and creates).
+    pub resolved: Option<Resolved>,
+}
+
+/// What the host fixed about a catalog's table when it resolved it.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The table's location (absolute), as the catalog answered.
+    pub location: String,
+    pub uuid: String,
+}
+
+fn lake_error(kind: types::ErrorKind, message: impl Into<String>) -> types::LakeError {
+    types::LakeError {
+        kind,
+        message: message.into(),
+    }
 }
 
 fn unsupported(what: &str) -> types::LakeError {
-    types::LakeError {
-        kind: types::ErrorKind::Unsupported,
-        message: format!("{what}: the table is kept by its files alone, not by a catalog"),
+    lake_error(
+        types::ErrorKind::Unsupported,
+        format!("{what}: the table is not kept by a catalog that takes this call"),
+    )
+}
+
+/// The host's error as the plugin sees it. An outcome the catalog left unknown carries the
+/// words the SDK's commit kit recognises, so that it keeps every file.
+fn to_lake(e: Error) -> types::LakeError {
+    let kind = match e.kind() {
+        ErrorKind::Conflict => types::ErrorKind::Conflict,
+        ErrorKind::NotFound => types::ErrorKind::NotFound,
+        ErrorKind::AlreadyExists => types::ErrorKind::AlreadyExists,
+        ErrorKind::PluginLimit | ErrorKind::Config => types::ErrorKind::InvalidInput,
+        ErrorKind::Unsupported => types::ErrorKind::Unsupported,
+        ErrorKind::Internal => types::ErrorKind::Internal,
+        _ => types::ErrorKind::Io,
+    };
+    let message = if e.kind() == ErrorKind::CommitUnknown {
+        format!("commit outcome unknown: {e}")
+    } else {
+        e.to_string()
+    };
+    lake_error(kind, message)
+}
+
+impl InstanceState {
+    fn rest(&self, call: &str) -> Result<RestScope, types::LakeError> {
+        match &self.catalog {
+            TableCatalogScope::Rest(scope) => Ok(scope.clone()),
+            TableCatalogScope::Files => Err(unsupported(call)),
+        }
+    }
+
+    /// The state the plugin sees of `loaded`: refused when it is not the table the host
+    /// resolved (dropped and created again under the same name).
+    fn state(
+        scope: &RestScope,
+        loaded: LoadedTable,
+    ) -> Result<table_catalog::TableState, types::LakeError> {
+        if let Some(r) = &scope.resolved
+            && r.uuid != loaded.uuid
+        {
+            return Err(lake_error(
+                types::ErrorKind::Conflict,
+                format!(
+                    "the catalog's table is no longer the one this round resolved (UUID {} became {}): it was dropped and created again",
+                    r.uuid, loaded.uuid
+                ),
+            ));
+        }
+        let metadata_file = loaded.metadata_file().ok_or_else(|| {
+            lake_error(
+                types::ErrorKind::Io,
+                format!(
+                    "the catalog keeps the table's metadata at {}, outside its location {}",
+                    loaded.metadata_location, loaded.location
+                ),
+            )
+        })?;
+        Ok(table_catalog::TableState {
+            metadata_file,
+            metadata: loaded.metadata.to_vec(),
+        })
     }
 }
 
@@ -30,26 +120,54 @@ impl table_catalog::Host for InstanceState {
     async fn kind(&mut self) -> table_catalog::CatalogKind {
         match self.catalog {
             TableCatalogScope::Files => table_catalog::CatalogKind::Files,
+            TableCatalogScope::Rest(_) => table_catalog::CatalogKind::IcebergRest,
         }
     }
 
     async fn load_table(&mut self) -> Result<Option<table_catalog::TableState>, types::LakeError> {
-        Err(unsupported("load-table"))
+        let scope = self.rest("load-table")?;
+        match scope.table.load().await.map_err(to_lake)? {
+            Some(loaded) => Ok(Some(Self::state(&scope, loaded)?)),
+            None => Ok(None),
+        }
     }
 
     async fn create_table(
         &mut self,
-        _request: String,
+        request: String,
     ) -> Result<table_catalog::TableState, types::LakeError> {
-        Err(unsupported("create-table"))
+        let scope = self.rest("create-table")?;
+        let loaded = scope
+            .table
+            .create(request.as_bytes())
+            .await
+            .map_err(to_lake)?;
+        Self::state(&scope, loaded)
     }
 
     async fn commit_table(
         &mut self,
-        _requirements: String,
-        _updates: String,
+        requirements: String,
+        updates: String,
     ) -> Result<table_catalog::TableState, types::LakeError> {
-        Err(unsupported("commit-table"))
+        let scope = self.rest("commit-table")?;
+        let Some(resolved) = scope.resolved.clone() else {
+            return Err(lake_error(
+                types::ErrorKind::NotFound,
+                "commit-table: the table did not exist when the round resolved it",
+            ));
+        };
+        let loaded = scope
+            .table
+            .commit(
+                &resolved.uuid,
+                &resolved.location,
+                requirements.as_bytes(),
+                updates.as_bytes(),
+            )
+            .await
+            .map_err(to_lake)?;
+        Self::state(&scope, loaded)
     }
 
     async fn swap_metadata_file(

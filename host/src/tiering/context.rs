@@ -8,6 +8,7 @@ use std::sync::Arc;
 use fluss::metadata::TablePath;
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::{CatalogOptions, RestCatalog};
 use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
 use crate::fluss::client::FlussClient;
@@ -15,6 +16,7 @@ use crate::fluss::cluster_config::ClusterConfig;
 use crate::fluss::reader::BucketRange;
 use crate::plugin::sandbox::{LocationClaim, LocationClaims};
 use crate::plugin::storage::ScopedStorage;
+use crate::plugin::table_catalog::TableCatalogScope;
 use crate::plugin::{Plugin, PluginSet, wit};
 use crate::tiering::maintenance::{Keep, MaintenanceLedger, RefusedMaintenance};
 use crate::tiering::routing::Route;
@@ -34,6 +36,8 @@ pub struct TieringContext {
     pub cluster: ClusterConfig,
     /// The warehouses rounds write to, each opened and checked once.
     pub warehouses: Warehouses,
+    /// The catalogs rounds commit through, each connected once.
+    pub catalogs: Catalogs,
     /// Tables already told that their plugin does not maintain tables.
     pub refused_maintenance: RefusedMaintenance,
     /// What each table's last commit asked Fluss to keep and when it was last maintained:
@@ -43,6 +47,31 @@ pub struct TieringContext {
     /// finish their writes and commits, but maintenance, which only ever runs after a round's
     /// commits and can always be left for later, stops at once so that the host exits promptly.
     pub stopping: CancellationToken,
+}
+
+/// The REST catalogs of the process: one connection (configuration, token, HTTP pool) per
+/// set of catalog options, shared by every round. A failed connection is not remembered, so a
+/// catalog that was down is tried again by the next round.
+#[derive(Default)]
+pub struct Catalogs {
+    connected: tokio::sync::Mutex<Vec<(CatalogOptions, RestCatalog)>>,
+}
+
+impl Catalogs {
+    /// The catalog `options` name, connected.
+    pub async fn get(
+        &self,
+        options: &CatalogOptions,
+        timeout: std::time::Duration,
+    ) -> crate::error::Result<RestCatalog> {
+        let mut connected = self.connected.lock().await;
+        if let Some((_, catalog)) = connected.iter().find(|(o, _)| o == options) {
+            return Ok(catalog.clone());
+        }
+        let catalog = RestCatalog::connect(options, timeout).await?;
+        connected.push((options.clone(), catalog.clone()));
+        Ok(catalog)
+    }
 }
 
 /// A table the coordinator assigned to this host.
@@ -88,6 +117,8 @@ pub struct ResolvedTable {
     pub plugin: Arc<Plugin>,
     pub plugin_config: Vec<(String, String)>,
     pub storage: ScopedStorage,
+    /// The catalog that keeps the lake table (files alone, or a REST catalog).
+    pub catalog: TableCatalogScope,
     pub route: Route,
     /// Held for the whole round: no other table may use this location meanwhile.
     pub(super) _location: LocationClaim,

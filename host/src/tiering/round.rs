@@ -21,6 +21,7 @@ use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, Tieri
 use super::maintenance::{self, RoundEnd};
 use super::progress::RoundProgress;
 use super::{fluss_commit, row_batches, splits};
+use crate::catalog::CatalogOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
@@ -28,6 +29,7 @@ use crate::fluss::{reader, table};
 use crate::metrics::registry::{CommittedRound, short_digest};
 use crate::metrics::{TableLabels, TableMetrics, metrics};
 use crate::plugin::storage::StorageQuota;
+use crate::plugin::table_catalog::{Resolved, RestScope, TableCatalogScope};
 use crate::plugin::{PluginInstance, wit};
 use crate::tiering::routing;
 use crate::time::now_millis;
@@ -322,14 +324,19 @@ pub async fn resolve_table(
             ),
         )
     })?;
-    // Storage options (credentials, endpoint, …) open the warehouse; the plugin never sees them.
-    let (plugin_config, storage_options) = warehouse::options::split(table::plugin_config(
-        &info,
-        &format,
-        &ctx.config.lake_options_for(&format),
-    ));
+    // The catalog's options (endpoint, credentials) are the host's, like the storage options
+    // (credentials, endpoint, …) that open the warehouse: the plugin sees neither.
+    let lake_options = table::plugin_config(&info, &format, &ctx.config.lake_options_for(&format));
+    let catalog_options = CatalogOptions::for_format(&format, &lake_options)
+        .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?;
+    let (plugin_config, storage_options) = warehouse::options::split(
+        lake_options
+            .into_iter()
+            .filter(|(k, _)| !CatalogOptions::is_catalog_key(k))
+            .collect(),
+    );
     // The storage options' keys only: their Debug never shows a value.
-    tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, storage_options = ?storage_options, "table routed");
+    tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, storage_options = ?storage_options, catalog = ?catalog_options.as_ref().map(|c| &c.uri), "table routed");
     let wit_info = table::to_wit(&info, &format);
     let warehouse = plugin_config
         .iter()
@@ -352,27 +359,101 @@ pub async fn resolve_table(
         &ctx.cluster.warehouses,
     )
     .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?;
-    // The host composes the location from the plugin's declared layout: the plugin never names it.
-    let location = plugin
-        .layout()
-        .location(assignment.path.database(), assignment.path.table())?;
     let mut control = PluginInstance::new(&plugin, format!("{format} {}", assignment.path)).await?;
-    // One quota for every instance of the round.
-    let storage = ctx
-        .warehouses
-        .get(&warehouse, &storage_options)
-        .await
-        .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?
-        .scope(&location)?
-        .with_quota(StorageQuota::new(
+    let quota = || {
+        StorageQuota::new(
             ctx.config.plugin_round_write_limit,
             ctx.config.plugin_round_object_limit,
-        ));
+        )
+    };
+    let (storage, catalog) = match catalog_options {
+        None => {
+            // The host composes the location from the plugin's declared layout: the plugin
+            // never names it.
+            let location = plugin
+                .layout()
+                .location(assignment.path.database(), assignment.path.table())?;
+            // One quota for every instance of the round.
+            let storage = ctx
+                .warehouses
+                .get(&warehouse, &storage_options)
+                .await
+                .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?
+                .scope(&location)?
+                .with_quota(quota());
+            (storage, TableCatalogScope::Files)
+        }
+        Some(options) => {
+            routing::check_catalog_uri(
+                &options.uri,
+                &format,
+                &ctx.config.lake_options,
+                &ctx.cluster.catalog_uris,
+            )
+            .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?;
+            let in_catalog =
+                |e: Error| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message()));
+            let catalog = ctx
+                .catalogs
+                .get(&options, ctx.config.rpc_timeout)
+                .await
+                .map_err(in_catalog)?;
+            let table =
+                Arc::new(catalog.table(assignment.path.database(), assignment.path.table()));
+            let mut loaded = table.load().await.map_err(in_catalog)?;
+            if loaded.is_none() && route.is_override() {
+                // The plugin creates the lake table through the catalog, which picks its
+                // location; the round then goes on with it as with any other.
+                control.set_catalog(TableCatalogScope::Rest(RestScope {
+                    table: table.clone(),
+                    resolved: None,
+                }));
+                if control
+                    .create_table_if_missing(&wit_info, &plugin_config)
+                    .await?
+                {
+                    tracing::info!(table = %assignment.path, format, catalog = %options.uri, "created the lake table in the catalog");
+                }
+                loaded = table.load().await.map_err(in_catalog)?;
+            }
+            let loaded = loaded.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "{}: the catalog {} has no table {} (the Fluss coordinator creates it when the table is created with table.datalake.enabled)",
+                        assignment.path, options.uri, assignment.path
+                    ),
+                )
+            })?;
+            // The catalog, which the cluster's configuration names, says where the table is:
+            // the plugin's storage is confined to exactly that location.
+            let (parent, name) = table_location_parts(&loaded.location).map_err(|e| {
+                Error::new(e.kind(), format!("{}: {}", assignment.path, e.message()))
+            })?;
+            let storage = ctx
+                .warehouses
+                .get(&parent, &storage_options)
+                .await
+                .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?
+                .scope(&name)?
+                .with_quota(quota());
+            let scope = TableCatalogScope::Rest(RestScope {
+                table,
+                resolved: Some(Resolved {
+                    location: loaded.location.clone(),
+                    uuid: loaded.uuid.clone(),
+                }),
+            });
+            (storage, scope)
+        }
+    };
     let claim = ctx
         .locations
         .claim(storage.display_root(), assignment.table_id)?;
     control.set_storage(storage.clone());
-    if route.is_override()
+    control.set_catalog(catalog.clone());
+    if matches!(catalog, TableCatalogScope::Files)
+        && route.is_override()
         && control
             .create_table_if_missing(&wit_info, &plugin_config)
             .await?
@@ -386,6 +467,7 @@ pub async fn resolve_table(
             plugin,
             plugin_config,
             storage,
+            catalog,
             route,
             _location: claim,
         },
@@ -566,6 +648,7 @@ impl SplitTask<'_> {
         )
         .await?;
         instance.set_storage(resolved.storage.clone());
+        instance.set_catalog(resolved.catalog.clone());
         instance.set_cancel(cancel.clone());
         // A writer sees its partition's bucket count (the contract's `writer-context`).
         let writer_ctx = wit::WriterContext {
@@ -691,5 +774,58 @@ mod tests {
             e.message()
                 .contains("101 bytes in one round, over the 100-byte round limit")
         );
+    }
+}
+
+/// A catalog's table location split into the folder that holds it, opened as a warehouse,
+/// and the table's own folder, the scope of its storage: `s3://b/wh/db/t` is `s3://b/wh/db`
+/// and `t`; `file:/wh/db/t` is `/wh/db` and `t`.
+fn table_location_parts(location: &str) -> Result<(String, String)> {
+    let local = location
+        .strip_prefix("file://")
+        .or_else(|| location.strip_prefix("file:"))
+        .filter(|rest| rest.starts_with('/'));
+    let location = local.unwrap_or(location).trim_end_matches('/');
+    // Past the scheme, a bucket (or nothing, for a local path) and then the table's folder.
+    let in_store = location
+        .split_once("://")
+        .map_or(location, |(_, rest)| rest);
+    match location.rsplit_once('/') {
+        Some((parent, name))
+            if !name.is_empty() && !parent.is_empty() && in_store.contains('/') =>
+        {
+            Ok((parent.to_string(), name.to_string()))
+        }
+        _ => Err(Error::new(
+            ErrorKind::Config,
+            format!(
+                "the catalog keeps the table at '{location}', which is not a table folder inside a bucket or directory"
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::table_location_parts;
+
+    #[test]
+    fn catalog_locations_split_into_a_warehouse_and_the_table() {
+        for (location, parent, name) in [
+            ("s3://b/wh/db/t", "s3://b/wh/db", "t"),
+            ("s3://b/t/", "s3://b", "t"),
+            ("file:/wh/db/t", "/wh/db", "t"),
+            ("file:///wh/db/t", "/wh/db", "t"),
+            ("/wh/db/t", "/wh/db", "t"),
+        ] {
+            assert_eq!(
+                table_location_parts(location).unwrap(),
+                (parent.to_string(), name.to_string()),
+                "{location}"
+            );
+        }
+        for bad in ["s3://b", "s3://", "t", "file:/t"] {
+            assert!(table_location_parts(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -212,11 +212,62 @@ pub fn check_warehouse(
     ))
 }
 
+/// Checks that `uri`, the catalog endpoint a table's options name, is one the host
+/// (`--datalake.<format>.uri`) or the cluster (`datalake.<format>.uri`) configured: table
+/// properties are written by table owners, and the host sends its catalog credentials only
+/// to an endpoint its operator or the cluster named.
+pub fn check_catalog_uri(
+    uri: &str,
+    format: &str,
+    host: &BTreeMap<String, BTreeMap<String, String>>,
+    cluster: &BTreeMap<String, String>,
+) -> Result<()> {
+    let norm = |u: &str| u.trim().trim_end_matches('/').to_string();
+    let listed: Vec<&str> = host
+        .get(format)
+        .and_then(|o| o.get("uri"))
+        .into_iter()
+        .chain(cluster.get(format))
+        .map(String::as_str)
+        .collect();
+    if listed.iter().any(|u| norm(u) == norm(uri)) {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Config,
+        format!(
+            "catalog '{uri}' for format {format} is not one the host or the cluster configured \
+             (allowed: {}); give the host --datalake.{format}.uri",
+            if listed.is_empty() {
+                "none".to_string()
+            } else {
+                listed.join(", ")
+            }
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
 
     use super::*;
+
+    #[test]
+    fn only_configured_catalogs_get_the_credentials() {
+        let host = BTreeMap::from([(
+            "iceberg".to_string(),
+            BTreeMap::from([("uri".to_string(), "http://cat:8181/".to_string())]),
+        )]);
+        let cluster = BTreeMap::from([("iceberg".to_string(), "http://c2:8181".to_string())]);
+        check_catalog_uri("http://cat:8181", "iceberg", &host, &cluster).unwrap();
+        check_catalog_uri("http://c2:8181/", "iceberg", &host, &cluster).unwrap();
+        let e = check_catalog_uri("http://attacker:80", "iceberg", &host, &cluster).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert!(e.message().contains("--datalake.iceberg.uri"), "{e}");
+        // Another format's catalog is not this one's.
+        assert!(check_catalog_uri("http://c2:8181", "paimon", &host, &cluster).is_err());
+    }
 
     #[test]
     fn only_configured_warehouses_are_allowed() {

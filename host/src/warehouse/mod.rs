@@ -1,13 +1,19 @@
-//! Where lake tables live: a warehouse URL — a local directory (`/path`, `file:///path`) or an
-//! S3-compatible bucket and prefix (`s3://bucket/prefix`, `s3a://…`) — opened as an object
-//! store, and checked once for the atomic create (`put-if-absent`) every lake commit rests on.
+//! Where lake tables live: a warehouse URL — a local directory (`/path`, `file:///path`), an
+//! S3-compatible bucket and prefix (`s3://bucket/prefix`, `s3a://…`), an Azure container
+//! (`abfss://container@account.dfs.core.windows.net/prefix`, `wasbs://…`, `az://…`) or a GCS
+//! bucket (`gs://bucket/prefix`) — opened as an object store, and checked once for the atomic
+//! create (`put-if-absent`) every lake commit rests on.
 //!
 //! - [`options`]: which configuration keys configure storage (credentials, endpoint, …);
 //!   they are split off the plugin configuration here, so no plugin ever sees them.
-//! - [`s3`]: the S3 settings under the option names Fluss and its Java lake plugins use.
+//! - [`s3`], [`azure`], [`gcs`]: each store's settings under the option names Fluss and its
+//!   Java lake plugins use.
 //! - [`probe`]: the startup check that the store refuses a second create of one object.
 //! - [`open`]: warehouses opened and checked once per process, shared by every round.
 
+pub mod azure;
+pub mod gcs;
+mod lookup;
 pub mod open;
 pub mod options;
 pub mod probe;
@@ -32,7 +38,7 @@ pub struct Warehouse {
     root: Path,
     /// How paths print: `s3://bucket/prefix` or the local directory.
     display_base: String,
-    /// The store lists in path order (S3 does; a local directory does not).
+    /// The store lists in path order (S3, Azure and GCS do; a local directory does not).
     ordered_listing: bool,
 }
 
@@ -43,6 +49,10 @@ pub enum WarehouseUrl {
     Local(String),
     /// A bucket and a prefix inside it (no leading or trailing `/`; may be empty).
     S3 { bucket: String, prefix: String },
+    /// An Azure Blob Storage / ADLS Gen2 container, its account and a prefix.
+    Azure(azure::AzureUrl),
+    /// A GCS bucket and a prefix inside it.
+    Gcs { bucket: String, prefix: String },
 }
 
 impl WarehouseUrl {
@@ -52,7 +62,7 @@ impl WarehouseUrl {
         if let Some((scheme, rest)) = url.split_once("://") {
             match scheme.to_ascii_lowercase().as_str() {
                 "file" => return Self::parse_local(url, rest),
-                "s3" | "s3a" => {
+                "s3" | "s3a" | "gs" => {
                     let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
                     if bucket.is_empty() {
                         return Err(config("names no bucket".into()));
@@ -61,16 +71,25 @@ impl WarehouseUrl {
                     if !prefix.is_empty() {
                         validate_relative(prefix).map_err(|e| config(e.message))?;
                     }
-                    return Ok(Self::S3 {
-                        bucket: bucket.to_string(),
-                        prefix: prefix.to_string(),
+                    let (bucket, prefix) = (bucket.to_string(), prefix.to_string());
+                    return Ok(if scheme.eq_ignore_ascii_case("gs") {
+                        Self::Gcs { bucket, prefix }
+                    } else {
+                        Self::S3 { bucket, prefix }
                     });
+                }
+                scheme @ ("abfs" | "abfss" | "wasb" | "wasbs" | "az") => {
+                    let parsed = azure::AzureUrl::parse(scheme, rest).map_err(config)?;
+                    if !parsed.prefix.is_empty() {
+                        validate_relative(&parsed.prefix).map_err(|e| config(e.message))?;
+                    }
+                    return Ok(Self::Azure(parsed));
                 }
                 other => {
                     return Err(Error::new(
                         ErrorKind::Unsupported,
                         format!(
-                            "warehouse '{url}': scheme '{other}' is not supported (supported: a local path, file://, s3://, s3a://)"
+                            "warehouse '{url}': scheme '{other}' is not supported (supported: a local path, file://, s3://, s3a://, abfs://, abfss://, wasb://, wasbs://, az://, gs://)"
                         ),
                     ));
                 }
@@ -88,6 +107,11 @@ impl WarehouseUrl {
         }
         Ok(Self::Local(dir.trim_end_matches('/').to_string()))
     }
+}
+
+/// A store's settings error, prefixed with the warehouse it is about.
+fn in_warehouse(url: &str, e: Error) -> Error {
+    Error::new(e.kind(), format!("warehouse '{url}': {}", e.message()))
 }
 
 impl Warehouse {
@@ -115,21 +139,48 @@ impl Warehouse {
             WarehouseUrl::S3 { bucket, prefix } => {
                 let store = s3::S3Settings::from_options(options)
                     .and_then(|settings| settings.build(&bucket))
-                    .map_err(|e| {
-                        Error::new(e.kind(), format!("warehouse '{url}': {}", e.message()))
-                    })?;
+                    .map_err(|e| in_warehouse(url, e))?;
+                Ok(Self::in_store(url, Arc::new(store), "s3", &bucket, &prefix))
+            }
+            WarehouseUrl::Azure(location) => {
+                let store = azure::AzureSettings::resolve(&location, options)
+                    .and_then(|settings| settings.build())
+                    .map_err(|e| in_warehouse(url, e))?;
                 Ok(Self {
                     url: url.to_string(),
                     store: Arc::new(store),
-                    root: Path::from(prefix.as_str()),
-                    display_base: if prefix.is_empty() {
-                        format!("s3://{bucket}")
-                    } else {
-                        format!("s3://{bucket}/{prefix}")
-                    },
+                    root: Path::from(location.prefix.as_str()),
+                    display_base: location.display(),
                     ordered_listing: true,
                 })
             }
+            WarehouseUrl::Gcs { bucket, prefix } => {
+                let store = gcs::GcsSettings::from_options(options)
+                    .and_then(|settings| settings.build(&bucket))
+                    .map_err(|e| in_warehouse(url, e))?;
+                Ok(Self::in_store(url, Arc::new(store), "gs", &bucket, &prefix))
+            }
+        }
+    }
+
+    /// A warehouse at `<scheme>://<bucket>/<prefix>` of `store`.
+    fn in_store(
+        url: &str,
+        store: Arc<dyn ObjectStore>,
+        scheme: &str,
+        bucket: &str,
+        prefix: &str,
+    ) -> Self {
+        Self {
+            url: url.to_string(),
+            store,
+            root: Path::from(prefix),
+            display_base: if prefix.is_empty() {
+                format!("{scheme}://{bucket}")
+            } else {
+                format!("{scheme}://{bucket}/{prefix}")
+            },
+            ordered_listing: true,
         }
     }
 
@@ -185,6 +236,43 @@ mod tests {
             }
         );
         assert_eq!(
+            WarehouseUrl::parse("gs://b/wh/iceberg/").unwrap(),
+            WarehouseUrl::Gcs {
+                bucket: "b".into(),
+                prefix: "wh/iceberg".into()
+            }
+        );
+        for (url, container, account, prefix) in [
+            (
+                "abfss://lake@acct.dfs.core.windows.net/wh/",
+                "lake",
+                Some("acct"),
+                "wh",
+            ),
+            (
+                "ABFS://lake@acct.dfs.core.windows.net",
+                "lake",
+                Some("acct"),
+                "",
+            ),
+            (
+                "wasbs://lake@acct.blob.core.windows.net/a/b",
+                "lake",
+                Some("acct"),
+                "a/b",
+            ),
+            ("az://lake/wh", "lake", None, "wh"),
+        ] {
+            let WarehouseUrl::Azure(a) = WarehouseUrl::parse(url).unwrap() else {
+                panic!("{url}: not Azure");
+            };
+            assert_eq!(
+                (a.container.as_str(), a.account(), a.prefix.as_str()),
+                (container, account, prefix),
+                "{url}"
+            );
+        }
+        assert_eq!(
             WarehouseUrl::parse("file:///tmp/wh/").unwrap(),
             WarehouseUrl::Local("/tmp/wh".into())
         );
@@ -196,6 +284,14 @@ mod tests {
             ("s3://", ErrorKind::Config),
             ("s3:///wh", ErrorKind::Config),
             ("s3://b/a/../c", ErrorKind::Config),
+            ("gs://", ErrorKind::Config),
+            ("gs://b/a/../c", ErrorKind::Config),
+            (
+                "abfss://lake@acct.dfs.core.windows.net/a/../c",
+                ErrorKind::Config,
+            ),
+            ("abfss://acct.dfs.core.windows.net/wh", ErrorKind::Config),
+            ("wasbs://lake/wh", ErrorKind::Config),
             ("relative/wh", ErrorKind::Config),
             ("oss://b/wh", ErrorKind::Unsupported),
             ("hdfs://nn/wh", ErrorKind::Unsupported),

@@ -23,7 +23,9 @@ impl Warehouses {
         // Options mean nothing to a local directory: one entry for it whatever they say.
         let options = match WarehouseUrl::parse(url)? {
             WarehouseUrl::Local(_) => StorageOptions::default(),
-            WarehouseUrl::S3 { .. } => options.clone(),
+            WarehouseUrl::S3 { .. } | WarehouseUrl::Azure(_) | WarehouseUrl::Gcs { .. } => {
+                options.clone()
+            }
         };
         let cell = self
             .opened

@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Key prefixes of storage settings: the Fluss/Paimon (`s3.`), Hadoop (`fs.`, `s3a.`,
-/// `hadoop.`, and `iceberg.hadoop.` as Fluss's Iceberg plugin takes Hadoop's), Iceberg (`s3.`,
-/// `client.`, `adls.`, `gcs.`) and object_store/Lance (`aws_`, `azure_`, `google_`)
-/// spellings, and other stores'.
+/// Key prefixes of storage settings: the Fluss/Paimon (`s3.`, `gs.`, `azure.`), Hadoop
+/// (`fs.`, `s3a.`, `hadoop.`, and `iceberg.hadoop.` as Fluss's Iceberg plugin takes Hadoop's),
+/// Iceberg (`s3.`, `client.`, `adls.`, `gcs.`, `gcp.`) and object_store/Lance (`aws_`,
+/// `azure_`, `google_`) spellings, and other stores'.
 const STORAGE_PREFIXES: &[&str] = &[
     "s3.",
     "s3a.",
@@ -24,6 +24,7 @@ const STORAGE_PREFIXES: &[&str] = &[
     "oss.",
     "gs.",
     "gcs.",
+    "gcp.",
     "azure.",
     "azure_",
     "adls.",
@@ -31,8 +32,28 @@ const STORAGE_PREFIXES: &[&str] = &[
     "hadoop.",
 ];
 
-/// Unprefixed storage keys, as Lance's storage options spell them.
+/// Unprefixed storage keys, as Lance's storage options (object_store's aliases) spell them.
 const STORAGE_NAMES: &[&str] = &[
+    // Azure and GCS (the secrets among them are withheld by their words too).
+    "account_name",
+    "account_key",
+    "use_emulator",
+    "client_id",
+    "client_secret",
+    "tenant_id",
+    "authority_id",
+    "authority_host",
+    "msi_endpoint",
+    "identity_endpoint",
+    "sas_key",
+    "sas_token",
+    "bearer_token",
+    "service_account",
+    "service_account_path",
+    "service_account_key",
+    "application_credentials",
+    "base_url",
+    // S3.
     "access_key_id",
     "secret_access_key",
     "session_token",
@@ -158,6 +179,19 @@ mod tests {
             ),
             ("gcs.oauth2.token", "hunter2"),
             ("custom.account.key", "hunter2"),
+            // The endpoints and account names the emulators need, in each spelling.
+            ("fs.azure.abfs.endpoint", "127.0.0.1:10000"),
+            ("azure.account.key.dev.blob.core.windows.net", "hunter2"),
+            (
+                "adls.connection-string.dev.dfs.core.windows.net",
+                "http://127.0.0.1:10000/dev",
+            ),
+            ("account_name", "dev"),
+            ("use_emulator", "true"),
+            ("gs.storage.root.url", "http://127.0.0.1:4443"),
+            ("gcs.service.host", "http://127.0.0.1:4443"),
+            ("gcp.impersonate.service-account", "sa@p"),
+            ("service_account", "/k.json"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

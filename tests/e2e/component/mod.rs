@@ -6,3 +6,4 @@ mod evil_guests;
 mod iceberg;
 mod lance;
 mod plugin_reload;
+mod rest_catalog;

@@ -3,6 +3,7 @@
 
 mod aggregation;
 mod iceberg;
+mod iceberg_rest;
 mod lance;
 mod merge_engines;
 mod mixed_evil_plugins;

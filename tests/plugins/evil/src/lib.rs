@@ -417,6 +417,77 @@ impl writer::Guest for Evil {
     type LakeWriter = EvilWriter;
 }
 
+/// Tries to use the `table-catalog` import beyond its own table; answers, as an error, what
+/// the host said (the test asserts on it, and that the catalog's table did not change).
+fn catalog_attack(attack: &str) -> LakeError {
+    use fluss_lake_guest_sdk::bindings::fluss::lake::table_catalog;
+    use fluss_lake_guest_sdk::deps::serde_json;
+    let current = match table_catalog::load_table() {
+        Ok(Some(state)) => state,
+        Ok(None) => return error(WitErrorKind::NotFound, "no table".into()),
+        Err(e) => return e,
+    };
+    let metadata: serde_json::Value = serde_json::from_slice(&current.metadata).unwrap_or_default();
+    let main = metadata["current-snapshot-id"].clone();
+    let location = metadata["location"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let main_is =
+        format!(r#"[{{"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":{main}}}]"#);
+    let snapshot = |list: &str| {
+        format!(
+            r#"[{{"action":"add-snapshot","snapshot":{{"snapshot-id":4242,"sequence-number":99,"timestamp-ms":1,"manifest-list":"{list}","summary":{{"operation":"append"}}}}}},{{"action":"set-snapshot-ref","ref-name":"main","snapshot-id":4242,"type":"branch"}}]"#
+        )
+    };
+    let answer = match attack {
+        // Moves its table onto another table's files.
+        "set-location" => table_catalog::commit_table(
+            &main_is,
+            &format!(r#"[{{"action":"set-location","location":"{location}-victim"}}]"#),
+        ),
+        // Makes its table a new table (another UUID) or an older format.
+        "assign-uuid" => table_catalog::commit_table(
+            "[]",
+            r#"[{"action":"assign-uuid","uuid":"00000000-0000-0000-0000-000000000001"}]"#,
+        ),
+        // A snapshot whose manifest list is another table's.
+        "foreign-manifest-list" => table_catalog::commit_table(
+            &main_is,
+            &snapshot(&format!("{location}-victim/metadata/snap-1.avro")),
+        ),
+        // Asserts another table's UUID, hoping the host forwards it as its own.
+        "other-uuid" => table_catalog::commit_table(
+            r#"[{"type":"assert-table-uuid","uuid":"00000000-0000-0000-0000-000000000001"}]"#,
+            &snapshot(&format!("{location}/metadata/snap-1.avro")),
+        ),
+        // A request far larger than any commit.
+        "huge-updates" => table_catalog::commit_table(&main_is, &"[".repeat(64 << 20)),
+        // Deeply nested JSON, to exhaust a parser's stack.
+        "deep-json" => table_catalog::commit_table(&main_is, &"[".repeat(200_000)),
+        // Creates a table of its own choosing where the host did not ask for one.
+        "create-elsewhere" => table_catalog::create_table(&format!(
+            r#"{{"name":"victim","location":"{location}-victim","schema":{{"type":"struct","schema-id":0,"fields":[]}}}}"#
+        )),
+        other => {
+            return error(
+                WitErrorKind::InvalidInput,
+                format!("unknown attack {other}"),
+            );
+        }
+    };
+    match answer {
+        Ok(_) => error(
+            WitErrorKind::Internal,
+            format!("catalog attack {attack} was accepted"),
+        ),
+        Err(e) => error(
+            e.kind,
+            format!("catalog attack {attack} refused: {}", e.message),
+        ),
+    }
+}
+
 struct EvilCommitter {
     mode: String,
     table: TableInfo,
@@ -453,6 +524,9 @@ impl committer::GuestLakeCommitter for EvilCommitter {
             storage::put("replay/path", offsets.as_bytes())?;
             storage::put("replay/probe-pending", b"")?;
             return Err(error(WitErrorKind::Io, "deliberately failed commit".into()));
+        }
+        if let Some(attack) = self.mode.strip_prefix("catalog-") {
+            return Err(catalog_attack(attack));
         }
         let existing = listed("snapshots/")?.len() as i64;
         let id = existing + 1;

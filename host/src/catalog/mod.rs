@@ -1,0 +1,95 @@
+//! The host's client of catalog services: today the Apache Iceberg REST catalog protocol
+//! (`open-api/rest-catalog-open-api.yaml` in apache/iceberg).
+//!
+//! # Why the host speaks the protocol, not the plugin
+//!
+//! A catalog service is a network endpoint with credentials (an OAuth2 client secret, a
+//! bearer token, API-key headers), and it can change any table it serves. Plugins are hostile
+//! by the project's stance: they never open sockets and never see a credential. So the host
+//! holds the connection, and a plugin gets a *table-scoped capability*, the contract's
+//! `table-catalog` import (WIT 0.3.5): load, create or commit to the one table its instance
+//! serves. The plugin says *what* to change; the host decides *where* and *whether*:
+//!
+//! - the host names the table (namespace = the Fluss database), the endpoint and the
+//!   credentials; nothing the plugin sends can name another table;
+//! - every commit carries the host's `assert-table-uuid`, so a table dropped and created again
+//!   under the same name is never committed to by a round planned on the old one;
+//! - what a plugin sends is bounded in bytes and entries, must be the JSON shape the spec
+//!   gives, and may only hold the requirements and updates a tiering plugin makes (snapshots,
+//!   references, properties, statistics); files it references must lie under the table's
+//!   location ([`validate`]);
+//! - answers are bounded while they are read, and one whose metadata file lies outside the
+//!   table's location is refused;
+//! - every call runs under a deadline, and a commit whose outcome cannot be told (a 5xx, a
+//!   lost answer) is reported as such ([`ErrorKind::CommitUnknown`]) so the caller keeps
+//!   every file.
+//!
+//! # Parts
+//!
+//! - [`options`]: the catalog options (`datalake.iceberg.type=rest`, `uri`, `credential`, ...),
+//!   the refusal of catalogs not implemented yet, and which keys are kept from plugins.
+//! - [`rest`]: [`RestCatalog`] (one connection per catalog: `/v1/config` once, OAuth2 tokens
+//!   fetched and refreshed) and [`RestTable`] (one table's load, create and commit).
+//! - [`validate`]: the checks of what a plugin hands the catalog.
+//! - `auth`: bearer tokens (static, or OAuth2 client credentials refreshed before expiry).
+//!
+//! [`ErrorKind::CommitUnknown`]: crate::error::ErrorKind::CommitUnknown
+
+mod auth;
+pub mod options;
+pub mod rest;
+pub mod validate;
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+pub use options::{CatalogAuth, CatalogKind, CatalogOptions, Secret};
+pub use rest::{RestCatalog, RestTable};
+
+/// A table as an Iceberg REST catalog answered it (`LoadTableResult`, `CommitTableResponse`).
+#[derive(Clone)]
+pub struct LoadedTable {
+    /// The current metadata file, absolute, as the catalog answered it; checked to lie under
+    /// [`LoadedTable::location`].
+    pub metadata_location: String,
+    /// The answer's `metadata` object: its exact bytes (the table metadata JSON).
+    pub metadata: bytes::Bytes,
+    /// The table's location (`metadata.location`), as the catalog answered it.
+    pub location: String,
+    /// The table's UUID (`metadata.table-uuid`).
+    pub uuid: String,
+    /// The answer's `config` (for a load or create), overlaid by the `storage-credentials`
+    /// entry with the longest prefix of the table's location: storage settings and vended
+    /// credentials (e.g. `s3.access-key-id`). Never logged by value. A table-scoped `token`
+    /// is not here: the [`RestTable`] keeps it for its own requests.
+    pub config: Vec<(String, String)>,
+}
+
+impl LoadedTable {
+    /// The current metadata file relative to the table's location (e.g.
+    /// `metadata/00003-<uuid>.metadata.json`, what the `table-catalog` import answers), whatever
+    /// the spelling of either (`s3a://` or `s3://`, `file:/` or `file:///`). Always `Some` for a
+    /// table this module answered: it refuses a metadata file outside the location.
+    pub fn metadata_file(&self) -> Option<String> {
+        validate::TableLocation::new(&self.location)?.relative(&self.metadata_location)
+    }
+}
+
+impl fmt::Debug for LoadedTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedTable")
+            .field("metadata_location", &self.metadata_location)
+            .field("metadata", &format_args!("{} bytes", self.metadata.len()))
+            .field("location", &self.location)
+            .field("uuid", &self.uuid)
+            .field(
+                "config",
+                &self.config.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
