@@ -6,7 +6,9 @@
 //! plugin reads it (`fs.s3a.endpoint`, `fs.s3a.access.key`, `fs.s3a.connection.ssl.enabled`, …,
 //! also as `iceberg.hadoop.fs.s3a.*`, the prefix Fluss's Iceberg plugin hands to Hadoop),
 //! Iceberg (`s3.access-key-id`, `s3.secret-access-key`, `s3.path-style-access`,
-//! `client.region`) and Lance/object_store (`access_key_id`, `endpoint`, `allow_http`, `aws_*`).
+//! `client.region`), Lance/object_store (`access_key_id`, `endpoint`, `allow_http`, `aws_*`),
+//! and Fluss's OSS file system (`fs.oss.endpoint`, `fs.oss.accessKeyId`, …) for Alibaba OSS
+//! through its S3-compatible endpoint.
 //! Two spellings of one setting with different values are a configuration error. Whatever is
 //! not given comes from the environment (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT`, …) and then the
 //! AWS credential chain object_store implements (web identity, ECS, instance metadata).
@@ -46,6 +48,7 @@ const ACCESS_KEY: Setting = Setting {
         "iceberg.hadoop.fs.s3a.access.key",
         "access_key_id",
         "aws_access_key_id",
+        "fs.oss.accessKeyId",
     ],
     inverted: &[],
 };
@@ -63,6 +66,7 @@ const SECRET_KEY: Setting = Setting {
         "iceberg.hadoop.fs.s3a.secret.key",
         "secret_access_key",
         "aws_secret_access_key",
+        "fs.oss.accessKeySecret",
     ],
     inverted: &[],
 };
@@ -76,6 +80,7 @@ const SESSION_TOKEN: Setting = Setting {
         "iceberg.hadoop.fs.s3a.session.token",
         "session_token",
         "aws_session_token",
+        "fs.oss.securityToken",
     ],
     inverted: &[],
 };
@@ -93,6 +98,7 @@ const REGION: Setting = Setting {
         "client.region",
         "region",
         "aws_region",
+        "fs.oss.region",
     ],
     inverted: &[],
 };
@@ -105,6 +111,7 @@ const ENDPOINT: Setting = Setting {
         "iceberg.hadoop.fs.s3a.endpoint",
         "endpoint",
         "aws_endpoint",
+        "fs.oss.endpoint",
     ],
     inverted: &[],
 };
@@ -381,6 +388,25 @@ mod tests {
             assert_eq!(s.path_style, Some(true), "{pairs:?}");
             s.build("bucket").unwrap();
         }
+    }
+
+    #[test]
+    fn oss_through_its_s3_compatible_endpoint_under_fluss_oss_names() {
+        let s = S3Settings::from_options(&opts(&[
+            ("fs.oss.endpoint", "https://oss-cn-hangzhou.aliyuncs.com"),
+            ("fs.oss.accessKeyId", "ak"),
+            ("fs.oss.accessKeySecret", "sk"),
+            ("fs.oss.securityToken", "st"),
+            ("fs.oss.region", "cn-hangzhou"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            s.endpoint_url().as_deref(),
+            Some("https://oss-cn-hangzhou.aliyuncs.com")
+        );
+        assert_eq!(s.access_key.as_deref(), Some("ak"));
+        assert_eq!(s.secret_key.as_deref(), Some("sk"));
+        s.build("bucket").unwrap();
     }
 
     #[test]
