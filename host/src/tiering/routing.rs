@@ -198,18 +198,30 @@ pub fn check_warehouse(
         }
         return Ok(());
     }
-    Err(Error::new(
+    Err(not_configured(
+        "warehouse",
+        "warehouse",
+        warehouse,
+        format,
+        &listed,
+    ))
+}
+
+/// `<what> '<value>' for format <format> is not one the host or the cluster configured`,
+/// naming what is allowed and the host option that would allow it.
+fn not_configured(what: &str, option: &str, value: &str, format: &str, listed: &[&str]) -> Error {
+    Error::new(
         ErrorKind::Config,
         format!(
-            "warehouse '{warehouse}' for format {format} is not one the host or the cluster configured \
-             (allowed: {}); give the host --datalake.{format}.warehouse",
+            "{what} '{value}' for format {format} is not one the host or the cluster configured \
+             (allowed: {}); give the host --datalake.{format}.{option}",
             if listed.is_empty() {
                 "none".to_string()
             } else {
                 listed.join(", ")
             }
         ),
-    ))
+    )
 }
 
 /// Checks that `uri`, the catalog endpoint a table's options name, is one the host
@@ -233,18 +245,7 @@ pub fn check_catalog_uri(
     if listed.iter().any(|u| norm(u) == norm(uri)) {
         return Ok(());
     }
-    Err(Error::new(
-        ErrorKind::Config,
-        format!(
-            "catalog '{uri}' for format {format} is not one the host or the cluster configured \
-             (allowed: {}); give the host --datalake.{format}.uri",
-            if listed.is_empty() {
-                "none".to_string()
-            } else {
-                listed.join(", ")
-            }
-        ),
-    ))
+    Err(not_configured("catalog", "uri", uri, format, &listed))
 }
 
 #[cfg(test)]
