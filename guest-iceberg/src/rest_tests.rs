@@ -357,3 +357,63 @@ fn a_change_a_catalog_cannot_carry_is_refused_before_any_request() {
     assert_eq!(e.kind(), ErrorKind::Internal, "{e}");
     assert_eq!(fake.commits.get(), 0);
 }
+
+#[test]
+fn expiry_removes_snapshots_through_the_catalog_and_then_their_files() {
+    let (storage, fake, _installed) = rest_table();
+    let mut base = None;
+    let mut ids = Vec::new();
+    for round_no in 0..4 {
+        let id = round(&storage, &[round_no], round_no as i64, base).unwrap();
+        ids.push(id);
+        base = Some(id);
+    }
+    let lists_before = storage
+        .list("metadata")
+        .unwrap()
+        .iter()
+        .filter(|o| o.path.contains("snap-"))
+        .count();
+    let config = pairs(&[
+        ("history.expire.max-snapshot-age-ms", "0"),
+        ("history.expire.min-snapshots-to-keep", "2"),
+    ]);
+    let far_future = || i64::MAX / 2;
+    let done = crate::expire::expire(
+        &storage,
+        &config,
+        ids.last().copied(),
+        &far_future,
+        i64::MAX,
+    )
+    .unwrap();
+    assert_eq!(done.snapshots, 2, "{done:?}");
+    let actions: Vec<String> = fake
+        .last_updates
+        .borrow()
+        .iter()
+        .map(|u| u["action"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(actions, ["remove-snapshots"]);
+    assert_eq!(snapshot_ids(&fake), ids[2..]);
+    let lists_after = storage
+        .list("metadata")
+        .unwrap()
+        .iter()
+        .filter(|o| o.path.contains("snap-"))
+        .count();
+    assert_eq!(
+        lists_after,
+        lists_before - 2,
+        "the expired manifest lists went"
+    );
+    // Every file the remaining snapshots reference is still there.
+    for id in &ids[2..] {
+        let m = tables::load(&storage).unwrap().unwrap().metadata;
+        let s = m.snapshot(*id).unwrap().unwrap();
+        let rel = fluss_lake_guest_sdk::layout::relative_path("/wh/db/t", &s.manifest_list)
+            .unwrap()
+            .to_string();
+        assert!(storage.head(&rel).unwrap().is_some(), "{rel}");
+    }
+}
