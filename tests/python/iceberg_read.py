@@ -17,6 +17,11 @@ pyiceberg's RestCatalog, and DuckDB's iceberg extension attaching the catalog
 (ATTACH ... (TYPE iceberg, ENDPOINT URI, AUTHORIZATION_TYPE 'none'), `AT (VERSION => ID)` for
 --snapshot). Tables on S3 are read with the S3_* settings of s3_env.py.
 
+They also take --store JSON: the Azure (Azurite) or GCS (fake-gcs-server) store of a table
+directory on abfs:// or gs://, which both readers read through that store (azure_gcs_env.py:
+pyiceberg's FsspecFileIO with adlfs, or its PyArrowFileIO with pyarrow's GcsFileSystem; DuckDB
+with adlfs as its abfs:// file system, or httpfs for gs://).
+
 Otherwise <table> is the table directory (with metadata/version-hint.text and
 metadata/vN.metadata.json; without a version hint the newest metadata/*.metadata.json is used,
 e.g. pyiceberg SqlCatalog's 0000N-<uuid>.metadata.json) or the path (or file: URI) of a
@@ -63,6 +68,7 @@ import os
 import re
 import sys
 
+import azure_gcs_env
 import s3_env
 from arrow_canonical import SYSTEM_COLUMNS, canonical_rows, print_rows, run_batch
 
@@ -85,18 +91,28 @@ def _metadata_version(name):
     return int(m.group(1)) if m else -1
 
 
+# The Azure or GCS store of the command's table (`--store`, azure_gcs_env.py), set by main()
+# for each command.
+_STORE = None
+
+
 class _Location:
-    """A table location on the local disk or on S3 (s3:// or s3a://, through pyarrow's S3
-    client with the reader's own settings, tests/python/s3_env.py), as the readers need it:
+    """A table location on the local disk, on S3 (s3:// or s3a://, through pyarrow's S3
+    client with the reader's own settings, tests/python/s3_env.py), or on Azure or GCS (pyarrow's
+    AzureFileSystem or GcsFileSystem on the `--store`, azure_gcs_env.py), as the readers need it:
     `url(rel)` is what they are pointed at."""
 
     def __init__(self, table):
         from pyarrow import fs
 
         self.scheme = None
+        self._store_url = None
         if s3_env.is_s3(table):
             self.scheme, rest = table.split("://", 1)
             self.fs, self.root = s3_env.pyarrow_fs(), rest.rstrip("/")
+        elif azure_gcs_env.is_azure(table) or azure_gcs_env.is_gcs(table):
+            self.scheme, self._store_url = azure_gcs_env.scheme(table), table
+            self.fs, self.root = azure_gcs_env.pyarrow_fs(table, _STORE), azure_gcs_env.fs_path(table)
         else:
             self.fs, self.root = fs.LocalFileSystem(), os.path.abspath(_strip_file_uri(table))
 
@@ -104,6 +120,8 @@ class _Location:
         return "/".join((self.root,) + parts)
 
     def url(self, path):
+        if self._store_url:
+            return azure_gcs_env.url_of(self._store_url, path)
         return f"{self.scheme}://{path}" if self.scheme else "file://" + path
 
     def info(self, path):
@@ -176,7 +194,10 @@ def open_table(table, rest=None):
     if rest:
         return rest_catalog(rest).load_table(table)
     metadata_file, _ = resolve_metadata(table)
-    return StaticTable.from_metadata(metadata_file, properties=s3_env.pyiceberg_options(metadata_file))
+    return StaticTable.from_metadata(metadata_file, properties={
+        **s3_env.pyiceberg_options(metadata_file),
+        **azure_gcs_env.pyiceberg_options(metadata_file, _STORE),
+    })
 
 
 # ---- readers ------------------------------------------------------------------------------------
@@ -195,10 +216,11 @@ def duckdb_extension_dir():
 
 
 @contextlib.contextmanager
-def duckdb_connection(rest=None):
+def duckdb_connection(rest=None, location=None):
     """A new in-memory DuckDB for one command, closed after it: DuckDB keeps caches per
     database (its external file cache is on by default), and a `batch` process lives for the
-    whole test run, across commits to the tables it reads."""
+    whole test run, across commits to the tables it reads. `location`: the table's, which on
+    Azure or GCS the connection reads through the `--store`."""
     import duckdb
 
     con = duckdb.connect(config={
@@ -211,6 +233,8 @@ def duckdb_connection(rest=None):
         if os.environ.get("S3_ENDPOINT"):
             con.execute("LOAD httpfs")
             con.execute(s3_env.duckdb_secret_sql())
+        if location and (azure_gcs_env.is_azure(location) or azure_gcs_env.is_gcs(location)):
+            azure_gcs_env.duckdb_setup(con, location, _STORE)
         if rest:
             # The REST catalog as catalog `rest` (the server ignores the warehouse name). No
             # vended credentials: the server hands out S3 keys without its endpoint, so DuckDB
@@ -242,7 +266,7 @@ def read_duckdb(table, snapshot, rest=None):
     args = _sql_string(_strip_file_uri(target))
     if snapshot is not None:
         args += f", snapshot_from_id={int(snapshot)}"
-    with duckdb_connection() as con:
+    with duckdb_connection(location=target) as con:
         return con.execute(f"SELECT * FROM iceberg_scan({args})").fetch_arrow_table()
 
 
@@ -428,9 +452,15 @@ def main(argv, allow_batch=True):
     schema = sub.add_parser("schema")
     schema.add_argument("table")
     schema.add_argument("--rest", metavar="URI")
+    for p in (rows, snapshots, plan, files, schema):
+        p.add_argument("--store", metavar="JSON", help="the table's Azure or GCS store (azure_gcs_env.py)")
     pfi = sub.add_parser("parquet-field-ids")
     pfi.add_argument("file")
     args = parser.parse_args(argv)
+    global _STORE
+    _STORE = azure_gcs_env.parse(getattr(args, "store", None))
+    if _STORE:
+        azure_gcs_env.forget_clients()
     # pyiceberg keeps the manifests it read in a process-wide cache keyed by path alone; a
     # `batch` process lives for the whole test run, so each command starts without it.
     from pyiceberg.manifest import clear_manifest_cache

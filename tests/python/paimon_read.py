@@ -10,6 +10,10 @@ real Paimon reader sees.
   paimon_read.py changelog <warehouse> <db> <table> --snapshot N
   paimon_read.py batch    (reads commands from stdin, one JSON array of arguments per line)
 
+Every command but batch also takes --store JSON: the Azure (Azurite) or GCS (fake-gcs-server)
+store of an abfs://, wasbs:// or gs:// warehouse, read through that store (azure_gcs_env.py);
+s3:// warehouses are read with the S3_* settings of s3_env.py.
+
 Canonical values: integers as ints, FLOAT/DOUBLE as floats, strings, booleans, DECIMAL as a
 string with exactly `scale` digits after the point, DATE as days since epoch, TIME as millis
 of day, TIMESTAMP and TIMESTAMP_LTZ as epoch microseconds, bytes as lowercase hex, null as
@@ -40,6 +44,7 @@ import sys
 from pypaimon import CatalogFactory
 
 import arrow_canonical
+import azure_gcs_env
 import s3_env
 
 EPOCH_DATE = datetime.date(1970, 1, 1)
@@ -114,21 +119,23 @@ def python_literal(canonical_value, field):
     return canonical_value
 
 
-def open_catalog(warehouse):
+def open_catalog(warehouse, store=None):
     """A new catalog per command, so nothing read before (by an earlier command of a
     long-lived `batch` process) is reused. pypaimon also keeps a process-wide cache of the
     PyArrow datasets it opened per data file, keyed by the FileIO's file system: entries of
     one command can never serve another (each catalog has its own file system), so it only
-    keeps every finished command's file systems alive; size 0 turns it off."""
+    keeps every finished command's file systems alive; size 0 turns it off. `store`: the
+    Azure or GCS store of the warehouse (`--store`, azure_gcs_env.py)."""
     return CatalogFactory.create({
         "warehouse": warehouse,
         "file-format.metadata-cache.max-size": "0",
         **s3_env.paimon_options(warehouse),
+        **azure_gcs_env.paimon_options(warehouse, azure_gcs_env.parse(store)),
     })
 
 
 def open_table(args):
-    catalog = open_catalog(args.warehouse)
+    catalog = open_catalog(args.warehouse, args.store)
     table = catalog.get_table(f"{args.db}.{args.table}")
     if args.snapshot is not None:
         table = table.copy({"scan.snapshot-id": str(args.snapshot)})
@@ -194,7 +201,7 @@ def cmd_plan(args):
 
 
 def cmd_changelog(args):
-    catalog = open_catalog(args.warehouse)
+    catalog = open_catalog(args.warehouse, args.store)
     table = catalog.get_table(f"{args.db}.{args.table}")
     snap = table.snapshot_manager().get_snapshot_by_id(args.snapshot)
     if snap is None or not snap.changelog_manifest_list:
@@ -219,7 +226,7 @@ def cmd_changelog(args):
 
 
 def cmd_snapshot(args):
-    catalog = open_catalog(args.warehouse)
+    catalog = open_catalog(args.warehouse, args.store)
     table = catalog.get_table(f"{args.db}.{args.table}")
     manager = table.snapshot_manager()
     if args.snapshot is None:
@@ -252,6 +259,7 @@ def main(argv, allow_batch=True):
         p.add_argument("db")
         p.add_argument("table")
         p.add_argument("--snapshot", type=int)
+        p.add_argument("--store", metavar="JSON", help="the warehouse's Azure or GCS store (azure_gcs_env.py)")
 
     common(sub.add_parser("rows"))
     common(sub.add_parser("snapshot"))

@@ -1,12 +1,15 @@
 //! The Azure and GCS emulators of the warehouse tests: Azurite's Blob service
 //! (`cluster/azurite/start.sh`, one account with a random key) and fake-gcs-server
 //! (`cluster/fake-gcs/start.sh`, no authentication), each started on first use, on loopback,
-//! and shared by every test.
+//! and shared by every test; and the independent readers of `tests/python` reading lake
+//! tables through them (`--store`, `tests/python/azure_gcs_env.py`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
 use std::process::Command;
+
+use serde_json::Value;
 
 use crate::repo_root;
 
@@ -64,6 +67,82 @@ impl Azurite {
         let rest = self.endpoint.trim_start_matches("http://");
         rest.split('/').next().unwrap_or(rest)
     }
+}
+
+impl Azurite {
+    /// `wasb://<container>@<account>.blob.core.windows.net/<prefix>`.
+    pub fn wasb_url(&self, prefix: &str) -> String {
+        format!(
+            "wasb://{}@{}.blob.core.windows.net/{prefix}",
+            self.container, self.account
+        )
+    }
+
+    /// The store as the readers of `tests/python` take it (`--store`, `azure_gcs_env.py`):
+    /// each reader reaches Azurite with its own client and settings.
+    pub fn reader_store(&self) -> String {
+        serde_json::json!({"azure": {
+            "endpoint": self.endpoint,
+            "account": self.account,
+            "key": self.key,
+        }})
+        .to_string()
+    }
+}
+
+impl FakeGcs {
+    /// `gs://<bucket>/<prefix>`.
+    pub fn gs_url(&self, prefix: &str) -> String {
+        format!("gs://{}/{prefix}", self.bucket)
+    }
+
+    /// The store as the readers of `tests/python` take it (`--store`, `azure_gcs_env.py`):
+    /// the emulator's endpoint, no authentication.
+    pub fn reader_store(&self) -> String {
+        serde_json::json!({"gcs": {"endpoint": self.endpoint}}).to_string()
+    }
+}
+
+/// One reader command of `script` (`paimon_read.py`, `iceberg_read.py`) with `--store`, run by
+/// a pooled worker ([`crate::python`]); its output lines. Panics with the reader's error.
+fn read(script: &str, args: &[&str], store: &str) -> Vec<Value> {
+    let mut command: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    command.extend(["--store".to_string(), store.to_string()]);
+    crate::python::batch(script, std::slice::from_ref(&command))
+        .remove(0)
+        .unwrap_or_else(|e| panic!("{script} {command:?} failed:\n{e}"))
+}
+
+/// Every row of the Paimon table `db.table` of the warehouse at `warehouse` (an Azure or GCS
+/// URL), read by pypaimon through `store` ([`Azurite::reader_store`],
+/// [`FakeGcs::reader_store`]), in the canonical JSON form; a primary-key table merged.
+pub fn paimon_rows(warehouse: &str, db: &str, table: &str, store: &str) -> Vec<Value> {
+    read("paimon_read.py", &["rows", warehouse, db, table], store)
+}
+
+/// The latest snapshot of that Paimon table as pypaimon reads it through `store`: `{"id",
+/// "commit_user", "properties", ...}` (`paimon_read.py snapshot`).
+pub fn paimon_snapshot(warehouse: &str, db: &str, table: &str, store: &str) -> Value {
+    let mut out = read("paimon_read.py", &["snapshot", warehouse, db, table], store);
+    assert_eq!(out.len(), 1, "one snapshot line: {out:?}");
+    out.remove(0)
+}
+
+/// Every row of the Iceberg table at `table_url` (its directory on Azure or GCS) read through
+/// `store` by `reader`: `pyiceberg` (its FileIO on the store) or `duckdb` (the iceberg
+/// extension, which applies equality deletes), system columns included.
+pub fn iceberg_rows(table_url: &str, reader: &str, store: &str) -> Vec<Value> {
+    read(
+        "iceberg_read.py",
+        &["rows", table_url, "--reader", reader],
+        store,
+    )
+}
+
+/// The snapshots of that Iceberg table in commit order, as pyiceberg reads them through
+/// `store` (`iceberg_read.py snapshots`).
+pub fn iceberg_snapshots(table_url: &str, store: &str) -> Vec<Value> {
+    read("iceberg_read.py", &["snapshots", table_url], store)
 }
 
 /// Runs `cluster/<name>/start.sh` (one starter at a time, across test threads and processes)

@@ -10,6 +10,7 @@ mod mixed_evil_plugins;
 mod mixed_formats;
 mod mixed_hot_swap;
 mod nested_types;
+mod object_stores;
 mod paimon_log_table;
 mod paimon_partitioned_concurrent;
 mod paimon_primary_key;
