@@ -11,6 +11,10 @@ pass the test. AWS's creates are atomic, so this server serializes requests (one
 each), which makes every request atomic as on AWS. Signatures are checked over exactly the
 headers a request signed, as AWS checks them (see below).
 
+The same server is the tests' AWS Glue Data Catalog (moto's Glue, reached at the same endpoint:
+requests are routed by the service their signature names). Its UpdateTable honours the
+table's VersionId as AWS does (honour_glue_version_ids).
+
 Usage: server.py --port P --data DIR [--no-auth]
   Prints "READY <port>" once it accepts requests. Objects above 8 MiB spill to DIR.
 """
@@ -18,6 +22,32 @@ import argparse
 import os
 import sys
 import threading
+
+
+def honour_glue_version_ids() -> None:
+    """AWS Glue's UpdateTable takes the table's VersionId as an optimistic lock: a version other
+    than the table's current one fails with ConcurrentModificationException (Iceberg's Java
+    GlueTableOperations, and the host, commit under it). moto (5.2.5) ignores it; check it as
+    AWS does. Requests are serialized (see main), so the check and the update are one step."""
+    from moto.core.exceptions import JsonRESTError
+    from moto.glue.responses import GlueResponse
+
+    update_table = GlueResponse.update_table
+
+    def checked_update_table(self):  # type: ignore[no-untyped-def]
+        version = self.parameters.get("VersionId")
+        if version is not None:
+            table = self.glue_backend.get_table(
+                self.parameters.get("DatabaseName"), self.parameters["TableInput"]["Name"]
+            )
+            if str(version) != str(table._current_version):
+                raise JsonRESTError(
+                    "ConcurrentModificationException",
+                    "Update table failed due to concurrent modifications.",
+                )
+        return update_table(self)
+
+    GlueResponse.update_table = checked_update_table
 
 
 def main() -> None:
@@ -43,6 +73,8 @@ def main() -> None:
     import botocore.auth
 
     botocore.auth.SIGNED_HEADERS_BLACKLIST = []
+
+    honour_glue_version_ids()
 
     from moto.server import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server

@@ -8,13 +8,19 @@
 //!   difference between the base and the new metadata as the REST spec's updates, under
 //!   requirements that hold exactly when the table is still at the base, so the catalog's
 //!   compare-and-swap decides a race as put-if-absent does for Hadoop tables.
+//! - A table of a metastore that keeps the location of its current metadata file (Iceberg's
+//!   Glue catalog: [`CatalogKind::MetadataPointer`]) is the file the pointer names, which the
+//!   host reads through the table's storage; a commit writes the new version as Java's
+//!   `BaseMetastoreTableOperations` names it (`metadata/<NNNNN>-<uuid>.metadata.json`, with
+//!   the replaced file in `metadata-log`) and has the catalog swap the pointer to it, only
+//!   while it still names the base's file.
 //!
 //! Everything else (snapshot producing, expiry, compaction) builds a whole new
 //! [`TableMetadata`] on a [`Loaded`] base as before and hands it to [`publication`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fluss_lake_guest_sdk::commit::{CatalogProposal, Plan, Proposal};
+use fluss_lake_guest_sdk::commit::{CatalogProposal, Plan, PointerProposal, Proposal};
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::table_catalog::{self, CatalogKind};
 use fluss_lake_guest_sdk::{Error, Result};
@@ -50,8 +56,16 @@ pub fn kind() -> CatalogKind {
 pub fn load(storage: &dyn Storage) -> Result<Option<Loaded>> {
     match kind() {
         CatalogKind::Files => hadoop_tables::load(storage),
-        CatalogKind::IcebergRest => {
+        kind @ (CatalogKind::IcebergRest | CatalogKind::MetadataPointer) => {
             let Some(state) = table_catalog::current().load()? else {
+                if kind == CatalogKind::MetadataPointer {
+                    // Creating one would mean registering it in the metastore, which only
+                    // the table's creator (Fluss's coordinator) does.
+                    return Err(Error::not_found(
+                        "the catalog has no such table: an Iceberg table of a metastore catalog \
+                         (Glue) is created by Fluss's coordinator, not by this plugin",
+                    ));
+                }
                 return Ok(None);
             };
             let metadata = TableMetadata::parse(&state.metadata).map_err(|e| {
@@ -63,10 +77,6 @@ pub fn load(storage: &dyn Storage) -> Result<Option<Loaded>> {
                 metadata,
             }))
         }
-        CatalogKind::MetadataPointer => Err(Error::unsupported(
-            "Iceberg tables of a metastore catalog (Glue, Hive, JDBC) are not written yet: \
-             configure a REST or Hadoop catalog (datalake.iceberg.type)",
-        )),
     }
 }
 
@@ -79,8 +89,26 @@ fn catalog_version(file: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// How `next`, built on `base`, is published: as the next version file of a Hadoop table, or
-/// as the catalog's commit of what changed. `unreferenced` files go once it is published.
+/// The metadata file after `current` (relative to the table's location), as Java's
+/// `BaseMetastoreTableOperations` names it: `metadata/<NNNNN>-<uuid>.metadata.json`, numbered
+/// one past the number `current`'s name starts with (0 after a name without one, such as a
+/// Hadoop table's `v3.metadata.json`).
+pub fn next_pointer_file(current: &str) -> String {
+    let name = current.rsplit('/').next().unwrap_or(current);
+    let next = name
+        .split_once('-')
+        .and_then(|(n, _)| n.parse::<i64>().ok())
+        .map_or(0, |n| n + 1);
+    format!(
+        "{}/{next:05}-{}.metadata.json",
+        hadoop_tables::METADATA_DIR,
+        uuid::Uuid::new_v4()
+    )
+}
+
+/// How `next`, built on `base`, is published: as the next version file of a Hadoop table, as
+/// the catalog's commit of what changed, or as a new metadata file the catalog's pointer is
+/// swapped to. `unreferenced` files go once it is published.
 pub fn publication<T>(
     base: &Loaded,
     next: &TableMetadata,
@@ -107,9 +135,22 @@ pub fn publication<T>(
                 output,
             }))
         }
-        CatalogKind::MetadataPointer => Err(Error::unsupported(
-            "Iceberg tables of a metastore catalog are not written yet",
-        )),
+        CatalogKind::MetadataPointer => {
+            // The host refuses the same changes a REST catalog does: checked here first, and
+            // the check is what recognises a swap whose answer was lost once the pointer moved
+            // past it.
+            let change = Change::between(&base.metadata, next)?;
+            Ok(Plan::Swap(PointerProposal {
+                expected: base.file.clone(),
+                path: next_pointer_file(&base.file),
+                bytes: next.to_bytes()?,
+                recognise: Box::new(move |state| {
+                    Ok(change.applied_in(&TableMetadata::parse(&state.metadata)?))
+                }),
+                unreferenced,
+                output,
+            }))
+        }
     }
 }
 
@@ -349,3 +390,7 @@ impl Change {
                 .all(|(k, v)| props.get(k) == Some(&v))
     }
 }
+
+#[cfg(test)]
+#[path = "pointer_tests.rs"]
+mod pointer_tests;

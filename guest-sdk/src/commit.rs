@@ -840,4 +840,272 @@ mod tests {
         let e = RetryPolicy::from_options([Some("-1")], "commit.max-retries", 10).unwrap_err();
         assert!(e.message().contains("commit.max-retries"), "{e}");
     }
+
+    /// What the fake metastore does with the next swap.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum SwapFault {
+        /// Swaps, then answers an unknown outcome (a lost acknowledgement).
+        ApplyThenUnknown,
+        /// Swaps, a rival builds on the swapped file at once, and the answer is unknown.
+        ApplyRivalThenUnknown,
+        /// Answers an unknown outcome without swapping.
+        Unknown,
+        /// A rival swaps first.
+        RivalFirst,
+        /// Refuses the request before looking at the table (a wrong credential).
+        Refuse,
+    }
+
+    /// A metastore keeping the table's current metadata file: its state's `metadata` lists
+    /// every file the pointer went through, oldest first (as Iceberg's `metadata-log` does).
+    struct FakePointer {
+        history: std::cell::RefCell<Vec<String>>,
+        faults: std::cell::RefCell<Vec<SwapFault>>,
+        swaps: Cell<u32>,
+    }
+
+    impl FakePointer {
+        fn new() -> std::rc::Rc<FakePointer> {
+            std::rc::Rc::new(FakePointer {
+                history: std::cell::RefCell::new(vec!["m/0-first".into()]),
+                faults: Default::default(),
+                swaps: Cell::new(0),
+            })
+        }
+        fn pointer(&self) -> String {
+            self.history.borrow().last().unwrap().clone()
+        }
+        fn rival(&self) {
+            let n = self.history.borrow().len();
+            self.history.borrow_mut().push(format!("m/{n}-rival"));
+        }
+    }
+
+    impl TableCatalog for FakePointer {
+        fn kind(&self) -> crate::table_catalog::CatalogKind {
+            crate::table_catalog::CatalogKind::MetadataPointer
+        }
+        fn load(&self) -> Result<Option<TableState>> {
+            Ok(Some(TableState {
+                metadata_file: self.pointer(),
+                metadata: self.history.borrow().join("\n").into_bytes(),
+            }))
+        }
+        fn create(&self, _: &str) -> Result<TableState> {
+            unreachable!()
+        }
+        fn commit(&self, _: &str, _: &str) -> Result<TableState> {
+            unreachable!()
+        }
+        fn swap_metadata_file(&self, expected: &str, new: &str) -> Result<()> {
+            self.swaps.set(self.swaps.get() + 1);
+            let fault = {
+                let mut f = self.faults.borrow_mut();
+                (!f.is_empty()).then(|| f.remove(0))
+            };
+            match fault {
+                Some(SwapFault::Refuse) => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidInput,
+                        "the catalog refused the credential",
+                    ));
+                }
+                Some(SwapFault::Unknown) => {
+                    return Err(Error::io(format!(
+                        "{UNKNOWN_OUTCOME}: 503 from the catalog"
+                    )));
+                }
+                Some(SwapFault::RivalFirst) => self.rival(),
+                _ => {}
+            }
+            if self.pointer() != expected {
+                return Err(Error::conflict(format!(
+                    "the table points at {}, not {expected}",
+                    self.pointer()
+                )));
+            }
+            self.history.borrow_mut().push(new.to_string());
+            match fault {
+                Some(SwapFault::ApplyThenUnknown) => {
+                    Err(Error::io(format!("{UNKNOWN_OUTCOME}: connection reset")))
+                }
+                Some(SwapFault::ApplyRivalThenUnknown) => {
+                    self.rival();
+                    Err(Error::io(format!("{UNKNOWN_OUTCOME}: connection reset")))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+
+    /// A toy format on a metastore: version `m/<N>-<id>` holds "<id>" and lists `f/<id>`.
+    struct SwapToy {
+        attempts: u32,
+    }
+
+    impl Attempt for SwapToy {
+        type Base = String;
+        type Output = String;
+        fn read_base(&mut self, _: &dyn Storage) -> Result<String> {
+            Ok(crate::table_catalog::current()
+                .load()?
+                .unwrap()
+                .metadata_file)
+        }
+        fn check(&mut self, _: &dyn Storage, _: &String) -> Result<()> {
+            Ok(())
+        }
+        fn build(
+            &mut self,
+            _: &dyn Storage,
+            base: &String,
+            written: &mut Written<'_>,
+        ) -> Result<Plan<String>> {
+            self.attempts += 1;
+            let id = uuid::Uuid::new_v4();
+            written.put(format!("f/{id}"), b"data")?;
+            let n: u32 = base[2..].split('-').next().unwrap().parse().unwrap();
+            let path = format!("m/{}-{id}", n + 1);
+            let mine = path.clone();
+            Ok(Plan::Swap(PointerProposal {
+                expected: base.clone(),
+                path: path.clone(),
+                bytes: id.to_string().into_bytes(),
+                recognise: Box::new(move |state| {
+                    Ok(String::from_utf8_lossy(&state.metadata)
+                        .lines()
+                        .any(|l| l == mine))
+                }),
+                unreferenced: Vec::new(),
+                output: path,
+            }))
+        }
+    }
+
+    fn swap_commit(storage: &dyn Storage) -> Result<Committed<String>> {
+        let mut prepared = Written::new(storage);
+        prepared.put("f/prepared", b"x").unwrap();
+        commit(
+            storage,
+            RetryPolicy::retries(3),
+            "toy",
+            prepared,
+            &mut SwapToy { attempts: 0 },
+        )
+    }
+
+    fn metadata_files(s: &dyn Storage) -> usize {
+        s.list("m").unwrap().len()
+    }
+
+    #[test]
+    fn a_swap_writes_a_file_of_its_own_then_points_the_table_at_it() {
+        let storage = MemoryStorage::new();
+        let fake = FakePointer::new();
+        let _installed = crate::table_catalog::install(fake.clone());
+        let c = swap_commit(&storage).unwrap();
+        assert_eq!(c.attempts, 1);
+        assert_eq!(fake.pointer(), c.output);
+        assert!(c.output.starts_with("m/1-"), "{}", c.output);
+        assert_eq!(storage.get(&c.output).unwrap().len(), 36);
+        assert_eq!((files(&storage), fake.swaps.get()), (2, 1));
+    }
+
+    #[test]
+    fn a_lost_swap_race_deletes_the_attempt_file_and_retries_on_the_rival() {
+        let storage = MemoryStorage::new();
+        let fake = FakePointer::new();
+        let _installed = crate::table_catalog::install(fake.clone());
+        fake.faults.borrow_mut().push(SwapFault::RivalFirst);
+        let c = swap_commit(&storage).unwrap();
+        assert_eq!(c.attempts, 2);
+        assert!(
+            c.output.starts_with("m/2-"),
+            "built on the rival: {}",
+            c.output
+        );
+        assert_eq!(fake.pointer(), c.output);
+        assert_eq!(
+            metadata_files(&storage),
+            1,
+            "the losing attempt's metadata file is gone"
+        );
+        assert_eq!(files(&storage), 2, "the prepared file and the winner's");
+    }
+
+    #[test]
+    fn a_lost_swap_answer_is_recognised_by_the_pointer_or_what_was_built_on_it() {
+        for fault in [
+            SwapFault::ApplyThenUnknown,
+            SwapFault::ApplyRivalThenUnknown,
+        ] {
+            let storage = MemoryStorage::new();
+            let fake = FakePointer::new();
+            let _installed = crate::table_catalog::install(fake.clone());
+            fake.faults.borrow_mut().push(fault);
+            let c = swap_commit(&storage).unwrap();
+            assert_eq!((c.attempts, fake.swaps.get()), (1, 1), "{fault:?}");
+            assert!(fake.history.borrow().contains(&c.output), "{fault:?}");
+            assert_eq!(metadata_files(&storage), 1, "{fault:?}");
+            assert_eq!(files(&storage), 2, "{fault:?}");
+        }
+    }
+
+    #[test]
+    fn a_swap_not_applied_is_repeated_once_and_lands_once() {
+        let storage = MemoryStorage::new();
+        let fake = FakePointer::new();
+        let _installed = crate::table_catalog::install(fake.clone());
+        fake.faults.borrow_mut().push(SwapFault::Unknown);
+        let c = swap_commit(&storage).unwrap();
+        assert_eq!((c.attempts, fake.swaps.get()), (1, 2));
+        assert_eq!(fake.history.borrow().len(), 2);
+        assert_eq!(fake.pointer(), c.output);
+    }
+
+    #[test]
+    fn a_swap_whose_outcome_stays_unknown_keeps_every_file() {
+        let storage = MemoryStorage::new();
+        let fake = FakePointer::new();
+        let _installed = crate::table_catalog::install(fake.clone());
+        fake.faults.borrow_mut().extend([SwapFault::Unknown; 3]);
+        let e = swap_commit(&storage).unwrap_err();
+        assert!(e.message().contains(UNKNOWN_OUTCOME), "{e}");
+        assert_eq!(fake.pointer(), "m/0-first");
+        assert_eq!((files(&storage), metadata_files(&storage)), (2, 1));
+    }
+
+    #[test]
+    fn a_refused_swap_commits_nothing_and_deletes_every_file() {
+        let storage = MemoryStorage::new();
+        let fake = FakePointer::new();
+        let _installed = crate::table_catalog::install(fake.clone());
+        fake.faults.borrow_mut().push(SwapFault::Refuse);
+        let e = swap_commit(&storage).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(!e.message().contains(UNKNOWN_OUTCOME), "{e}");
+        assert_eq!(fake.swaps.get(), 1, "never repeated");
+        assert_eq!(fake.pointer(), "m/0-first");
+        assert_eq!((files(&storage), metadata_files(&storage)), (0, 0));
+    }
+
+    #[test]
+    fn the_new_metadata_file_is_written_before_any_swap() {
+        // Its put lands but the answer is lost: read back, it is ours.
+        let inner = MemoryStorage::new();
+        let storage = LostAckStorage::new(&inner, |p| p.starts_with("m/"), LostAck::Io);
+        let fake = FakePointer::new();
+        let _installed = crate::table_catalog::install(fake.clone());
+        let c = swap_commit(&storage).unwrap();
+        assert_eq!((c.attempts, fake.swaps.get()), (1, 1));
+        // Its put fails and cannot be read back: no swap is asked, and no file stays.
+        let inner = MemoryStorage::new();
+        let storage = LostAckStorage::new(&inner, |p| p.starts_with("m/"), LostAck::Unreadable);
+        let fake = FakePointer::new();
+        let _installed = crate::table_catalog::install(fake.clone());
+        let e = swap_commit(&storage).unwrap_err();
+        assert!(!e.message().contains(UNKNOWN_OUTCOME), "{e}");
+        assert_eq!(fake.swaps.get(), 0);
+        assert_eq!(files(&inner), 0);
+    }
 }

@@ -31,11 +31,15 @@
 //! - [`rest`]: [`RestCatalog`] (one connection per catalog: `/v1/config` once, OAuth2 tokens
 //!   fetched and refreshed) and [`RestTable`] (one table's load, create and commit).
 //! - [`validate`]: the checks of what a plugin hands the catalog.
+//! - [`glue`]: the AWS Glue Data Catalog as Iceberg's `GlueCatalog` uses it ([`GlueCatalog`],
+//!   [`GlueTable`]): a metastore keeping each table's current metadata file, which a commit
+//!   swaps (`UpdateTable` under the table's `VersionId`) after the host checked the new file.
 //! - `auth`: bearer tokens (static, or OAuth2 client credentials refreshed before expiry).
 //!
 //! [`ErrorKind::CommitUnknown`]: crate::error::ErrorKind::CommitUnknown
 
 mod auth;
+pub mod glue;
 pub mod options;
 pub mod rest;
 pub mod validate;
@@ -43,11 +47,14 @@ pub mod validate;
 #[cfg(test)]
 mod fake;
 #[cfg(test)]
+mod glue_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;
 
-pub use options::{CatalogAuth, CatalogKind, CatalogOptions, Secret};
+pub use glue::{GlueCatalog, GlueOptions, GlueTable};
+pub use options::{CatalogAuth, CatalogKind, CatalogOptions, LakeCatalog, Secret};
 pub use rest::{RestCatalog, RestTable};
 
 /// A table as an Iceberg REST catalog answered it (`LoadTableResult`, `CommitTableResponse`).

@@ -3,6 +3,9 @@
 //! prefix): `type`, `uri`, `warehouse`, `prefix`, `credential`, `token`, `oauth2-server-uri`,
 //! `scope`, `audience`, `resource`, `header.<name>`, `rest.auth.*`, ...
 //!
+//! A Glue catalog (`type=glue`) is read by [`GlueOptions`]; [`LakeCatalog::for_format`] tells
+//! which catalog keeps a table.
+//!
 //! A catalog the host does not implement is refused here, with one line naming the option,
 //! rather than tiering into a table some other catalog keeps. The secrets (`credential`,
 //! `token`, `rest.auth.basic.password`, header values) are held as [`Secret`]s, which print as
@@ -13,7 +16,48 @@ use std::fmt;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
+use super::glue::{self, GlueOptions};
 use crate::error::{Error, ErrorKind, Result};
+
+/// The catalog that keeps a lake table, as its lake options name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LakeCatalog {
+    /// An Iceberg REST catalog.
+    Rest(CatalogOptions),
+    /// The AWS Glue Data Catalog (Iceberg's `GlueCatalog`).
+    Glue(GlueOptions),
+}
+
+impl LakeCatalog {
+    /// The catalog that keeps a table of `format`: `None` for one kept by its files alone.
+    /// Iceberg's `type=glue` is [`GlueOptions`]; everything else as
+    /// [`CatalogOptions::for_format`] reads it.
+    pub fn for_format(format: &str, options: &[(String, String)]) -> Result<Option<LakeCatalog>> {
+        if format == "iceberg" && glue::is_glue(options) {
+            if options
+                .iter()
+                .any(|(k, v)| k == "type" && !v.trim().is_empty())
+                && options
+                    .iter()
+                    .any(|(k, v)| k == "catalog-impl" && !v.trim().is_empty())
+            {
+                return Err(config(
+                    "type and catalog-impl are both given: give one (as Iceberg's CatalogUtil requires)",
+                ));
+            }
+            return GlueOptions::from_lake_options(options).map(|o| Some(LakeCatalog::Glue(o)));
+        }
+        CatalogOptions::for_format(format, options).map(|o| o.map(LakeCatalog::Rest))
+    }
+
+    /// The catalog's endpoint, for logs (it holds no secret).
+    pub fn endpoint(&self) -> &str {
+        match self {
+            LakeCatalog::Rest(o) => &o.uri,
+            LakeCatalog::Glue(o) => &o.endpoint,
+        }
+    }
+}
 
 /// How the table's current metadata is kept, as the options name the catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +67,8 @@ pub enum CatalogKind {
     Files,
     /// By an Iceberg REST catalog (`type=rest`).
     IcebergRest,
+    /// By the AWS Glue Data Catalog (`type=glue`): read by [`GlueOptions`].
+    Glue,
 }
 
 /// A secret option value. `Debug` and `Display` print `<redacted>`; [`Secret::expose`] is the
@@ -95,7 +141,7 @@ pub struct CatalogOptions {
 }
 
 /// Iceberg catalog types the host knows of but does not implement yet.
-const NOT_YET: &[&str] = &["hive", "glue", "jdbc", "nessie", "snowflake", "bigquery"];
+const NOT_YET: &[&str] = &["hive", "jdbc", "nessie", "snowflake", "bigquery"];
 
 /// Catalog keys by name (what Iceberg's `RESTCatalog`, its `OAuth2Properties` and
 /// `CatalogUtil` read), kept from plugins: the endpoint and the credentials are the host's.
@@ -116,11 +162,20 @@ const CATALOG_KEYS: &[&str] = &[
     "snapshot-loading-mode",
     "view-endpoints-supported",
     "rest-metrics-reporting-enabled",
+    "lock-impl",
 ];
 
 /// Catalog keys by prefix: extra headers, the REST client's and auth managers' settings, and
 /// RFC 8693 token types given as keys.
-const CATALOG_PREFIXES: &[&str] = &["header.", "rest.", "urn:ietf:params:oauth:token-type:"];
+const CATALOG_PREFIXES: &[&str] = &[
+    "header.",
+    "rest.",
+    "urn:ietf:params:oauth:token-type:",
+    // The Glue catalog's (endpoint, catalog id, region, pyiceberg's credentials) and its lock
+    // manager's; `client.*` (region, credentials) are storage keys, kept from plugins too.
+    "glue.",
+    "lock.",
+];
 
 impl CatalogOptions {
     /// The catalog that keeps a table of `format`, as its lake options name it: `None` for
@@ -158,7 +213,8 @@ impl CatalogOptions {
 
     /// The catalog the Iceberg lake options name: `None` for a files-only catalog (`type`
     /// absent or `hadoop`). Refuses (`Unsupported`, one line naming the option) the catalogs
-    /// not implemented yet (`hive`, `glue`, `jdbc`, `nessie`, any `catalog-impl`) and the REST
+    /// not implemented yet (`hive`, `jdbc`, `nessie`, any other `catalog-impl`), a Glue catalog
+    /// (not a REST one: [`LakeCatalog::for_format`] reads it), and the REST
     /// options that would change how the host authenticates or connects in ways it does not
     /// implement (`rest.sigv4-enabled`, `rest.auth.type` other than `none`, `oauth2` and
     /// `basic`, a custom TLS configurer).
@@ -181,29 +237,37 @@ impl CatalogOptions {
             (Some(t), None) => match t.to_ascii_lowercase().as_str() {
                 "hadoop" => CatalogKind::Files,
                 "rest" => CatalogKind::IcebergRest,
+                "glue" => CatalogKind::Glue,
                 other if NOT_YET.contains(&other) => {
                     return Err(unsupported(format!(
-                        "type={other}: the Iceberg {other} catalog is not implemented yet (supported: hadoop, rest)"
+                        "type={other}: the Iceberg {other} catalog is not implemented yet (supported: hadoop, rest, glue)"
                     )));
                 }
                 other => {
                     return Err(unsupported(format!(
-                        "type={other}: unknown Iceberg catalog type (supported: hadoop, rest)"
+                        "type={other}: unknown Iceberg catalog type (supported: hadoop, rest, glue)"
                     )));
                 }
             },
             (None, Some(class)) => match class {
                 "org.apache.iceberg.hadoop.HadoopCatalog" => CatalogKind::Files,
                 "org.apache.iceberg.rest.RESTCatalog" => CatalogKind::IcebergRest,
+                glue::GLUE_CATALOG_IMPL => CatalogKind::Glue,
                 other => {
                     return Err(unsupported(format!(
-                        "catalog-impl={other}: custom Iceberg catalogs are not supported (supported: type=hadoop, type=rest)"
+                        "catalog-impl={other}: custom Iceberg catalogs are not supported (supported: type=hadoop, type=rest, type=glue)"
                     )));
                 }
             },
         };
-        if kind == CatalogKind::Files {
-            return Ok(None);
+        match kind {
+            CatalogKind::Files => return Ok(None),
+            CatalogKind::Glue => {
+                return Err(unsupported(
+                    "type=glue: a Glue catalog is not a REST catalog (the host reads its options with LakeCatalog::for_format)",
+                ));
+            }
+            CatalogKind::IcebergRest => {}
         }
 
         if let Some(v) = get("rest.sigv4-enabled")
@@ -412,7 +476,7 @@ fn parse_uri(raw: &str) -> Result<String> {
     Ok(raw.trim_end_matches('/').to_string())
 }
 
-fn check_http_url(key: &str, raw: &str, url: &Url) -> Result<()> {
+pub(crate) fn check_http_url(key: &str, raw: &str, url: &Url) -> Result<()> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(config(format!(
             "{key} '{raw}': the scheme must be http or https"

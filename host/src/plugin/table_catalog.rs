@@ -7,10 +7,16 @@
 //! the host (only snapshot, reference, property and statistics changes; files under the
 //! table's location; the table's own UUID asserted). What a hostile plugin can do with it is
 //! what it can do with its storage: change its own table.
+//!
+//! A Glue table ([`GlueScope`], kind `metadata-pointer`) is read and swapped through the
+//! instance's storage, which is scoped to the table's location: the host reads the file the
+//! catalog points at and hands its content to the plugin, and checks a new file the plugin
+//! wrote before it points the table at it ([`crate::catalog::glue`]).
 
 use super::bindings::fluss::lake::{table_catalog, types};
 use super::host_api::InstanceState;
-use crate::catalog::{LoadedTable, RestTable};
+use crate::catalog::glue::ResolvedGlueTable;
+use crate::catalog::{GlueTable, LoadedTable, RestTable};
 use crate::error::{Error, ErrorKind};
 
 /// The catalog an instance's table is kept by.
@@ -21,6 +27,17 @@ pub enum TableCatalogScope {
     Files,
     /// By an Iceberg REST catalog.
     Rest(RestScope),
+    /// By the AWS Glue Data Catalog: a pointer to the current metadata file.
+    Glue(GlueScope),
+}
+
+/// One table of a Glue catalog, as the host resolved it (it always exists: the host does not
+/// create Glue tables).
+#[derive(Clone)]
+pub struct GlueScope {
+    pub table: std::sync::Arc<GlueTable>,
+    /// Its location (the root of the instance's storage) and UUID, checked on every call.
+    pub resolved: ResolvedGlueTable,
 }
 
 /// One table of an Iceberg REST catalog, as the host resolved it.
@@ -79,7 +96,26 @@ impl InstanceState {
     fn rest(&self, call: &str) -> Result<RestScope, types::LakeError> {
         match &self.catalog {
             TableCatalogScope::Rest(scope) => Ok(scope.clone()),
-            TableCatalogScope::Files => Err(unsupported(call)),
+            TableCatalogScope::Files | TableCatalogScope::Glue(_) => Err(unsupported(call)),
+        }
+    }
+
+    /// The Glue scope and the instance's storage (scoped to the table's location).
+    fn glue(
+        &self,
+        call: &str,
+    ) -> Result<(GlueScope, crate::plugin::storage::ScopedStorage), types::LakeError> {
+        match &self.catalog {
+            TableCatalogScope::Glue(scope) => {
+                let storage = self.storage.clone().ok_or_else(|| {
+                    lake_error(
+                        types::ErrorKind::InvalidInput,
+                        format!("{call}: storage is not available outside a table's round"),
+                    )
+                })?;
+                Ok((scope.clone(), storage))
+            }
+            _ => Err(unsupported(call)),
         }
     }
 
@@ -121,10 +157,25 @@ impl table_catalog::Host for InstanceState {
         match self.catalog {
             TableCatalogScope::Files => table_catalog::CatalogKind::Files,
             TableCatalogScope::Rest(_) => table_catalog::CatalogKind::IcebergRest,
+            TableCatalogScope::Glue(_) => table_catalog::CatalogKind::MetadataPointer,
         }
     }
 
     async fn load_table(&mut self) -> Result<Option<table_catalog::TableState>, types::LakeError> {
+        if matches!(self.catalog, TableCatalogScope::Glue(_)) {
+            let (scope, storage) = self.glue("load-table")?;
+            let loaded = scope
+                .table
+                .load(&storage, &scope.resolved)
+                .await
+                .map_err(to_lake)?;
+            return Ok(
+                loaded.map(|(metadata_file, metadata)| table_catalog::TableState {
+                    metadata_file,
+                    metadata,
+                }),
+            );
+        }
         let scope = self.rest("load-table")?;
         match scope.table.load().await.map_err(to_lake)? {
             Some(loaded) => Ok(Some(Self::state(&scope, loaded)?)),
@@ -172,9 +223,14 @@ impl table_catalog::Host for InstanceState {
 
     async fn swap_metadata_file(
         &mut self,
-        _expected_file: String,
-        _new_file: String,
+        expected_file: String,
+        new_file: String,
     ) -> Result<(), types::LakeError> {
-        Err(unsupported("swap-metadata-file"))
+        let (scope, storage) = self.glue("swap-metadata-file")?;
+        scope
+            .table
+            .swap(&storage, &scope.resolved, &expected_file, &new_file)
+            .await
+            .map_err(to_lake)
     }
 }

@@ -21,7 +21,7 @@ use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, Tieri
 use super::maintenance::{self, RoundEnd};
 use super::progress::RoundProgress;
 use super::{fluss_commit, row_batches, splits};
-use crate::catalog::CatalogOptions;
+use crate::catalog::{CatalogOptions, GlueCatalog, LakeCatalog};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
@@ -29,7 +29,7 @@ use crate::fluss::{reader, table};
 use crate::metrics::registry::{CommittedRound, short_digest};
 use crate::metrics::{TableLabels, TableMetrics, metrics};
 use crate::plugin::storage::StorageQuota;
-use crate::plugin::table_catalog::{Resolved, RestScope, TableCatalogScope};
+use crate::plugin::table_catalog::{GlueScope, Resolved, RestScope, TableCatalogScope};
 use crate::plugin::{PluginInstance, wit};
 use crate::tiering::routing;
 use crate::time::now_millis;
@@ -327,8 +327,16 @@ pub async fn resolve_table(
     // The catalog's options (endpoint, credentials) are the host's, like the storage options
     // (credentials, endpoint, …) that open the warehouse: the plugin sees neither.
     let lake_options = table::plugin_config(&info, &format, &ctx.config.lake_options_for(&format));
-    let catalog_options = CatalogOptions::for_format(&format, &lake_options)
+    let catalog_options = LakeCatalog::for_format(&format, &lake_options)
         .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?;
+    if let Some(LakeCatalog::Glue(_)) = &catalog_options {
+        // Which Glue catalog, where and as whom is the host's to say, not a table's.
+        crate::catalog::glue::check_connection_is_hosts(
+            &lake_options,
+            &ctx.config.lake_options_for(&format),
+        )
+        .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?;
+    }
     let (plugin_config, storage_options) = warehouse::options::split(
         lake_options
             .into_iter()
@@ -336,7 +344,7 @@ pub async fn resolve_table(
             .collect(),
     );
     // The storage options' keys only: their Debug never shows a value.
-    tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, storage_options = ?storage_options, catalog = ?catalog_options.as_ref().map(|c| &c.uri), "table routed");
+    tracing::info!(table = %assignment.path, plugin = %plugin.describe(), route = ?route.source, storage_options = ?storage_options, catalog = ?catalog_options.as_ref().map(LakeCatalog::endpoint), "table routed");
     let wit_info = table::to_wit(&info, &format);
     let warehouse = plugin_config
         .iter()
@@ -383,7 +391,40 @@ pub async fn resolve_table(
                 .with_quota(quota());
             (storage, TableCatalogScope::Files)
         }
-        Some(options) => {
+        Some(LakeCatalog::Glue(options)) => {
+            let in_catalog =
+                |e: Error| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message()));
+            let catalog =
+                GlueCatalog::shared(&options, ctx.config.rpc_timeout).map_err(in_catalog)?;
+            let table =
+                Arc::new(catalog.table(assignment.path.database(), assignment.path.table()));
+            // The host does not create Glue tables: the coordinator does (or their owner).
+            let pointer = table.pointer().await.map_err(in_catalog)?.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "{}: the Glue catalog {} has no table {} (the Fluss coordinator creates it when the table is created with table.datalake.enabled)",
+                        assignment.path, options.endpoint, assignment.path
+                    ),
+                )
+            })?;
+            // Glue, which the host's options name, says where the table is: the plugin's
+            // storage is confined to exactly that location.
+            let (parent, name) = table_location_parts(&pointer.location).map_err(in_catalog)?;
+            let storage = ctx
+                .warehouses
+                .get(&parent, &storage_options)
+                .await
+                .map_err(in_catalog)?
+                .scope(&name)?
+                .with_quota(quota());
+            let resolved = table.resolve(&storage, pointer).await.map_err(in_catalog)?;
+            (
+                storage,
+                TableCatalogScope::Glue(GlueScope { table, resolved }),
+            )
+        }
+        Some(LakeCatalog::Rest(options)) => {
             routing::check_catalog_uri(
                 &options.uri,
                 &format,

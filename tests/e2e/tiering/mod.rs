@@ -3,6 +3,7 @@
 
 mod aggregation;
 mod iceberg;
+mod iceberg_glue;
 mod iceberg_rest;
 mod lance;
 mod merge_engines;
