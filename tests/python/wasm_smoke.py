@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Smoke test of a lake-format plugin *as a WebAssembly component*, without the Rust host:
 wasmtime-py instantiates the component, Python implements the host imports (storage over a
-local directory, logging, clock, maintenance status), and the script drives the plugin through the WIT exports
+local directory, logging, clock, maintenance status, a files-only table catalog), and the script drives the plugin through the WIT exports
 like the host does (validate, create table, writers, commit, empty commit, recovery query).
 It then reads the table back with the format's own reader: pypaimon for the paimon plugin,
 pyiceberg for the iceberg plugin.
@@ -233,6 +233,13 @@ class Plugin:
             # Reported by maintenance calls only, which this script does not make.
             with root.add_instance(f"{PKG}/maintenance-status@{VER}") as ms:
                 ms.add_func("over-budget", lambda store, parts: None)
+            # The tables here are kept by their files alone, as a Hadoop or filesystem catalog
+            # keeps them: no catalog to call (every SDK plugin imports it, through its commit kit).
+            with root.add_instance(f"{PKG}/table-catalog@{VER}") as tc:
+                tc.add_func("kind", lambda store: "files")
+                files_only = lambda *_: Variant("err", lake_error("unsupported", "kept by its files alone"))
+                for name in ["load-table", "create-table", "commit-table", "swap-metadata-file"]:
+                    tc.add_func(name, files_only)
         self.instance = linker.instantiate(self.store, Component.from_file(self.engine, wasm))
 
     def call(self, iface, func, *args):

@@ -84,12 +84,9 @@ fn to_lake(e: Error) -> types::LakeError {
         ErrorKind::Internal => types::ErrorKind::Internal,
         _ => types::ErrorKind::Io,
     };
-    let message = if e.kind() == ErrorKind::CommitUnknown {
-        format!("commit outcome unknown: {e}")
-    } else {
-        e.to_string()
-    };
-    lake_error(kind, message)
+    // `CommitUnknown` displays as "commit outcome unknown: …", the words the SDK's commit kit
+    // recognises.
+    lake_error(kind, e.to_string())
 }
 
 impl InstanceState {
