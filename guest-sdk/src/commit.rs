@@ -488,11 +488,35 @@ pub fn publish_to_catalog<T>(
     catalog: &dyn TableCatalog,
     proposal: &CatalogProposal<T>,
 ) -> Result<Published> {
+    read_back_after_failures(
+        catalog,
+        "a commit",
+        || {
+            catalog
+                .commit(&proposal.requirements, &proposal.updates)
+                .map(|_| ())
+        },
+        |state, _, _| (proposal.recognise)(state),
+    )
+}
+
+/// The part of [`publish_to_catalog`] and [`publish_by_swap`] they share: sends `request` up
+/// to [`PUT_REPEATS`] times, and after a failure that may hide an applied change reads the
+/// table back: what `recognised` (given whether an earlier request may have landed, and the
+/// failure) recognises is ours; after a `conflict` anything else is a rival's; after an
+/// unknown outcome the request is sent again (it lands at most once). A failure before any
+/// request may have landed is returned as it is.
+fn read_back_after_failures(
+    catalog: &dyn TableCatalog,
+    what: &str,
+    request: impl Fn() -> Result<()>,
+    recognised: impl Fn(&TableState, bool, &Error) -> Result<bool>,
+) -> Result<Published> {
     let mut maybe_applied = false;
     let mut last_failure = None;
     for _ in 0..PUT_REPEATS {
-        let e = match catalog.commit(&proposal.requirements, &proposal.updates) {
-            Ok(_) => return Ok(Published::Ours),
+        let e = match request() {
+            Ok(()) => return Ok(Published::Ours),
             Err(e) => e,
         };
         let unknown = e.message().contains(UNKNOWN_OUTCOME);
@@ -502,9 +526,9 @@ pub fn publish_to_catalog<T>(
         }
         maybe_applied |= unknown;
         match catalog.load() {
-            Ok(Some(state)) if (proposal.recognise)(&state)? => {
+            Ok(Some(state)) if recognised(&state, maybe_applied, &e)? => {
                 crate::warn!(
-                    "the catalog's answer to a commit was lost ({e}), and the table holds the commit: it was applied"
+                    "the catalog's answer to {what} was lost ({e}), and the table holds the commit: it was applied"
                 );
                 return Ok(Published::Ours);
             }
@@ -551,19 +575,11 @@ pub fn publish_by_swap<T>(
     }
     written.add(proposal.path.clone());
     write_new_file(storage, &proposal.path, &proposal.bytes)?;
-    let mut maybe_applied = false;
-    let mut last_failure = None;
-    for _ in 0..PUT_REPEATS {
-        let e = match catalog.swap_metadata_file(&proposal.expected, &proposal.path) {
-            Ok(()) => return Ok(Published::Ours),
-            Err(e) => e,
-        };
-        let unknown = e.message().contains(UNKNOWN_OUTCOME);
-        if e.kind() != ErrorKind::Conflict && !unknown && !maybe_applied {
-            return Err(e);
-        }
-        maybe_applied |= unknown;
-        let recognised = |state: &TableState| -> Result<bool> {
+    read_back_after_failures(
+        catalog,
+        "a metadata swap",
+        || catalog.swap_metadata_file(&proposal.expected, &proposal.path),
+        |state, maybe_applied, e| {
             if state.metadata_file == proposal.path {
                 return Ok(true);
             }
@@ -576,27 +592,8 @@ pub fn publish_by_swap<T>(
                     "{e}; the table read back cannot be told apart: {read}"
                 ))
             })
-        };
-        match catalog.load() {
-            Ok(Some(state)) if recognised(&state)? => {
-                if maybe_applied {
-                    crate::warn!(
-                        "the catalog's answer to a metadata swap was lost ({e}), and the table holds the commit: it was applied"
-                    );
-                }
-                return Ok(Published::Ours);
-            }
-            Ok(_) if e.kind() == ErrorKind::Conflict => return Ok(Published::Theirs),
-            Ok(_) => last_failure = Some(e),
-            Err(read) => {
-                return Err(catalog_unknown(&format!(
-                    "{e}; reading the table back failed too: {read}"
-                )));
-            }
-        }
-    }
-    let why = last_failure.map_or_else(|| "no answer".to_string(), |e| e.to_string());
-    Err(catalog_unknown(&why))
+        },
+    )
 }
 
 /// Writes a file no other writer names, with put-if-absent; "already exists" after a failed
