@@ -27,7 +27,7 @@
 //! token. An update whose answer is lost (a 5xx, a reset connection, the deadline) has an
 //! unknown outcome ([`ErrorKind::CommitUnknown`]): the plugin reads the table back and tells.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,23 +41,19 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::options::{Secret, check_http_url};
+use super::pointer::{
+    Entry, METADATA_LOCATION, Metastore, PREVIOUS_METADATA_LOCATION, PointerTable, Record,
+    TABLE_TYPE,
+};
 use super::rest::{BodyError, MAX_ERROR_BODY_BYTES, Redactor, clean_message, read_body};
-use super::validate::{MetadataHead, TableLocation};
 use crate::error::{Error, ErrorKind, Result};
-use crate::plugin::storage::{ScopedStorage, StorageErrorKind};
 
 /// Largest `GetTable` answer read: a Glue table of thousands of columns fits.
 pub const MAX_TABLE_ANSWER_BYTES: usize = 8 * 1024 * 1024;
-/// Largest metadata file the host reads (as for a REST catalog's answer).
-pub const MAX_METADATA_BYTES: u64 = 64 * 1024 * 1024;
 /// Longest time spent connecting, within the call's deadline.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The service name requests are signed for.
 const SERVICE: &str = "glue";
-/// The table parameters Iceberg keeps in Glue (`BaseMetastoreTableOperations`).
-const TABLE_TYPE: &str = "table_type";
-const METADATA_LOCATION: &str = "metadata_location";
-const PREVIOUS_METADATA_LOCATION: &str = "previous_metadata_location";
 /// The Glue table type Java gives Iceberg tables (Hive's `EXTERNAL_TABLE`).
 const EXTERNAL_TABLE: &str = "EXTERNAL_TABLE";
 /// The `TableInput` fields of a Glue `Table`: what `UpdateTable` takes back.
@@ -833,12 +829,8 @@ impl GlueCatalog {
     }
 
     /// The table `database.table`.
-    pub fn table(&self, database: &str, table: &str) -> GlueTable {
-        GlueTable {
-            catalog: self.clone(),
-            database: database.to_string(),
-            table: table.to_string(),
-        }
+    pub fn table(&self, database: &str, table: &str) -> PointerTable {
+        PointerTable::new(Metastore::Glue(self.clone()), database, table)
     }
 
     /// The endpoint (for logs: it holds no secret).
@@ -1041,135 +1033,18 @@ impl Inner {
     }
 }
 
-/// One table of a [`GlueCatalog`]: the capability a plugin's `table-catalog` import is scoped
-/// to (kind `metadata-pointer`).
-pub struct GlueTable {
-    catalog: GlueCatalog,
-    database: String,
-    table: String,
-}
+// ---- the metastore ------------------------------------------------------------------------
 
-impl fmt::Debug for GlueTable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GlueTable")
-            .field("endpoint", &self.catalog.endpoint())
-            .field("database", &self.database)
-            .field("table", &self.table)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A Glue table's pointer to its current metadata file, as `GetTable` answered it.
-#[derive(Clone)]
-pub struct GluePointer {
-    /// The current metadata file, absolute (the `metadata_location` parameter).
-    pub metadata_location: String,
-    /// The table's location: the folder holding `metadata/` (Iceberg's default layout; a
-    /// table whose metadata files lie elsewhere is refused).
-    pub location: String,
-    /// The table's version (Glue's optimistic lock), if Glue answered one.
-    pub version_id: Option<String>,
-    /// The Glue `Table` object as answered.
-    table: Map<String, Value>,
-}
-
-impl fmt::Debug for GluePointer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GluePointer")
-            .field("metadata_location", &self.metadata_location)
-            .field("location", &self.location)
-            .field("version_id", &self.version_id)
-            .finish_non_exhaustive()
-    }
-}
-
-impl GluePointer {
-    /// The current metadata file relative to the table's location
-    /// (`metadata/00003-<uuid>.metadata.json`).
-    pub fn metadata_file(&self) -> String {
-        TableLocation::new(&self.location)
-            .and_then(|l| l.relative(&self.metadata_location))
-            .unwrap_or_default()
-    }
-}
-
-/// What the host fixed about a Glue table when a round resolved it.
-#[derive(Debug, Clone)]
-pub struct ResolvedGlueTable {
-    pub pointer: GluePointer,
-    /// The table's UUID, from its metadata file.
-    pub uuid: String,
-}
-
-/// A relative metadata file name a plugin may name: `metadata/<name>.metadata.json`, one
-/// segment, no gzip.
-fn check_metadata_file(what: &str, file: &str) -> Result<()> {
-    let ok = file.strip_prefix("metadata/").is_some_and(|name| {
-        !name.is_empty()
-            && !name.contains('/')
-            && name.ends_with(".metadata.json")
-            && !name.ends_with(".gz.metadata.json")
-            && name.len() <= 255
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(refused(format!(
-            "{what} '{}' is not a metadata file under metadata/ (metadata/<name>.metadata.json)",
-            clean_message(file, 120)
-        )))
-    }
-}
-
-fn refused(message: impl Into<String>) -> Error {
-    Error::new(
-        ErrorKind::PluginLimit,
-        format!("table catalog request refused: {}", message.into()),
-    )
-}
-
-impl GlueTable {
-    fn inner(&self) -> &Inner {
-        &self.catalog.inner
+impl GlueCatalog {
+    /// `message` without the credentials' secrets.
+    pub(crate) fn redact(&self, message: String) -> String {
+        self.inner.redactor.apply(message)
     }
 
-    fn name(&self) -> String {
-        format!("{}.{}", self.database, self.table)
-    }
-
-    fn check_names(&self) -> Result<()> {
-        for (what, name) in [("database", &self.database), ("table", &self.table)] {
-            if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    format!("'{}' cannot be a Glue {what} name", clean_message(name, 80)),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn protocol(&self, why: impl fmt::Display) -> Error {
-        Error::new(
-            ErrorKind::Protocol,
-            self.inner().redactor.apply(format!(
-                "Glue catalog {}: table {}: {why}",
-                self.inner().uri(),
-                self.name()
-            )),
-        )
-    }
-
-    /// The table's pointer (`GetTable`); `None` when Glue has no such table (or database).
-    /// A Glue table that is not an Iceberg table, or whose metadata file is not in the
-    /// `metadata/` folder of its location, is refused.
-    pub async fn pointer(&self) -> Result<Option<GluePointer>> {
-        self.check_names()?;
-        let inner = self.inner();
-        let mut request = json!({"DatabaseName": self.database, "Name": self.table});
+    /// `GetTable`: the table's record; `None` when Glue has no such table (or database).
+    pub(crate) async fn get_entry(&self, database: &str, table: &str) -> Result<Option<Entry>> {
+        let inner = &self.inner;
+        let mut request = json!({"DatabaseName": database, "Name": table});
         if let Some(id) = &inner.options.catalog_id {
             request["CatalogId"] = json!(id);
         }
@@ -1188,244 +1063,74 @@ impl GlueTable {
             }
             return Err(inner.failure(Op::GetTable, &answer));
         }
+        let protocol = |why: &str| {
+            Error::new(
+                ErrorKind::Protocol,
+                format!(
+                    "Glue catalog {}: table {database}.{table}: {why}",
+                    inner.uri()
+                ),
+            )
+        };
         let Ok(Value::Object(mut wire)) = serde_json::from_slice::<Value>(&answer.body) else {
-            return Err(self.protocol("its GetTable answer is not a JSON object"));
+            return Err(protocol("its GetTable answer is not a JSON object"));
         };
         let Some(Value::Object(table)) = wire.remove("Table") else {
-            return Err(self.protocol("its GetTable answer has no Table"));
+            return Err(protocol("its GetTable answer has no Table"));
         };
         let parameter = |key: &str| {
             table
                 .get("Parameters")
                 .and_then(|p| p.get(key))
                 .and_then(Value::as_str)
+                .map(str::to_string)
         };
-        let table_type = parameter(TABLE_TYPE).unwrap_or("");
-        if !table_type.eq_ignore_ascii_case("ICEBERG") {
-            return Err(Error::new(
-                ErrorKind::Config,
-                format!(
-                    "Glue catalog {}: table {} is not an Iceberg table (its table_type parameter is '{}')",
-                    inner.uri(),
-                    self.name(),
-                    clean_message(table_type, 60)
-                ),
-            ));
-        }
-        let metadata_location = parameter(METADATA_LOCATION)
-            .ok_or_else(|| self.protocol("it has no metadata_location parameter"))?
-            .to_string();
-        let location = metadata_location
-            .rsplit_once("/metadata/")
-            .map(|(dir, _)| dir.to_string())
-            .filter(|dir| TableLocation::new(dir).is_some())
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Unsupported,
-                    format!(
-                        "Glue catalog {}: table {} keeps its metadata at '{}', not in the metadata/ folder of its location (write.metadata.path is not supported)",
-                        inner.uri(),
-                        self.name(),
-                        clean_message(&metadata_location, 200)
-                    ),
-                )
-            })?;
-        let table_location = TableLocation::new(&location);
-        if !table_location.as_ref().is_some_and(|l| {
-            l.relative(&metadata_location)
-                .is_some_and(|f| check_metadata_file("", &f).is_ok())
-        }) {
-            return Err(self.protocol(format!(
-                "its metadata_location '{}' is not a metadata file of its location",
-                clean_message(&metadata_location, 200)
-            )));
-        }
-        // Java sets the storage descriptor's location to the table's; one elsewhere would
-        // send Glue's other readers elsewhere.
-        if let Some(sd) = table
-            .get("StorageDescriptor")
-            .and_then(|s| s.get("Location"))
-            .and_then(Value::as_str)
-            .filter(|l| !l.is_empty())
-            && TableLocation::new(sd) != table_location
-        {
-            return Err(self.protocol(format!(
-                "its storage descriptor's location '{}' is not the location of its metadata '{}'",
-                clean_message(sd, 200),
-                clean_message(&location, 200)
-            )));
-        }
-        let version_id = table
-            .get("VersionId")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        Ok(Some(GluePointer {
-            metadata_location,
-            location,
-            version_id,
-            table,
+        Ok(Some(Entry {
+            table_type: parameter(TABLE_TYPE),
+            metadata_location: parameter(METADATA_LOCATION),
+            storage_location: table
+                .get("StorageDescriptor")
+                .and_then(|s| s.get("Location"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            record: Record::Glue {
+                version_id: table
+                    .get("VersionId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                table,
+            },
         }))
     }
 
-    /// Reads the metadata file `pointer` names through `storage` (scoped to its location) and
-    /// checks that it is the metadata of a table at that location: its head (UUID, location).
-    pub(crate) async fn read_metadata(
+    /// `UpdateTable` with the table's `VersionId`, its other fields as they were, and
+    /// `metadata_location` / `previous_metadata_location` set: `ConcurrentModificationException`
+    /// (another writer updated it since `entry` was read) is `Conflict`; a lost answer
+    /// `CommitUnknown`.
+    pub(crate) async fn update_entry(
         &self,
-        storage: &ScopedStorage,
-        pointer: &GluePointer,
-    ) -> Result<(Vec<u8>, MetadataHead)> {
-        let file = pointer.metadata_file();
-        let bytes = read_file(storage, &file).await?;
-        let head = metadata_head(&bytes).map_err(|why| self.protocol(format!("{file}: {why}")))?;
-        if TableLocation::new(head.location.as_deref().unwrap_or(""))
-            != TableLocation::new(&pointer.location)
-        {
-            return Err(self.protocol(format!(
-                "{file} gives the location '{}', not '{}' where Glue keeps it",
-                clean_message(head.location.as_deref().unwrap_or(""), 200),
-                clean_message(&pointer.location, 200)
-            )));
-        }
-        Ok((bytes, head))
-    }
-
-    /// The table as a round resolves it: its pointer and, from the metadata file read through
-    /// `storage` (scoped to the pointer's location, see [`GluePointer::location`]), its UUID.
-    pub async fn resolve(
-        &self,
-        storage: &ScopedStorage,
-        pointer: GluePointer,
-    ) -> Result<ResolvedGlueTable> {
-        let (_, head) = self.read_metadata(storage, &pointer).await?;
-        Ok(ResolvedGlueTable {
-            pointer,
-            uuid: head.table_uuid,
-        })
-    }
-
-    /// The pointer again, checked to be the table `resolved` names: same location (else the
-    /// table moved), and the caller checks the UUID where it reads the metadata.
-    async fn current(&self, resolved: &ResolvedGlueTable) -> Result<Option<GluePointer>> {
-        let Some(pointer) = self.pointer().await? else {
-            return Ok(None);
-        };
-        if TableLocation::new(&pointer.location) != TableLocation::new(&resolved.pointer.location) {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                format!(
-                    "Glue catalog {}: table {} is no longer the one this round resolved (its location {} became {}): it was dropped and created again",
-                    self.inner().uri(),
-                    self.name(),
-                    resolved.pointer.location,
-                    pointer.location
-                ),
-            ));
-        }
-        Ok(Some(pointer))
-    }
-
-    /// The current metadata file (relative) and its content, read through `storage`; `None`
-    /// when Glue no longer has the table.
-    pub async fn load(
-        &self,
-        storage: &ScopedStorage,
-        resolved: &ResolvedGlueTable,
-    ) -> Result<Option<(String, Vec<u8>)>> {
-        let Some(pointer) = self.current(resolved).await? else {
-            return Ok(None);
-        };
-        let (bytes, head) = self.read_metadata(storage, &pointer).await?;
-        self.check_uuid(resolved, &head.table_uuid)?;
-        Ok(Some((pointer.metadata_file(), bytes)))
-    }
-
-    fn check_uuid(&self, resolved: &ResolvedGlueTable, uuid: &str) -> Result<()> {
-        if uuid != resolved.uuid {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                format!(
-                    "Glue catalog {}: table {} is no longer the one this round resolved (UUID {} became {}): it was dropped and created again",
-                    self.inner().uri(),
-                    self.name(),
-                    resolved.uuid,
-                    clean_message(uuid, 80)
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Points the table at `new_file` (relative, written by the plugin under `metadata/`) if it
-    /// still points at `expected_file`, as Java's `GlueTableOperations` commits:
-    ///
-    /// 1. both files are read through `storage`; the new one must be a successor of the
-    ///    expected one that a tiering plugin may make ([`check_successor`]), of the resolved
-    ///    table (UUID and location);
-    /// 2. `GetTable`: the table must still point at `expected_file` (else `Conflict`);
-    /// 3. `UpdateTable` with the table's `VersionId`, its other fields as they were, and
-    ///    `metadata_location` / `previous_metadata_location` set: `ConcurrentModificationException`
-    ///    (another writer updated it since step 2) is `Conflict`; a lost answer
-    ///    `CommitUnknown`.
-    pub async fn swap(
-        &self,
-        storage: &ScopedStorage,
-        resolved: &ResolvedGlueTable,
-        expected_file: &str,
-        new_file: &str,
+        database: &str,
+        table: &str,
+        entry: &Entry,
+        new_location: &str,
     ) -> Result<()> {
-        self.check_names()?;
-        check_metadata_file("the expected metadata file", expected_file)?;
-        check_metadata_file("the new metadata file", new_file)?;
-        if expected_file == new_file {
-            return Err(refused("the new metadata file is the expected one"));
-        }
-        let location = TableLocation::new(&resolved.pointer.location).ok_or_else(|| {
-            Error::new(
-                ErrorKind::Internal,
-                "the resolved table has no valid location",
-            )
-        })?;
-        let new = read_file(storage, new_file).await?;
-        let old = read_file(storage, expected_file).await?;
-        check_successor(&old, &new, &location, &resolved.uuid)?;
-
-        let inner = self.inner();
-        let Some(pointer) = self.current(resolved).await? else {
+        let inner = &self.inner;
+        let Record::Glue {
+            table: record,
+            version_id,
+        } = &entry.record
+        else {
             return Err(Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "Glue catalog {}: table {} no longer exists",
-                    inner.uri(),
-                    self.name()
-                ),
+                ErrorKind::Internal,
+                "a Glue update of another metastore's table",
             ));
         };
-        let current = pointer.metadata_file();
-        if current != expected_file {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                format!(
-                    "Glue catalog {}: table {} points at {current}, not {expected_file}: another writer committed",
-                    inner.uri(),
-                    self.name()
-                ),
-            ));
-        }
-        // The absolute name, spelled as the table's current one is (s3:// or s3a://).
-        let new_location = format!(
-            "{}/{new_file}",
-            pointer
-                .metadata_location
-                .strip_suffix(&format!("/{current}"))
-                .unwrap_or(&pointer.location)
-        );
-        let mut input: Map<String, Value> = pointer
-            .table
+        let mut input: Map<String, Value> = record
             .iter()
             .filter(|(k, _)| TABLE_INPUT_FIELDS.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        input.insert("Name".into(), json!(self.table));
+        input.insert("Name".into(), json!(table));
         input.insert("TableType".into(), json!(EXTERNAL_TABLE));
         let mut parameters = match input.remove("Parameters") {
             Some(Value::Object(p)) => p,
@@ -1433,20 +1138,19 @@ impl GlueTable {
         };
         parameters.insert(TABLE_TYPE.into(), json!("ICEBERG"));
         parameters.insert(METADATA_LOCATION.into(), json!(new_location));
-        parameters.insert(
-            PREVIOUS_METADATA_LOCATION.into(),
-            json!(pointer.metadata_location),
-        );
+        if let Some(previous) = &entry.metadata_location {
+            parameters.insert(PREVIOUS_METADATA_LOCATION.into(), json!(previous));
+        }
         input.insert("Parameters".into(), Value::Object(parameters));
         let mut request = json!({
-            "DatabaseName": self.database,
+            "DatabaseName": database,
             "TableInput": input,
             "SkipArchive": inner.options.skip_archive,
         });
         if let Some(id) = &inner.options.catalog_id {
             request["CatalogId"] = json!(id);
         }
-        if let Some(version) = &pointer.version_id {
+        if let Some(version) = version_id {
             request["VersionId"] = json!(version);
         }
         let sent = AtomicBool::new(false);
@@ -1460,192 +1164,6 @@ impl GlueTable {
         if !answer.status.is_success() {
             return Err(inner.failure(Op::UpdateTable, &answer));
         }
-        tracing::debug!(
-            table = %self.name(),
-            metadata = %new_location,
-            "Glue table pointed at its new metadata file"
-        );
         Ok(())
     }
-}
-
-/// Reads a metadata file through the table's storage, bounded.
-async fn read_file(storage: &ScopedStorage, file: &str) -> Result<Vec<u8>> {
-    storage.get(file, MAX_METADATA_BYTES).await.map_err(|e| {
-        let kind = match e.kind {
-            StorageErrorKind::NotFound => ErrorKind::NotFound,
-            StorageErrorKind::InvalidPath => ErrorKind::PluginLimit,
-            StorageErrorKind::LimitExceeded => ErrorKind::PluginLimit,
-            _ => ErrorKind::Storage,
-        };
-        Error::new(
-            kind,
-            format!("reading the metadata file {file}: {}", e.message),
-        )
-    })
-}
-
-fn metadata_head(bytes: &[u8]) -> std::result::Result<MetadataHead, String> {
-    let head: MetadataHead = serde_json::from_slice(bytes).map_err(|e| {
-        format!(
-            "not Iceberg table metadata: {}",
-            clean_message(&e.to_string(), 200)
-        )
-    })?;
-    if head.table_uuid.is_empty() || head.format_version == 0 {
-        return Err("the metadata has no table-uuid or format-version".into());
-    }
-    Ok(head)
-}
-
-/// Fields of the table metadata a tiering plugin's commit may change (snapshots, references,
-/// properties, statistics, and what follows from them); every other one must stay as it was.
-const CHANGEABLE: &[&str] = &[
-    "last-updated-ms",
-    "last-sequence-number",
-    "metadata-log",
-    "snapshot-log",
-    "current-snapshot-id",
-    "refs",
-    "snapshots",
-    "properties",
-    "statistics",
-    "partition-statistics",
-    "next-row-id",
-];
-
-/// Table properties that say where writers write, or that the spec reserves: never changed
-/// by a plugin (the same as a REST catalog's refused properties).
-const FIXED_PROPERTIES: &[&str] = &[
-    "write.metadata.path",
-    "write.data.path",
-    "write.object-storage.path",
-    "write.folder-storage.path",
-    "write.location-provider.impl",
-    "format-version",
-    "uuid",
-];
-
-/// Checks that `new` (a metadata file a plugin wrote) is a successor of `old` (the one the
-/// table points at) that a tiering plugin may commit: the table `uuid` at `location`, with
-/// only [`CHANGEABLE`] fields changed, no [`FIXED_PROPERTIES`] changed, snapshots it kept
-/// unchanged, and every file a new snapshot, statistics or `metadata-log` entry names under
-/// `location`. Refusals are `PluginLimit` (the plugin sees `invalid-input`).
-pub fn check_successor(old: &[u8], new: &[u8], location: &TableLocation, uuid: &str) -> Result<()> {
-    let parse = |what: &str, bytes: &[u8]| -> Result<Map<String, Value>> {
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(Value::Object(m)) => Ok(m),
-            Ok(_) => Err(refused(format!(
-                "the {what} metadata file is not a JSON object"
-            ))),
-            Err(e) => Err(refused(format!(
-                "the {what} metadata file is not JSON: {}",
-                clean_message(&e.to_string(), 200)
-            ))),
-        }
-    };
-    let old = parse("expected", old)?;
-    let new = parse("new", new)?;
-    if new.get("table-uuid").and_then(Value::as_str) != Some(uuid) {
-        return Err(refused(format!(
-            "the new metadata names another table (table-uuid is not {uuid})"
-        )));
-    }
-    if new
-        .get("location")
-        .and_then(Value::as_str)
-        .and_then(TableLocation::new)
-        .as_ref()
-        != Some(location)
-    {
-        return Err(refused(format!(
-            "the new metadata moves the table from its location {}",
-            location.as_str()
-        )));
-    }
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for key in keys {
-        if !CHANGEABLE.contains(&key.as_str()) && old.get(key) != new.get(key) {
-            return Err(refused(format!(
-                "the new metadata changes the table's '{}', which a tiering plugin never changes",
-                clean_message(key, 80)
-            )));
-        }
-    }
-    let property =
-        |m: &Map<String, Value>, key: &str| m.get("properties").and_then(|p| p.get(key)).cloned();
-    for key in FIXED_PROPERTIES {
-        if property(&old, key) != property(&new, key) {
-            return Err(refused(format!(
-                "the new metadata changes the table property '{key}', which is the host's and the catalog's, not a plugin's"
-            )));
-        }
-    }
-    let check = |what: &str, path: Option<&str>| -> Result<()> {
-        match path {
-            Some(p) if location.contains(p) => Ok(()),
-            Some(p) => Err(refused(format!(
-                "{what} '{}' is not under the table's location {}",
-                clean_message(p, 200),
-                location.as_str()
-            ))),
-            None => Err(refused(format!("{what} is missing"))),
-        }
-    };
-    let array = |m: &Map<String, Value>, key: &str| -> Vec<Value> {
-        m.get(key)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let old_snapshots: BTreeMap<i64, Value> = array(&old, "snapshots")
-        .into_iter()
-        .filter_map(|s| Some((s.get("snapshot-id")?.as_i64()?, s)))
-        .collect();
-    for snapshot in array(&new, "snapshots") {
-        let id = snapshot
-            .get("snapshot-id")
-            .and_then(Value::as_i64)
-            .ok_or_else(|| refused("a snapshot of the new metadata has no snapshot-id"))?;
-        match old_snapshots.get(&id) {
-            Some(kept) if *kept == snapshot => {}
-            Some(_) => {
-                return Err(refused(format!(
-                    "the new metadata changes snapshot {id}, which a commit never does"
-                )));
-            }
-            None => {
-                check(
-                    &format!("snapshot {id}'s manifest-list"),
-                    snapshot.get("manifest-list").and_then(Value::as_str),
-                )?;
-                if snapshot.get("manifests").is_some() {
-                    return Err(refused(format!(
-                        "snapshot {id} lists its manifests inline ('manifests'), not in a manifest list"
-                    )));
-                }
-            }
-        }
-    }
-    for key in ["statistics", "partition-statistics"] {
-        let before = array(&old, key);
-        for entry in array(&new, key) {
-            if !before.contains(&entry) {
-                check(
-                    &format!("a {key} file"),
-                    entry.get("statistics-path").and_then(Value::as_str),
-                )?;
-            }
-        }
-    }
-    let before = array(&old, "metadata-log");
-    for entry in array(&new, "metadata-log") {
-        if !before.contains(&entry) {
-            check(
-                "a metadata-log entry",
-                entry.get("metadata-file").and_then(Value::as_str),
-            )?;
-        }
-    }
-    Ok(())
 }

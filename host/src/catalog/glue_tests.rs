@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 
 use super::glue::*;
 use super::options::{LakeCatalog, Secret};
+use super::pointer::*;
 use super::validate::TableLocation;
 use crate::error::ErrorKind;
 use crate::plugin::storage::ScopedStorage;
@@ -716,7 +717,7 @@ fn handle(
 
 struct Setup {
     glue: FakeGlue,
-    table: GlueTable,
+    table: PointerTable,
     storage: ScopedStorage,
     location: String,
     _dir: TempDir,
@@ -803,7 +804,7 @@ async fn setup() -> Setup {
 }
 
 impl Setup {
-    async fn resolved(&self) -> ResolvedGlueTable {
+    async fn resolved(&self) -> ResolvedPointerTable {
         let pointer = self.table.pointer().await.unwrap().unwrap();
         self.table.resolve(&self.storage, pointer).await.unwrap()
     }

@@ -1,5 +1,5 @@
-//! The host's client of catalog services: today the Apache Iceberg REST catalog protocol
-//! (`open-api/rest-catalog-open-api.yaml` in apache/iceberg).
+//! The host's client of catalog services: the Apache Iceberg REST catalog protocol
+//! (`open-api/rest-catalog-open-api.yaml` in apache/iceberg), AWS Glue and the Hive Metastore.
 //!
 //! # Why the host speaks the protocol, not the plugin
 //!
@@ -31,17 +31,25 @@
 //! - [`rest`]: [`RestCatalog`] (one connection per catalog: `/v1/config` once, OAuth2 tokens
 //!   fetched and refreshed) and [`RestTable`] (one table's load, create and commit).
 //! - [`validate`]: the checks of what a plugin hands the catalog.
-//! - [`glue`]: the AWS Glue Data Catalog as Iceberg's `GlueCatalog` uses it ([`GlueCatalog`],
-//!   [`GlueTable`]): a metastore keeping each table's current metadata file, which a commit
-//!   swaps (`UpdateTable` under the table's `VersionId`) after the host checked the new file.
+//! - [`pointer`]: Iceberg tables kept by a metastore that points at each table's current
+//!   metadata file ([`PointerTable`]): the checks of a new metadata file and the conditional
+//!   swap, the same for every such metastore.
+//! - [`glue`]: the AWS Glue Data Catalog as Iceberg's `GlueCatalog` uses it ([`GlueCatalog`]:
+//!   `GetTable`, `UpdateTable` under the table's `VersionId`, signed with SigV4).
+//! - [`hive`]: the Hive Metastore as Iceberg's `HiveCatalog` uses it ([`HiveCatalog`]:
+//!   `get_table`, `alter_table_with_environment_context` with the expected metadata location),
+//!   over [`thrift`], the binary protocol's values kept whole.
 //! - `auth`: bearer tokens (static, or OAuth2 client credentials refreshed before expiry).
 //!
 //! [`ErrorKind::CommitUnknown`]: crate::error::ErrorKind::CommitUnknown
 
 mod auth;
 pub mod glue;
+pub mod hive;
 pub mod options;
+pub mod pointer;
 pub mod rest;
+pub mod thrift;
 pub mod validate;
 
 #[cfg(test)]
@@ -49,12 +57,16 @@ mod fake;
 #[cfg(test)]
 mod glue_tests;
 #[cfg(test)]
+mod hive_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;
 
-pub use glue::{GlueCatalog, GlueOptions, GlueTable};
+pub use glue::{GlueCatalog, GlueOptions};
+pub use hive::{HiveCatalog, HiveOptions};
 pub use options::{CatalogAuth, CatalogKind, CatalogOptions, LakeCatalog, Secret};
+pub use pointer::{Metastore, PointerTable};
 pub use rest::{RestCatalog, RestTable};
 
 /// A table as an Iceberg REST catalog answered it (`LoadTableResult`, `CommitTableResponse`).

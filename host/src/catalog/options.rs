@@ -3,7 +3,8 @@
 //! prefix): `type`, `uri`, `warehouse`, `prefix`, `credential`, `token`, `oauth2-server-uri`,
 //! `scope`, `audience`, `resource`, `header.<name>`, `rest.auth.*`, ...
 //!
-//! A Glue catalog (`type=glue`) is read by [`GlueOptions`]; [`LakeCatalog::for_format`] tells
+//! A Glue catalog (`type=glue`) is read by [`GlueOptions`], a Hive Metastore (`type=hive`) by
+//! [`HiveOptions`]; [`LakeCatalog::for_format`] tells
 //! which catalog keeps a table.
 //!
 //! A catalog the host does not implement is refused here, with one line naming the option,
@@ -17,6 +18,7 @@ use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::glue::{self, GlueOptions};
+use super::hive::{self, HiveOptions};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The catalog that keeps a lake table, as its lake options name it.
@@ -26,13 +28,31 @@ pub enum LakeCatalog {
     Rest(CatalogOptions),
     /// The AWS Glue Data Catalog (Iceberg's `GlueCatalog`).
     Glue(GlueOptions),
+    /// A Hive Metastore (Iceberg's `HiveCatalog`).
+    Hive(HiveOptions),
 }
 
 impl LakeCatalog {
     /// The catalog that keeps a table of `format`: `None` for one kept by its files alone.
-    /// Iceberg's `type=glue` is [`GlueOptions`]; everything else as
+    /// Iceberg's `type=glue` is [`GlueOptions`], `type=hive` [`HiveOptions`]; everything else as
     /// [`CatalogOptions::for_format`] reads it.
     pub fn for_format(format: &str, options: &[(String, String)]) -> Result<Option<LakeCatalog>> {
+        let both_given = || {
+            options
+                .iter()
+                .any(|(k, v)| k == "type" && !v.trim().is_empty())
+                && options
+                    .iter()
+                    .any(|(k, v)| k == "catalog-impl" && !v.trim().is_empty())
+        };
+        if format == "iceberg" && hive::is_hive(options) {
+            if both_given() {
+                return Err(config(
+                    "type and catalog-impl are both given: give one (as Iceberg's CatalogUtil requires)",
+                ));
+            }
+            return HiveOptions::from_lake_options(options).map(|o| Some(LakeCatalog::Hive(o)));
+        }
         if format == "iceberg" && glue::is_glue(options) {
             if options
                 .iter()
@@ -55,6 +75,7 @@ impl LakeCatalog {
         match self {
             LakeCatalog::Rest(o) => &o.uri,
             LakeCatalog::Glue(o) => &o.endpoint,
+            LakeCatalog::Hive(o) => &o.uri,
         }
     }
 }
@@ -67,8 +88,9 @@ pub enum CatalogKind {
     Files,
     /// By an Iceberg REST catalog (`type=rest`).
     IcebergRest,
-    /// By the AWS Glue Data Catalog (`type=glue`): read by [`GlueOptions`].
-    Glue,
+    /// By a metastore pointing at the current metadata file (`type=glue`, `type=hive`): read
+    /// by [`LakeCatalog::for_format`].
+    Metastore,
 }
 
 /// A secret option value. `Debug` and `Display` print `<redacted>`; [`Secret::expose`] is the
@@ -141,7 +163,7 @@ pub struct CatalogOptions {
 }
 
 /// Iceberg catalog types the host knows of but does not implement yet.
-const NOT_YET: &[&str] = &["hive", "jdbc", "nessie", "snowflake", "bigquery"];
+const NOT_YET: &[&str] = &["jdbc", "nessie", "snowflake", "bigquery"];
 
 /// Catalog keys by name (what Iceberg's `RESTCatalog`, its `OAuth2Properties` and
 /// `CatalogUtil` read), kept from plugins: the endpoint and the credentials are the host's.
@@ -163,6 +185,7 @@ const CATALOG_KEYS: &[&str] = &[
     "view-endpoints-supported",
     "rest-metrics-reporting-enabled",
     "lock-impl",
+    "clients",
 ];
 
 /// Catalog keys by prefix: extra headers, the REST client's and auth managers' settings, and
@@ -175,6 +198,8 @@ const CATALOG_PREFIXES: &[&str] = &[
     // manager's; `client.*` (region, credentials) are storage keys, kept from plugins too.
     "glue.",
     "lock.",
+    // The Hive Metastore client's settings (`hive.metastore.*`, `hive.conf.dir`, ...).
+    "hive.",
 ];
 
 impl CatalogOptions {
@@ -213,7 +238,7 @@ impl CatalogOptions {
 
     /// The catalog the Iceberg lake options name: `None` for a files-only catalog (`type`
     /// absent or `hadoop`). Refuses (`Unsupported`, one line naming the option) the catalogs
-    /// not implemented yet (`hive`, `jdbc`, `nessie`, any other `catalog-impl`), a Glue catalog
+    /// not implemented yet (`jdbc`, `nessie`, any other `catalog-impl`), a Glue or Hive catalog
     /// (not a REST one: [`LakeCatalog::for_format`] reads it), and the REST
     /// options that would change how the host authenticates or connects in ways it does not
     /// implement (`rest.sigv4-enabled`, `rest.auth.type` other than `none`, `oauth2` and
@@ -237,34 +262,34 @@ impl CatalogOptions {
             (Some(t), None) => match t.to_ascii_lowercase().as_str() {
                 "hadoop" => CatalogKind::Files,
                 "rest" => CatalogKind::IcebergRest,
-                "glue" => CatalogKind::Glue,
+                "glue" | "hive" => CatalogKind::Metastore,
                 other if NOT_YET.contains(&other) => {
                     return Err(unsupported(format!(
-                        "type={other}: the Iceberg {other} catalog is not implemented yet (supported: hadoop, rest, glue)"
+                        "type={other}: the Iceberg {other} catalog is not implemented yet (supported: hadoop, rest, glue, hive)"
                     )));
                 }
                 other => {
                     return Err(unsupported(format!(
-                        "type={other}: unknown Iceberg catalog type (supported: hadoop, rest, glue)"
+                        "type={other}: unknown Iceberg catalog type (supported: hadoop, rest, glue, hive)"
                     )));
                 }
             },
             (None, Some(class)) => match class {
                 "org.apache.iceberg.hadoop.HadoopCatalog" => CatalogKind::Files,
                 "org.apache.iceberg.rest.RESTCatalog" => CatalogKind::IcebergRest,
-                glue::GLUE_CATALOG_IMPL => CatalogKind::Glue,
+                glue::GLUE_CATALOG_IMPL | hive::HIVE_CATALOG_IMPL => CatalogKind::Metastore,
                 other => {
                     return Err(unsupported(format!(
-                        "catalog-impl={other}: custom Iceberg catalogs are not supported (supported: type=hadoop, type=rest, type=glue)"
+                        "catalog-impl={other}: custom Iceberg catalogs are not supported (supported: type=hadoop, type=rest, type=glue, type=hive)"
                     )));
                 }
             },
         };
         match kind {
             CatalogKind::Files => return Ok(None),
-            CatalogKind::Glue => {
+            CatalogKind::Metastore => {
                 return Err(unsupported(
-                    "type=glue: a Glue catalog is not a REST catalog (the host reads its options with LakeCatalog::for_format)",
+                    "a Glue or Hive catalog is not a REST catalog (the host reads its options with LakeCatalog::for_format)",
                 ));
             }
             CatalogKind::IcebergRest => {}
@@ -674,9 +699,13 @@ mod tests {
             (
                 &[("type", "hive"), ("uri", "thrift://h:9083")],
                 ErrorKind::Unsupported,
-                "type=hive",
+                "not a REST catalog",
             ),
-            (&[("type", "glue")], ErrorKind::Unsupported, "type=glue"),
+            (
+                &[("type", "glue")],
+                ErrorKind::Unsupported,
+                "not a REST catalog",
+            ),
             (&[("type", "jdbc")], ErrorKind::Unsupported, "type=jdbc"),
             (&[("type", "nessie")], ErrorKind::Unsupported, "type=nessie"),
             (&[("type", "weird")], ErrorKind::Unsupported, "type=weird"),

@@ -8,15 +8,16 @@
 //! table's location; the table's own UUID asserted). What a hostile plugin can do with it is
 //! what it can do with its storage: change its own table.
 //!
-//! A Glue table ([`GlueScope`], kind `metadata-pointer`) is read and swapped through the
-//! instance's storage, which is scoped to the table's location: the host reads the file the
-//! catalog points at and hands its content to the plugin, and checks a new file the plugin
-//! wrote before it points the table at it ([`crate::catalog::glue`]).
+//! A table of a Glue catalog or a Hive Metastore ([`PointerScope`], kind `metadata-pointer`) is
+//! read and swapped through the instance's storage, which is scoped to the table's location:
+//! the host reads the file the metastore points at and hands its content to the plugin, and
+//! checks a new file the plugin wrote before it points the table at it
+//! ([`crate::catalog::pointer`]).
 
 use super::bindings::fluss::lake::{table_catalog, types};
 use super::host_api::InstanceState;
-use crate::catalog::glue::ResolvedGlueTable;
-use crate::catalog::{GlueTable, LoadedTable, RestTable};
+use crate::catalog::pointer::ResolvedPointerTable;
+use crate::catalog::{LoadedTable, PointerTable, RestTable};
 use crate::error::{Error, ErrorKind};
 
 /// The catalog an instance's table is kept by.
@@ -27,17 +28,17 @@ pub enum TableCatalogScope {
     Files,
     /// By an Iceberg REST catalog.
     Rest(RestScope),
-    /// By the AWS Glue Data Catalog: a pointer to the current metadata file.
-    Glue(GlueScope),
+    /// By a metastore's pointer to the current metadata file (AWS Glue, Hive Metastore).
+    Pointer(PointerScope),
 }
 
-/// One table of a Glue catalog, as the host resolved it (it always exists: the host does not
-/// create Glue tables).
+/// One table of a metastore, as the host resolved it (it always exists: the host does not
+/// create metastore tables).
 #[derive(Clone)]
-pub struct GlueScope {
-    pub table: std::sync::Arc<GlueTable>,
+pub struct PointerScope {
+    pub table: std::sync::Arc<PointerTable>,
     /// Its location (the root of the instance's storage) and UUID, checked on every call.
-    pub resolved: ResolvedGlueTable,
+    pub resolved: ResolvedPointerTable,
 }
 
 /// One table of an Iceberg REST catalog, as the host resolved it.
@@ -93,17 +94,17 @@ impl InstanceState {
     fn rest(&self, call: &str) -> Result<RestScope, types::LakeError> {
         match &self.catalog {
             TableCatalogScope::Rest(scope) => Ok(scope.clone()),
-            TableCatalogScope::Files | TableCatalogScope::Glue(_) => Err(unsupported(call)),
+            TableCatalogScope::Files | TableCatalogScope::Pointer(_) => Err(unsupported(call)),
         }
     }
 
-    /// The Glue scope and the instance's storage (scoped to the table's location).
-    fn glue(
+    /// The metastore scope and the instance's storage (scoped to the table's location).
+    fn pointer(
         &self,
         call: &str,
-    ) -> Result<(GlueScope, crate::plugin::storage::ScopedStorage), types::LakeError> {
+    ) -> Result<(PointerScope, crate::plugin::storage::ScopedStorage), types::LakeError> {
         match &self.catalog {
-            TableCatalogScope::Glue(scope) => {
+            TableCatalogScope::Pointer(scope) => {
                 let storage = self.storage.clone().ok_or_else(|| {
                     lake_error(
                         types::ErrorKind::InvalidInput,
@@ -154,13 +155,13 @@ impl table_catalog::Host for InstanceState {
         match self.catalog {
             TableCatalogScope::Files => table_catalog::CatalogKind::Files,
             TableCatalogScope::Rest(_) => table_catalog::CatalogKind::IcebergRest,
-            TableCatalogScope::Glue(_) => table_catalog::CatalogKind::MetadataPointer,
+            TableCatalogScope::Pointer(_) => table_catalog::CatalogKind::MetadataPointer,
         }
     }
 
     async fn load_table(&mut self) -> Result<Option<table_catalog::TableState>, types::LakeError> {
-        if matches!(self.catalog, TableCatalogScope::Glue(_)) {
-            let (scope, storage) = self.glue("load-table")?;
+        if matches!(self.catalog, TableCatalogScope::Pointer(_)) {
+            let (scope, storage) = self.pointer("load-table")?;
             let loaded = scope
                 .table
                 .load(&storage, &scope.resolved)
@@ -223,7 +224,7 @@ impl table_catalog::Host for InstanceState {
         expected_file: String,
         new_file: String,
     ) -> Result<(), types::LakeError> {
-        let (scope, storage) = self.glue("swap-metadata-file")?;
+        let (scope, storage) = self.pointer("swap-metadata-file")?;
         scope
             .table
             .swap(&storage, &scope.resolved, &expected_file, &new_file)

@@ -21,15 +21,15 @@ use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, Tieri
 use super::maintenance::{self, RoundEnd};
 use super::progress::RoundProgress;
 use super::{fluss_commit, row_batches, splits};
-use crate::catalog::{CatalogOptions, GlueCatalog, LakeCatalog};
+use crate::catalog::{CatalogOptions, GlueCatalog, HiveCatalog, LakeCatalog, PointerTable};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
 use crate::fluss::{reader, table};
 use crate::metrics::registry::{CommittedRound, short_digest};
 use crate::metrics::{TableLabels, TableMetrics, metrics};
-use crate::plugin::storage::StorageQuota;
-use crate::plugin::table_catalog::{GlueScope, Resolved, RestScope, TableCatalogScope};
+use crate::plugin::storage::{ScopedStorage, StorageQuota};
+use crate::plugin::table_catalog::{PointerScope, Resolved, RestScope, TableCatalogScope};
 use crate::plugin::{PluginInstance, wit};
 use crate::tiering::routing;
 use crate::time::now_millis;
@@ -392,37 +392,24 @@ pub async fn resolve_table(
             (storage, TableCatalogScope::Files)
         }
         Some(LakeCatalog::Glue(options)) => {
-            let in_catalog =
-                |e: Error| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message()));
-            let catalog =
-                GlueCatalog::shared(&options, ctx.config.rpc_timeout).map_err(in_catalog)?;
-            let table =
-                Arc::new(catalog.table(assignment.path.database(), assignment.path.table()));
-            // The host does not create Glue tables: the coordinator does (or their owner).
-            let pointer = table.pointer().await.map_err(in_catalog)?.ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NotFound,
-                    format!(
-                        "{}: the Glue catalog {} has no table {} (the Fluss coordinator creates it when the table is created with table.datalake.enabled)",
-                        assignment.path, options.endpoint, assignment.path
-                    ),
-                )
-            })?;
-            // Glue, which the host's options name, says where the table is: the plugin's
-            // storage is confined to exactly that location.
-            let (parent, name) = table_location_parts(&pointer.location).map_err(in_catalog)?;
-            let storage = ctx
-                .warehouses
-                .get(&parent, &storage_options)
-                .await
-                .map_err(in_catalog)?
-                .scope(&name)?
-                .with_quota(quota());
-            let resolved = table.resolve(&storage, pointer).await.map_err(in_catalog)?;
-            (
-                storage,
-                TableCatalogScope::Glue(GlueScope { table, resolved }),
+            let table = GlueCatalog::shared(&options, ctx.config.rpc_timeout)
+                .map_err(|e| in_table(assignment, e))?
+                .table(assignment.path.database(), assignment.path.table());
+            pointer_table_scope(ctx, assignment, table, &storage_options, quota()).await?
+        }
+        Some(LakeCatalog::Hive(options)) => {
+            // Which metastore is the host's or the cluster's to say, not a table's.
+            routing::check_catalog_uri(
+                &options.uri,
+                &format,
+                &ctx.config.lake_options,
+                &ctx.cluster.catalog_uris,
             )
+            .map_err(|e| in_table(assignment, e))?;
+            let table = HiveCatalog::new(&options, ctx.config.rpc_timeout)
+                .map_err(|e| in_table(assignment, e))?
+                .table(assignment.path.database(), assignment.path.table());
+            pointer_table_scope(ctx, assignment, table, &storage_options, quota()).await?
         }
         Some(LakeCatalog::Rest(options)) => {
             routing::check_catalog_uri(
@@ -816,6 +803,57 @@ mod tests {
                 .contains("101 bytes in one round, over the 100-byte round limit")
         );
     }
+}
+
+/// `e` with the table's path in front.
+fn in_table(assignment: &Assignment, e: Error) -> Error {
+    Error::new(e.kind(), format!("{}: {}", assignment.path, e.message()))
+}
+
+/// The storage and catalog scope of a table a metastore points at (Glue, Hive): the metastore,
+/// which the host's options name, says where the table is, and the plugin's storage is
+/// confined to exactly that location. The host does not create metastore tables: the
+/// coordinator does (or their owner).
+async fn pointer_table_scope(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+    table: PointerTable,
+    storage_options: &crate::warehouse::options::StorageOptions,
+    quota: Arc<StorageQuota>,
+) -> Result<(ScopedStorage, TableCatalogScope)> {
+    let table = Arc::new(table);
+    let pointer = table
+        .pointer()
+        .await
+        .map_err(|e| in_table(assignment, e))?
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{}: the {} has no table {} (the Fluss coordinator creates it when the table is created with table.datalake.enabled)",
+                    assignment.path,
+                    table.describe(),
+                    assignment.path
+                ),
+            )
+        })?;
+    let (parent, name) =
+        table_location_parts(&pointer.location).map_err(|e| in_table(assignment, e))?;
+    let storage = ctx
+        .warehouses
+        .get(&parent, storage_options)
+        .await
+        .map_err(|e| in_table(assignment, e))?
+        .scope(&name)?
+        .with_quota(quota);
+    let resolved = table
+        .resolve(&storage, pointer)
+        .await
+        .map_err(|e| in_table(assignment, e))?;
+    Ok((
+        storage,
+        TableCatalogScope::Pointer(PointerScope { table, resolved }),
+    ))
 }
 
 /// A catalog's table location split into the folder that holds it, opened as a warehouse,
