@@ -50,6 +50,45 @@ pub const HIVE_CATALOG_IMPL: &str = "org.apache.iceberg.hive.HiveCatalog";
 /// `ObjectStore.alterTable`), which Java's `HiveTableOperations` matches too.
 const MODIFIED: &str = "The table has been modified";
 
+/// `LockType.EXCLUSIVE`, `LockLevel.TABLE`, and the `LockState`s (hive_metastore.thrift).
+const LOCK_EXCLUSIVE: i32 = 3;
+const LOCK_LEVEL_TABLE: i32 = 2;
+const LOCK_ACQUIRED: i32 = 1;
+const LOCK_WAITING: i32 = 2;
+/// Who holds the host's locks, as the metastore's `SHOW LOCKS` lists them.
+const LOCK_USER: &str = "fluss-lake-host";
+const LOCK_AGENT: &str = concat!("fluss-lake-host/", env!("CARGO_PKG_VERSION"));
+
+/// This machine's name, for the metastore's lock records.
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty() && h.len() <= 255)
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// A `LockResponse`'s (lockid, state), from a reply's field 0.
+fn lock_response(reply: &Struct) -> Option<(i64, i32)> {
+    let response = reply.get(0)?.as_struct()?;
+    match (response.get(1)?, response.get(2)?) {
+        (Value::I64(id), Value::I32(state)) => Some((*id, *state)),
+        _ => None,
+    }
+}
+
+/// The message of the exception a reply holds, if any.
+fn exception_message(reply: &Struct) -> String {
+    reply
+        .fields
+        .iter()
+        .filter(|(id, _)| *id > 0)
+        .find_map(|(_, v)| v.as_struct().and_then(|e| e.str(1)))
+        .map(|m| clean_message(m, 300))
+        .unwrap_or_else(|| "(no answer)".to_string())
+}
+
 /// `Table` fields (hive_metastore.thrift).
 const TABLE_SD: i16 = 7;
 const TABLE_PARAMETERS: i16 = 9;
@@ -391,6 +430,111 @@ impl HiveCatalog {
                 .map(str::to_string),
             record: Record::Hive(record.clone()),
         }))
+    }
+
+    /// Takes the metastore's exclusive lock of the table, as Java's `HiveTableOperations` does
+    /// around its commits (`MetastoreLock`, `iceberg.engine.hive.lock-enabled`, Iceberg's
+    /// default): such writers alter the table unconditionally under it, so a commit that did
+    /// not take it could be overwritten. Waits (`check_lock`, backing off up to 2 s) until it is
+    /// granted or the deadline passes; a lock not granted is released and `Unavailable`
+    /// (nothing was changed). Returns the lock's id for [`HiveCatalog::unlock`].
+    pub(crate) async fn lock(&self, database: &str, table: &str) -> Result<i64> {
+        let uri = self.endpoint();
+        let component = Struct::new()
+            .with(1, Value::I32(LOCK_EXCLUSIVE))
+            .with(2, Value::I32(LOCK_LEVEL_TABLE))
+            .with(3, Value::string(database))
+            .with(4, Value::string(table));
+        let request = Struct::new()
+            .with(
+                1,
+                Value::List {
+                    element: ttype::STRUCT,
+                    items: vec![Value::Struct(component)],
+                },
+            )
+            .with(3, Value::string(LOCK_USER))
+            .with(4, Value::string(&host_name()))
+            .with(5, Value::string(LOCK_AGENT));
+        let started = std::time::Instant::now();
+        let reply = self
+            .call("lock", &Struct::new().with(1, Value::Struct(request)))
+            .await
+            .map_err(|f| self.read_error(f))?;
+        let (mut id, mut state) = lock_response(&reply).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "Hive Metastore {uri}: the lock of {database}.{table} was refused: {}",
+                    exception_message(&reply)
+                ),
+            )
+        })?;
+        let mut wait = Duration::from_millis(50);
+        while state == LOCK_WAITING {
+            if started.elapsed() + wait >= self.inner.deadline {
+                self.unlock(id).await;
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "Hive Metastore {uri}: the lock of {database}.{table} was not granted within {} (another writer holds it)",
+                        humantime::format_duration(self.inner.deadline)
+                    ),
+                ));
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(2));
+            let reply = self
+                .call(
+                    "check_lock",
+                    &Struct::new().with(1, Value::Struct(Struct::new().with(1, Value::I64(id)))),
+                )
+                .await
+                .map_err(|f| self.read_error(f));
+            match reply.map(|r| lock_response(&r)) {
+                Ok(Some((i, s))) => (id, state) = (i, s),
+                Ok(None) | Err(_) => {
+                    self.unlock(id).await;
+                    return Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!(
+                            "Hive Metastore {uri}: checking the lock of {database}.{table} failed"
+                        ),
+                    ));
+                }
+            }
+        }
+        if state != LOCK_ACQUIRED {
+            self.unlock(id).await;
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "Hive Metastore {uri}: the lock of {database}.{table} ended in state {state}, not acquired"
+                ),
+            ));
+        }
+        Ok(id)
+    }
+
+    /// Releases lock `id`. A failure is logged, not returned: the commit it guarded has its
+    /// outcome already, and the metastore expires the lock (`hive.txn.timeout`).
+    pub(crate) async fn unlock(&self, id: i64) {
+        let request = Struct::new().with(1, Value::Struct(Struct::new().with(1, Value::I64(id))));
+        match self.call("unlock", &request).await {
+            Ok(reply) if reply.get(1).is_none() && reply.get(2).is_none() => {}
+            Ok(reply) => tracing::warn!(
+                metastore = %self.endpoint(),
+                lock = id,
+                "the metastore refused to release a lock: {}",
+                exception_message(&reply)
+            ),
+            Err(f) => tracing::warn!(
+                metastore = %self.endpoint(),
+                lock = id,
+                "releasing a lock failed; the metastore expires it: {}",
+                self.read_error(f)
+            ),
+        }
     }
 
     /// `alter_table_with_environment_context` of `entry`'s table, every field as read, with

@@ -32,6 +32,12 @@ struct State {
     tables: BTreeMap<(String, String), Struct>,
     mode: Option<Mode>,
     alters: Vec<Struct>,
+    /// Every call, in order (`lock`, `get_table_req`, `alter_table_...`, `unlock`).
+    calls: Vec<String>,
+    /// Answer `WAITING` to this many lock checks before granting.
+    waits: usize,
+    /// Locks granted and not released.
+    held: Vec<i64>,
 }
 
 fn table(location: &str, metadata: &str) -> Struct {
@@ -102,20 +108,63 @@ async fn serve(state: Arc<Mutex<State>>) -> String {
                     }
                     bytes.extend_from_slice(&chunk[..n]);
                 };
+                let lock_response = |id: i64, state: i32| {
+                    Struct::new().with(
+                        0,
+                        Value::Struct(
+                            Struct::new()
+                                .with(1, Value::I64(id))
+                                .with(2, Value::I32(state)),
+                        ),
+                    )
+                };
                 // get_table_req's arguments are one request struct.
                 let names = match head.name.as_str() {
                     "get_table_req" => args.get(1).unwrap().as_struct().unwrap().clone(),
                     _ => args.clone(),
                 };
                 let key = (
-                    names.str(1).unwrap().to_lowercase(),
-                    names.str(2).unwrap().to_lowercase(),
+                    names.str(1).unwrap_or_default().to_lowercase(),
+                    names.str(2).unwrap_or_default().to_lowercase(),
                 );
                 let mut drop_answer = false;
                 let mut garbage = false;
                 let reply = {
                     let mut state = state.lock().unwrap();
+                    state.calls.push(head.name.clone());
                     match head.name.as_str() {
+                        "lock" => {
+                            let request = args.get(1).unwrap().as_struct().unwrap();
+                            let Some(Value::List { items, .. }) = request.get(1) else {
+                                panic!("a lock request without components")
+                            };
+                            let component = items[0].as_struct().unwrap();
+                            assert_eq!(component.get(1), Some(&Value::I32(3)), "EXCLUSIVE");
+                            assert_eq!(component.get(2), Some(&Value::I32(2)), "TABLE");
+                            assert_eq!(component.str(3), Some("db"));
+                            assert_eq!(component.str(4), Some("t"));
+                            let id = 100 + state.calls.len() as i64;
+                            state.held.push(id);
+                            lock_response(id, if state.waits > 0 { 2 } else { 1 })
+                        }
+                        "check_lock" => {
+                            let id = match args.get(1).unwrap().as_struct().unwrap().get(1) {
+                                Some(Value::I64(id)) => *id,
+                                other => panic!("{other:?}"),
+                            };
+                            if state.waits > 0 {
+                                state.waits -= 1;
+                            }
+                            lock_response(id, if state.waits > 0 { 2 } else { 1 })
+                        }
+                        "unlock" => {
+                            let id = match args.get(1).unwrap().as_struct().unwrap().get(1) {
+                                Some(Value::I64(id)) => *id,
+                                other => panic!("{other:?}"),
+                            };
+                            state.held.retain(|h| *h != id);
+                            Struct::new()
+                        }
                         "get_table_req" => match state.tables.get(&key) {
                             Some(t) => Struct::new().with(
                                 0,
@@ -292,6 +341,53 @@ async fn the_pointer_is_read_and_swapped_with_every_other_field_kept() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+}
+
+#[tokio::test]
+async fn a_swap_checks_and_updates_under_the_metastores_lock() {
+    let (state, catalog) = metastore().await;
+    state.lock().unwrap().waits = 2;
+    let id = catalog.lock("db", "t").await.unwrap();
+    let entry = catalog.get_entry("db", "t").await.unwrap().unwrap();
+    catalog
+        .update_entry(
+            "db",
+            "t",
+            &entry,
+            "file:/w/db/t/metadata/00001-b.metadata.json",
+        )
+        .await
+        .unwrap();
+    catalog.unlock(id).await;
+    let s = state.lock().unwrap();
+    assert_eq!(
+        s.calls,
+        [
+            "lock",
+            "check_lock",
+            "check_lock",
+            "get_table_req",
+            "alter_table_with_environment_context",
+            "unlock"
+        ]
+    );
+    assert!(s.held.is_empty(), "released: {:?}", s.held);
+}
+
+#[tokio::test]
+async fn a_lock_never_granted_ends_within_the_deadline_and_is_released() {
+    let (state, catalog) = metastore().await;
+    state.lock().unwrap().waits = usize::MAX;
+    let options = HiveOptions::from_lake_options(&[
+        ("type".into(), "hive".into()),
+        ("uri".into(), catalog.endpoint().to_string()),
+    ])
+    .unwrap();
+    let impatient = HiveCatalog::new(&options, Duration::from_millis(400)).unwrap();
+    let e = impatient.lock("db", "t").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("not granted"), "{e}");
+    assert!(state.lock().unwrap().held.is_empty(), "released");
 }
 
 #[tokio::test]

@@ -119,6 +119,23 @@ impl Metastore {
     }
 }
 
+impl Metastore {
+    /// Takes the metastore's lock of the table for a swap, where writers of it take one
+    /// (Hive: `Some(lock id)`); Glue has none (its `VersionId` is the condition).
+    async fn lock(&self, database: &str, table: &str) -> Result<Option<i64>> {
+        match self {
+            Metastore::Glue(_) => Ok(None),
+            Metastore::Hive(c) => c.lock(database, table).await.map(Some),
+        }
+    }
+
+    async fn unlock(&self, lock: Option<i64>) {
+        if let (Metastore::Hive(c), Some(id)) = (self, lock) {
+            c.unlock(id).await;
+        }
+    }
+}
+
 /// One table of a metastore: the capability a plugin's `table-catalog` import is scoped to
 /// (kind `metadata-pointer`).
 pub struct PointerTable {
@@ -448,6 +465,28 @@ impl PointerTable {
         let old = read_file(storage, expected_file).await?;
         check_successor(&old, &new, &location, &resolved.uuid)?;
 
+        // The check and the update under the metastore's lock, where its writers take one.
+        let lock = self.metastore.lock(&self.database, &self.table).await?;
+        let swapped = self.swap_checked(resolved, expected_file, new_file).await;
+        self.metastore.unlock(lock).await;
+        let new_location = swapped?;
+        tracing::debug!(
+            table = %self.name(),
+            metastore = %self.metastore.describe(),
+            metadata = %new_location,
+            "table pointed at its new metadata file"
+        );
+        Ok(())
+    }
+
+    /// The table still points at `expected_file` (else `Conflict`): points it at `new_file`
+    /// with the metastore's conditional update. Returns the new file's absolute name.
+    async fn swap_checked(
+        &self,
+        resolved: &ResolvedPointerTable,
+        expected_file: &str,
+        new_file: &str,
+    ) -> Result<String> {
         let Some(pointer) = self.current(resolved).await? else {
             return Err(Error::new(
                 ErrorKind::NotFound,
@@ -480,13 +519,7 @@ impl PointerTable {
         self.metastore
             .update(&self.database, &self.table, &pointer.entry, &new_location)
             .await?;
-        tracing::debug!(
-            table = %self.name(),
-            metastore = %self.metastore.describe(),
-            metadata = %new_location,
-            "table pointed at its new metadata file"
-        );
-        Ok(())
+        Ok(new_location)
     }
 }
 
