@@ -60,6 +60,7 @@ stop_clusters() {
   LEGACY=1 cluster/s3/stop.sh >/dev/null 2>&1 || true
   cluster/azurite/stop.sh >/dev/null 2>&1 || true
   cluster/fake-gcs/stop.sh >/dev/null 2>&1 || true
+  cluster/hive-metastore/stop.sh >/dev/null 2>&1 || true
   # Every Iceberg REST catalog server (cluster/iceberg-rest/start.sh: target/iceberg-rest[-i]).
   for pf in target/iceberg-rest/server.pid target/iceberg-rest-*/server.pid; do
     [[ -f "$pf" ]] && ICEBERG_REST_DIR="$(dirname "$pf")" cluster/iceberg-rest/stop.sh >/dev/null 2>&1 || true
@@ -129,6 +130,8 @@ start_clusters() {
   cluster/flink-tiering/setup.sh
   # Apache Iceberg's REST catalog server (after the other Maven downloads: they share jars).
   cluster/iceberg-rest/setup.sh
+  # Apache Hive's metastore, and Iceberg's HiveCatalog for its Java checks (Maven Central too).
+  cluster/hive-metastore/setup.sh
   stop_clusters
   # The Azure and GCS emulators of the warehouse tests (e2e stores::), in memory on loopback;
   # each fails the run with its log's tail if it cannot start. Installed by the
@@ -140,6 +143,10 @@ start_clusters() {
   # rest_catalog(0)); it fails the run with its log's tail if it cannot start.
   echo "--- the Iceberg REST catalog server"
   cluster/iceberg-rest/start.sh --clean
+  # The Hive metastore of the clusters' Iceberg tables kept by a Hive catalog (tests/src/hive.rs
+  # HiveMetastore::start); it fails the run with its log's tail if it cannot start.
+  echo "--- the Hive metastore"
+  cluster/hive-metastore/start.sh --clean
   for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do
     echo "--- cluster $i"
     rm -f "target/fluss-cluster-$i.dirty"
@@ -167,7 +174,7 @@ RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
-step "setup in the background: Python readers, Fluss, Flink and Iceberg REST jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters, the Iceberg REST catalogs"
+step "setup in the background: Python readers, Fluss, Flink, Iceberg REST and Hive metastore jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters, the Iceberg REST catalogs, the Hive metastore"
 background python-readers scripts/setup-python.sh
 # Azurite (npm ci) and fake-gcs-server (go install): the emulators start_clusters starts.
 background object-store-emulators bash -c 'cluster/azurite/setup.sh && cluster/fake-gcs/setup.sh'

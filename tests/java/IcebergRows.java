@@ -1,11 +1,13 @@
 import org.apache.hadoop.conf.Configuration;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.CatalogUtil;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.hadoop.HadoopTables;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
 
 /**
@@ -18,10 +20,15 @@ import org.apache.iceberg.types.Types;
  *
  *   java -cp <iceberg plugin jars> IcebergRows <table-dir> <column>...
  *   java -cp <iceberg plugin jars> IcebergRows --rest <uri> <namespace.table> <column>...
+ *   java -cp <iceberg plugin jars>:<hive metastore client jars> IcebergRows --hive <thrift-uri> <db.table> <column>...
  *
  * --rest loads the table from the Iceberg REST catalog at <uri> (Java Iceberg's RESTCatalog, which
  * Fluss's Iceberg plugin bundles; cluster/iceberg-rest/) instead of reading a Hadoop table's
- * directory; "table" is then <namespace.table>. Tables on the test S3 server are read through
+ * directory; "table" is then <namespace.table>. --hive loads it from the Hive metastore at
+ * <thrift-uri> (Java Iceberg's HiveCatalog: the table's metadata_location; cluster/hive-metastore/,
+ * whose lib-client/ and lib/ jars must follow Iceberg's on the classpath); both catalogs are
+ * loaded by name (CatalogUtil), so this class compiles without the metastore's jars. Tables on
+ * the test S3 server are read through
  * Hadoop's S3A (in Fluss's Iceberg plugin directory with cluster/setup.sh WITH_S3=1), with the
  * S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY and S3_SECRET_KEY of the environment.
  */
@@ -119,13 +126,17 @@ public final class IcebergRows {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length > 0 && args[0].equals("--rest")) {
-            RESTCatalog catalog = new RESTCatalog();
-            catalog.setConf(hadoopConf());
-            catalog.initialize("rest", java.util.Map.of("uri", args[1]));
-            try (catalog) {
+        if (args.length > 0 && (args[0].equals("--rest") || args[0].equals("--hive"))) {
+            String type = args[0].substring(2);
+            Catalog catalog = CatalogUtil.buildIcebergCatalog(type, java.util.Map.of(
+                    CatalogUtil.ICEBERG_CATALOG_TYPE, type, CatalogProperties.URI, args[1]), hadoopConf());
+            try {
                 print(catalog.loadTable(TableIdentifier.parse(args[2])), args[2],
                         java.util.Arrays.copyOfRange(args, 3, args.length));
+            } finally {
+                if (catalog instanceof AutoCloseable) {
+                    ((AutoCloseable) catalog).close();
+                }
             }
             return;
         }

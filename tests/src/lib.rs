@@ -10,6 +10,7 @@ pub mod crash;
 pub mod data;
 pub mod delta;
 pub mod flink_tiering;
+pub mod hive;
 pub mod host;
 pub mod iceberg;
 pub mod java;
@@ -22,6 +23,7 @@ pub mod paimon;
 pub mod prometheus;
 pub mod python;
 pub mod s3;
+pub mod thrift_gate;
 
 use std::path::PathBuf;
 

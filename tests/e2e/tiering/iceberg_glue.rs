@@ -21,8 +21,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use fluss::client::FlussConnection;
-use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
-use fluss::row::GenericRow;
+use fluss::metadata::TablePath;
 use fluss_lake_e2e::cluster::ClusterInfo;
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::lake_check::business;
@@ -37,7 +36,8 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::merge_engines::{KEYS, fluss_state, spawn_host, wait_tiered};
+use super::catalog_rounds::{pk_descriptor, upsert_round, wait_for};
+use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
 
 /// The Glue database (Iceberg namespace) of the tests' tables, as Fluss's database.
 const DATABASE: &str = "fluss";
@@ -240,52 +240,6 @@ async fn assert_pk_reads(s3: &S3Server, conn: &FlussConnection, path: &TablePath
     );
 }
 
-fn pk_descriptor() -> TableDescriptor {
-    let schema = Schema::builder()
-        .column("id", DataTypes::int())
-        .column("ver", DataTypes::bigint())
-        .column("name", DataTypes::string())
-        .primary_key(vec!["id"])
-        .unwrap()
-        .build()
-        .unwrap();
-    TableDescriptor::builder()
-        .schema(schema)
-        .distributed_by(Some(2), vec!["id".to_string()])
-        .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", "2s")
-        .build()
-        .unwrap()
-}
-
-/// Upserts (and some deletes) of `KEYS` keys.
-async fn upsert_round(conn: &FlussConnection, path: &TablePath, round: usize, rng: &mut Rng) {
-    let writer = conn
-        .get_table(path)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
-    for _ in 0..400 {
-        let id = rng.below(KEYS) as i32;
-        let mut row = GenericRow::new(3);
-        row.set_field(0, id);
-        row.set_field(1, round as i64);
-        row.set_field(2, format!("r{round}-{}", rng.below(1000)));
-        writer.upsert(&row).unwrap();
-    }
-    for _ in 0..30 {
-        let mut row = GenericRow::new(3);
-        row.set_field(0, rng.below(KEYS) as i32);
-        row.set_field(1, 0i64);
-        row.set_field(2, String::new());
-        writer.delete(&row).unwrap();
-    }
-    writer.flush().await.unwrap();
-}
-
 /// The host tiering into Glue at `glue_endpoint` with `secret` as the Glue secret key (the
 /// storage's credentials are right); the table's warehouse on the test S3 server.
 fn host(
@@ -480,18 +434,6 @@ async fn forward(
         return Err("the answer is lost on purpose".into());
     }
     Ok(Response::from_parts(parts, Full::new(body)))
-}
-
-async fn wait_for<F: Fn() -> bool>(what: &str, h: &HostProcess, f: F) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while !f() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{what} never happened\nhost log:\n{}",
-            h.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// The metadata files of the table at `location` on the test server.

@@ -10,8 +10,7 @@
 use std::time::Duration;
 
 use fluss::client::{FlussAdmin, FlussConnection};
-use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
-use fluss::row::GenericRow;
+use fluss::metadata::{TableDescriptor, TablePath};
 use fluss_lake_e2e::catalog_gate::CatalogGate;
 use fluss_lake_e2e::cluster::ClusterInfo;
 use fluss_lake_e2e::host::HostProcess;
@@ -20,28 +19,11 @@ use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::{Rng, cluster, data, unique_name};
 use serde_json::{Value, json};
 
-use super::merge_engines::{KEYS, fluss_state, spawn_host, wait_tiered};
+use super::catalog_rounds::{pk_descriptor, upsert_round, wait_for};
+use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
 
 const CLIENT_ID: &str = "tiering-host";
 const CLIENT_SECRET: &str = "s3cr3t-0f-the-h0st";
-
-fn pk_descriptor() -> TableDescriptor {
-    let schema = Schema::builder()
-        .column("id", DataTypes::int())
-        .column("ver", DataTypes::bigint())
-        .column("name", DataTypes::string())
-        .primary_key(vec!["id"])
-        .unwrap()
-        .build()
-        .unwrap();
-    TableDescriptor::builder()
-        .schema(schema)
-        .distributed_by(Some(2), vec!["id".to_string()])
-        .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", "2s")
-        .build()
-        .unwrap()
-}
 
 /// The host committing through `gate` with `credential`.
 fn host(c: &ClusterInfo, gate: &CatalogGate, credential: &str, log: &str) -> HostProcess {
@@ -56,34 +38,6 @@ fn host(c: &ClusterInfo, gate: &CatalogGate, credential: &str, log: &str) -> Hos
             credential,
         ],
     )
-}
-
-/// Upserts (and some deletes) of `KEYS` keys.
-async fn upsert_round(conn: &FlussConnection, path: &TablePath, round: usize, rng: &mut Rng) {
-    let writer = conn
-        .get_table(path)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
-    for _ in 0..400 {
-        let id = rng.below(KEYS) as i32;
-        let mut row = GenericRow::new(3);
-        row.set_field(0, id);
-        row.set_field(1, round as i64);
-        row.set_field(2, format!("r{round}-{}", rng.below(1000)));
-        writer.upsert(&row).unwrap();
-    }
-    for _ in 0..30 {
-        let mut row = GenericRow::new(3);
-        row.set_field(0, rng.below(KEYS) as i32);
-        row.set_field(1, 0i64);
-        row.set_field(2, String::new());
-        writer.delete(&row).unwrap();
-    }
-    writer.flush().await.unwrap();
 }
 
 /// Every reader, through the catalog, reads the log table as `expected` (business columns).
@@ -176,18 +130,6 @@ fn rival_commit(rest: &RestCatalog, path: &TablePath) -> i64 {
     );
     assert_eq!(status, 200, "the rival's commit: {answer}");
     id
-}
-
-async fn wait_for<F: Fn() -> bool>(what: &str, h: &HostProcess, f: F) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while !f() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{what} never happened\nhost log:\n{}",
-            h.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn create(admin: &FlussAdmin, rest: &RestCatalog, path: &TablePath, d: &TableDescriptor) {

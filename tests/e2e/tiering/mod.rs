@@ -2,8 +2,10 @@
 //! by independent readers; each test leases a cluster of its own.
 
 mod aggregation;
+mod catalog_rounds;
 mod iceberg;
 mod iceberg_glue;
+mod iceberg_hive;
 mod iceberg_rest;
 mod lance;
 mod merge_engines;

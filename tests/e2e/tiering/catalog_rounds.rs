@@ -1,0 +1,73 @@
+//! What the tests of tables kept by a catalog (Iceberg REST, Glue, Hive) share: a primary-key
+//! table, a round of upserts and deletes, and waiting on a condition with the host's log in
+//! the failure.
+
+use std::time::Duration;
+
+use fluss::client::FlussConnection;
+use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
+use fluss::row::GenericRow;
+use fluss_lake_e2e::Rng;
+use fluss_lake_e2e::host::HostProcess;
+
+use super::merge_engines::KEYS;
+
+/// `id INT` (the key), `ver BIGINT`, `name STRING`; 2 buckets, lake-enabled, freshness 2 s.
+pub fn pk_descriptor() -> TableDescriptor {
+    let schema = Schema::builder()
+        .column("id", DataTypes::int())
+        .column("ver", DataTypes::bigint())
+        .column("name", DataTypes::string())
+        .primary_key(vec!["id"])
+        .unwrap()
+        .build()
+        .unwrap();
+    TableDescriptor::builder()
+        .schema(schema)
+        .distributed_by(Some(2), vec!["id".to_string()])
+        .property("table.datalake.enabled", "true")
+        .property("table.datalake.freshness", "2s")
+        .build()
+        .unwrap()
+}
+
+/// Upserts (and some deletes) of `KEYS` keys.
+pub async fn upsert_round(conn: &FlussConnection, path: &TablePath, round: usize, rng: &mut Rng) {
+    let writer = conn
+        .get_table(path)
+        .await
+        .unwrap()
+        .new_upsert()
+        .unwrap()
+        .create_writer()
+        .unwrap();
+    for _ in 0..400 {
+        let id = rng.below(KEYS) as i32;
+        let mut row = GenericRow::new(3);
+        row.set_field(0, id);
+        row.set_field(1, round as i64);
+        row.set_field(2, format!("r{round}-{}", rng.below(1000)));
+        writer.upsert(&row).unwrap();
+    }
+    for _ in 0..30 {
+        let mut row = GenericRow::new(3);
+        row.set_field(0, rng.below(KEYS) as i32);
+        row.set_field(1, 0i64);
+        row.set_field(2, String::new());
+        writer.delete(&row).unwrap();
+    }
+    writer.flush().await.unwrap();
+}
+
+/// Waits (up to 2 minutes) until `f` holds; fails with the host's log.
+pub async fn wait_for<F: Fn() -> bool>(what: &str, h: &HostProcess, f: F) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never happened\nhost log:\n{}",
+            h.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
