@@ -69,6 +69,26 @@ fn host_name() -> String {
         .unwrap_or_else(|| "localhost".to_string())
 }
 
+/// A metastore lock held by [`HiveCatalog::locked`]: released by a task of its own when
+/// dropped before `locked` released it.
+struct HeldLock {
+    catalog: Option<HiveCatalog>,
+    id: i64,
+    keepalive: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        self.keepalive.abort();
+        if let Some(catalog) = self.catalog.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let id = self.id;
+            runtime.spawn(async move { catalog.unlock(id).await });
+        }
+    }
+}
+
 /// A `LockResponse`'s (lockid, state), from a reply's field 0.
 fn lock_response(reply: &Struct) -> Option<(i64, i32)> {
     let response = reply.get(0)?.as_struct()?;
@@ -103,6 +123,9 @@ pub struct HiveOptions {
     pub uri: String,
     /// `host:port` of each, tried in order as Java's `HiveMetaStoreClient` does.
     pub addresses: Vec<String>,
+    /// Paimon's `lock.enabled`, if given: whether its writers take the metastore's table lock
+    /// around a commit (Paimon's default: on object stores only).
+    pub lock_enabled: Option<bool>,
 }
 
 fn get<'a>(options: &'a [(String, String)], key: &str) -> Option<&'a str> {
@@ -172,8 +195,43 @@ impl HiveOptions {
         Ok(HiveOptions {
             uri: uri.to_string(),
             addresses,
+            lock_enabled: None,
         })
     }
+
+    /// The options of Paimon's `HiveCatalog` (`metastore=hive`): `uri`, and `lock.enabled`.
+    pub fn for_paimon(options: &[(String, String)]) -> Result<HiveOptions> {
+        let mut o = Self::from_lake_options(options).map_err(|e| {
+            Error::new(
+                e.kind(),
+                e.message()
+                    .replace("type=hive needs", "metastore=hive needs"),
+            )
+        })?;
+        o.lock_enabled = match get(options, "lock.enabled") {
+            None | Some("") => None,
+            Some(v) if v.eq_ignore_ascii_case("true") => Some(true),
+            Some(v) if v.eq_ignore_ascii_case("false") => Some(false),
+            Some(v) => {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "lock.enabled='{}' is not true or false",
+                        clean_message(v, 40)
+                    ),
+                ));
+            }
+        };
+        Ok(o)
+    }
+}
+
+/// A Paimon table as the metastore registers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaimonRegistration {
+    /// The table's location (its storage descriptor's, or the `path` parameter Paimon's
+    /// `location-in-properties` sets).
+    pub location: String,
 }
 
 /// A client of one Hive Metastore (its addresses and the host's deadline); a cheap clone.
@@ -535,6 +593,112 @@ impl HiveCatalog {
                 self.read_error(f)
             ),
         }
+    }
+
+    /// Runs `work` under the metastore's exclusive lock of `database.table` ([`HiveCatalog::lock`]),
+    /// as Paimon's writers commit when `lock.enabled` (its `HiveCatalogLock`): the lock is kept
+    /// alive (`heartbeat` every 60 s, well within the metastore's `hive.txn.timeout`) while
+    /// `work` runs, and released after it. `Unavailable` when it is not granted (then `work`
+    /// has not run).
+    pub async fn locked<T>(
+        &self,
+        database: &str,
+        table: &str,
+        work: impl Future<Output = T>,
+    ) -> Result<T> {
+        let id = self.lock(database, table).await?;
+        let catalog = self.clone();
+        let keepalive = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let request =
+                    Struct::new().with(1, Value::Struct(Struct::new().with(1, Value::I64(id))));
+                if let Err(f) = catalog.call("heartbeat", &request).await {
+                    tracing::warn!(
+                        metastore = %catalog.endpoint(),
+                        lock = id,
+                        "a heartbeat of the metastore lock failed: {}",
+                        catalog.read_error(f)
+                    );
+                }
+            }
+        });
+        // Released however `work` ends: also when it is dropped (a round cancelled), so the
+        // metastore's other writers need not wait for the lock to expire.
+        let mut held = HeldLock {
+            catalog: Some(self.clone()),
+            id,
+            keepalive,
+        };
+        let out = work.await;
+        held.keepalive.abort();
+        if let Some(catalog) = held.catalog.take() {
+            catalog.unlock(id).await;
+        }
+        Ok(out)
+    }
+
+    /// The Paimon table `database.table` as the metastore registers it; `None` when it has no
+    /// such table. Refused: a table that is not Paimon's (`table_type` parameter), one without a
+    /// location, and one whose partitions the metastore keeps (`metastore.partitioned-table`:
+    /// each commit would have to add its partitions to the metastore, which the host does not
+    /// do yet).
+    pub async fn paimon_table(
+        &self,
+        database: &str,
+        table: &str,
+    ) -> Result<Option<PaimonRegistration>> {
+        let uri = self.endpoint();
+        let Some(entry) = self.get_entry(database, table).await? else {
+            return Ok(None);
+        };
+        let Record::Hive(record) = &entry.record else {
+            return Err(Error::new(ErrorKind::Internal, "not a Hive record"));
+        };
+        let table_type = entry.table_type.as_deref().unwrap_or("");
+        if !table_type.eq_ignore_ascii_case("PAIMON") {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "Hive Metastore {uri}: table {database}.{table} is not a Paimon table (its table_type parameter is '{}')",
+                    clean_message(table_type, 60)
+                ),
+            ));
+        }
+        let parameters = record.string_map(TABLE_PARAMETERS);
+        let parameter = |key: &str| {
+            parameters
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v)
+        };
+        if parameter("metastore.partitioned-table").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "Hive Metastore {uri}: Paimon table {database}.{table} has metastore.partitioned-table=true: \
+                     its partitions are kept in the metastore, which the host does not update yet"
+                ),
+            ));
+        }
+        let location = entry
+            .storage_location
+            .clone()
+            .filter(|l| !l.is_empty())
+            .or_else(|| parameter("path").map(str::to_string))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Protocol,
+                    format!(
+                        "Hive Metastore {uri}: Paimon table {database}.{table} has no location"
+                    ),
+                )
+            })?;
+        Ok(Some(PaimonRegistration { location }))
     }
 
     /// `alter_table_with_environment_context` of `entry`'s table, every field as read, with

@@ -475,3 +475,24 @@ async fn a_table_that_is_not_iceberg_or_points_elsewhere_is_refused() {
     assert_eq!(e.kind(), ErrorKind::Protocol, "{e}");
     assert!(e.message().contains("storage descriptor"), "{e}");
 }
+
+#[tokio::test]
+async fn work_under_the_lock_runs_between_lock_and_unlock_and_a_dropped_one_releases_it() {
+    let (state, catalog) = metastore().await;
+    let s = state.clone();
+    let seen = catalog
+        .locked("db", "t", async move { s.lock().unwrap().held.len() })
+        .await
+        .unwrap();
+    assert_eq!(seen, 1, "the lock is held while the work runs");
+    assert!(state.lock().unwrap().held.is_empty(), "released after it");
+
+    // The work is dropped (a round cancelled) while it holds the lock.
+    let pending = catalog.locked("db", "t", std::future::pending::<()>());
+    let _ = tokio::time::timeout(Duration::from_millis(300), pending).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !state.lock().unwrap().held.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "never released");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -30,6 +30,10 @@ pub enum LakeCatalog {
     Glue(GlueOptions),
     /// A Hive Metastore (Iceberg's `HiveCatalog`).
     Hive(HiveOptions),
+    /// A Hive Metastore keeping Paimon tables (Paimon's `HiveCatalog`, `metastore=hive`): it
+    /// registers each table and its location; commits go to the table's files as in a
+    /// filesystem catalog.
+    PaimonHive(HiveOptions),
 }
 
 impl LakeCatalog {
@@ -53,6 +57,15 @@ impl LakeCatalog {
             }
             return HiveOptions::from_lake_options(options).map(|o| Some(LakeCatalog::Hive(o)));
         }
+        if format == "paimon"
+            && options
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "metastore")
+                .is_some_and(|(_, v)| v.trim().eq_ignore_ascii_case("hive"))
+        {
+            return HiveOptions::for_paimon(options).map(|o| Some(LakeCatalog::PaimonHive(o)));
+        }
         if format == "iceberg" && glue::is_glue(options) {
             if options
                 .iter()
@@ -75,7 +88,7 @@ impl LakeCatalog {
         match self {
             LakeCatalog::Rest(o) => &o.uri,
             LakeCatalog::Glue(o) => &o.endpoint,
-            LakeCatalog::Hive(o) => &o.uri,
+            LakeCatalog::Hive(o) | LakeCatalog::PaimonHive(o) => &o.uri,
         }
     }
 }
@@ -227,7 +240,7 @@ impl CatalogOptions {
                         ErrorKind::Unsupported,
                         format!(
                             "datalake.paimon.metastore={other}: Paimon tables kept by a {other} catalog are not written yet \
-                             (only metastore=filesystem); refused rather than writing files the {other} catalog would not know"
+                             (only metastore=filesystem and metastore=hive); refused rather than writing files the {other} catalog would not know"
                         ),
                     )),
                 }

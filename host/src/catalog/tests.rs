@@ -720,6 +720,26 @@ fn each_format_gets_only_the_catalogs_the_host_writes() {
         assert!(CatalogOptions::for_format("paimon", &o).unwrap().is_none());
     }
     assert!(CatalogOptions::for_format("paimon", &[]).unwrap().is_none());
+    // A Hive Metastore keeping Paimon tables is the host's too, read by LakeCatalog.
+    let hive = opts(&[
+        ("metastore", "hive"),
+        ("uri", "thrift://hms:9083"),
+        ("lock.enabled", "true"),
+    ]);
+    match super::LakeCatalog::for_format("paimon", &hive).unwrap() {
+        Some(super::LakeCatalog::PaimonHive(o)) => {
+            assert_eq!(o.addresses, ["hms:9083"]);
+            assert_eq!(o.lock_enabled, Some(true));
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = super::LakeCatalog::for_format("paimon", &opts(&[("metastore", "hive")])).unwrap_err();
+    assert!(e.message().contains("metastore=hive needs 'uri'"), "{e}");
+    for metastore in ["rest", "jdbc"] {
+        let e = super::LakeCatalog::for_format("paimon", &opts(&[("metastore", metastore)]))
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    }
     for metastore in ["hive", "rest", "jdbc"] {
         let o = opts(&[("metastore", metastore), ("uri", "thrift://hms:9083")]);
         let e = CatalogOptions::for_format("paimon", &o).unwrap_err();

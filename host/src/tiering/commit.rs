@@ -141,9 +141,19 @@ pub async fn commit_round(
     let properties = vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone())];
     // The plugin publishes only on a base with no tiering snapshot newer than the planned one:
     // a round that overlapped this one (fenced, or of another host) cannot be tiered twice.
-    let lake = instance
-        .commit(&committer, &committable, &properties, planned_snapshot)
-        .await;
+    // Under the table's metastore lock where its writers commit under one; a lock not
+    // granted is a commit never attempted.
+    let lake = match resolved
+        .under_commit_lock(instance.commit(&committer, &committable, &properties, planned_snapshot))
+        .await
+    {
+        Ok(lake) => lake,
+        Err(e) => {
+            abort(instance, &committer, &committable, assignment).await;
+            recovery::discard_offsets_file(&ctx.coordinator, &offsets_path).await;
+            return Err(e);
+        }
+    };
     let lake = lake.and_then(|r| check_commit_result(&resolved.plugin.describe(), r));
     let lake = match lake {
         Ok(r) => r,

@@ -120,11 +120,35 @@ pub struct ResolvedTable {
     /// The catalog that keeps the lake table (files alone, or a REST catalog).
     pub catalog: TableCatalogScope,
     pub route: Route,
+    /// The metastore lock the table's writers commit under (Paimon's `lock.enabled` with a
+    /// Hive Metastore), if any: the plugin's commit and maintenance run holding it.
+    pub commit_lock: Option<CommitLock>,
     /// Held for the whole round: no other table may use this location meanwhile.
     pub(super) _location: LocationClaim,
 }
 
+/// A metastore's lock of one table.
+#[derive(Debug, Clone)]
+pub struct CommitLock {
+    pub metastore: crate::catalog::HiveCatalog,
+    pub database: String,
+    pub table: String,
+}
+
 impl ResolvedTable {
+    /// Runs `work` (a call that commits to the lake table) under the table's
+    /// [`CommitLock`], or as it is when it has none. An error when the lock is not granted
+    /// (then `work` has not run).
+    pub async fn under_commit_lock<T>(
+        &self,
+        work: impl Future<Output = T>,
+    ) -> crate::error::Result<T> {
+        match &self.commit_lock {
+            None => Ok(work.await),
+            Some(l) => l.metastore.locked(&l.database, &l.table, work).await,
+        }
+    }
+
     /// What the plugin's committer (and its maintenance) is opened with: the table, its
     /// plugin configuration and the host's `lake.tiering.*` options.
     pub fn committer_context(&self, ctx: &TieringContext) -> wit::CommitterContext {

@@ -314,8 +314,15 @@ pub async fn maintain_table(
     let stop = CancellationToken::new();
     instance.set_cancel(stop.clone());
     let started = Instant::now();
+    // Under the table's metastore lock where its writers commit under one (the lock is
+    // kept alive while maintenance runs).
     let result = until_stopped(
-        instance.maintain(&context, request, budget),
+        async {
+            resolved
+                .under_commit_lock(instance.maintain(&context, request, budget))
+                .await
+                .and_then(|r| r)
+        },
         &stop,
         cancel,
         &ctx.stopping,

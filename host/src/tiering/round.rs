@@ -17,7 +17,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::commit::{self, RoundWrites};
-use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
+use super::context::{
+    Assignment, CommitLock, ResolvedTable, RoundOutcome, SplitResult, TieringContext,
+};
 use super::maintenance::{self, RoundEnd};
 use super::progress::RoundProgress;
 use super::{fluss_commit, row_batches, splits};
@@ -374,6 +376,7 @@ pub async fn resolve_table(
             ctx.config.plugin_round_object_limit,
         )
     };
+    let mut commit_lock = None;
     let (storage, catalog) = match catalog_options {
         None => {
             // The host composes the location from the plugin's declared layout: the plugin
@@ -410,6 +413,58 @@ pub async fn resolve_table(
                 .map_err(|e| in_table(assignment, e))?
                 .table(assignment.path.database(), assignment.path.table());
             pointer_table_scope(ctx, assignment, table, &storage_options, quota()).await?
+        }
+        Some(LakeCatalog::PaimonHive(options)) => {
+            // Which metastore is the host's or the cluster's to say, not a table's.
+            routing::check_catalog_uri(
+                &options.uri,
+                &format,
+                &ctx.config.lake_options,
+                &ctx.cluster.catalog_uris,
+            )
+            .map_err(|e| in_table(assignment, e))?;
+            let metastore = HiveCatalog::new(&options, ctx.config.rpc_timeout)
+                .map_err(|e| in_table(assignment, e))?;
+            // The metastore registers the table and says where it is; its commits are the
+            // table's files, as in a filesystem catalog.
+            let registration = metastore
+                .paimon_table(assignment.path.database(), assignment.path.table())
+                .await
+                .map_err(|e| in_table(assignment, e))?
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::NotFound,
+                        format!(
+                            "{}: the Hive Metastore {} has no table {} (the Fluss coordinator creates it when the table is created with table.datalake.enabled)",
+                            assignment.path, options.uri, assignment.path
+                        ),
+                    )
+                })?;
+            // Paimon's `lock.enabled` (on by default on object stores, as Paimon's
+            // `FileIO.isObjectStore`): its writers then take the metastore's table lock around
+            // each commit and write the snapshot file under it without a condition, so the
+            // host's commits take it too.
+            let object_store = !registration.location.starts_with("file:")
+                && !registration.location.starts_with('/')
+                && !registration.location.starts_with("hdfs:")
+                && !registration.location.starts_with("viewfs:");
+            if options.lock_enabled.unwrap_or(object_store) {
+                commit_lock = Some(CommitLock {
+                    metastore: metastore.clone(),
+                    database: assignment.path.database().to_string(),
+                    table: assignment.path.table().to_string(),
+                });
+            }
+            let (parent, name) = table_location_parts(&registration.location)
+                .map_err(|e| in_table(assignment, e))?;
+            let storage = ctx
+                .warehouses
+                .get(&parent, &storage_options)
+                .await
+                .map_err(|e| in_table(assignment, e))?
+                .scope(&name)?
+                .with_quota(quota());
+            (storage, TableCatalogScope::Files)
         }
         Some(LakeCatalog::Rest(options)) => {
             routing::check_catalog_uri(
@@ -497,6 +552,7 @@ pub async fn resolve_table(
             storage,
             catalog,
             route,
+            commit_lock,
             _location: claim,
         },
         control,
