@@ -496,3 +496,30 @@ async fn work_under_the_lock_runs_between_lock_and_unlock_and_a_dropped_one_rele
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn paimon_registrations_give_the_location_and_refuse_metastore_partitions() {
+    let (state, catalog) = metastore().await;
+    // An Iceberg table is not a Paimon one.
+    let e = catalog.paimon_table("db", "t").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+    assert!(e.message().contains("not a Paimon table"), "{e}");
+    {
+        let mut s = state.lock().unwrap();
+        let t = s.tables.get_mut(&("db".into(), "t".into())).unwrap();
+        t.set_in_string_map(9, "table_type", "PAIMON");
+    }
+    assert_eq!(
+        catalog.paimon_table("db", "t").await.unwrap().unwrap().location,
+        "file:/w/db/t"
+    );
+    assert!(catalog.paimon_table("db", "nope").await.unwrap().is_none());
+    {
+        let mut s = state.lock().unwrap();
+        let t = s.tables.get_mut(&("db".into(), "t".into())).unwrap();
+        t.set_in_string_map(9, "metastore.partitioned-table", "true");
+    }
+    let e = catalog.paimon_table("db", "t").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.message().contains("metastore.partitioned-table"), "{e}");
+}
