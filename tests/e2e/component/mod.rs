@@ -3,6 +3,7 @@
 
 mod delta;
 mod evil_guests;
+mod hive_catalog;
 mod iceberg;
 mod lance;
 mod plugin_reload;

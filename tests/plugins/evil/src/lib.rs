@@ -419,6 +419,21 @@ impl writer::Guest for Evil {
 
 /// Tries to use the `table-catalog` import beyond its own table; answers, as an error, what
 /// the host said (the test asserts on it, and that the catalog's table did not change).
+/// Writes `metadata` changed by `change` as a new metadata file of the table and asks the host
+/// to point the table at it.
+fn swap_to(
+    expected: &str,
+    metadata: &fluss_lake_guest_sdk::deps::serde_json::Value,
+    change: impl FnOnce(&mut fluss_lake_guest_sdk::deps::serde_json::Value),
+) -> Result<(), LakeError> {
+    use fluss_lake_guest_sdk::bindings::fluss::lake::table_catalog;
+    let mut m = metadata.clone();
+    change(&mut m);
+    let file = "metadata/00099-evil.metadata.json";
+    storage::put(file, m.to_string().as_bytes())?;
+    table_catalog::swap_metadata_file(expected, file)
+}
+
 fn catalog_attack(attack: &str) -> LakeError {
     use fluss_lake_guest_sdk::bindings::fluss::lake::table_catalog;
     use fluss_lake_guest_sdk::deps::serde_json;
@@ -439,6 +454,12 @@ fn catalog_attack(attack: &str) -> LakeError {
         format!(
             r#"[{{"action":"add-snapshot","snapshot":{{"snapshot-id":4242,"sequence-number":99,"timestamp-ms":1,"manifest-list":"{list}","summary":{{"operation":"append"}}}}}},{{"action":"set-snapshot-ref","ref-name":"main","snapshot-id":4242,"type":"branch"}}]"#
         )
+    };
+    let swapped = |r: Result<(), LakeError>| {
+        r.map(|()| table_catalog::TableState {
+            metadata_file: String::new(),
+            metadata: Vec::new(),
+        })
     };
     let answer = match attack {
         // Moves its table onto another table's files.
@@ -469,6 +490,34 @@ fn catalog_attack(attack: &str) -> LakeError {
         "create-elsewhere" => table_catalog::create_table(&format!(
             r#"{{"name":"victim","location":"{location}-victim","schema":{{"type":"struct","schema-id":0,"fields":[]}}}}"#
         )),
+        // Metadata-pointer catalogs (Glue, Hive): the pointer swapped to a file outside the
+        // table's metadata folder.
+        "swap-escape" => swapped(table_catalog::swap_metadata_file(
+            &current.metadata_file,
+            "metadata/../../victim/metadata/00001-evil.metadata.json",
+        )),
+        // ... to its own file that moves the table onto another table's files,
+        "swap-moved" => swapped(swap_to(&current.metadata_file, &metadata, |m| {
+            m["location"] = serde_json::json!(format!("{location}-victim"));
+        })),
+        // ... that makes it another table,
+        "swap-other-uuid" => swapped(swap_to(&current.metadata_file, &metadata, |m| {
+            m["table-uuid"] = serde_json::json!("00000000-0000-0000-0000-000000000001");
+        })),
+        // ... that commits another table's manifests,
+        "swap-foreign-manifest-list" => swapped(swap_to(&current.metadata_file, &metadata, |m| {
+            m["snapshots"] = serde_json::json!([{
+                "snapshot-id": 4242, "sequence-number": 1, "timestamp-ms": 1,
+                "manifest-list": format!("{location}-victim/metadata/snap-1.avro"),
+                "summary": {"operation": "append"}, "schema-id": 0}]);
+            m["current-snapshot-id"] = serde_json::json!(4242);
+            m["refs"] = serde_json::json!({"main": {"snapshot-id": 4242, "type": "branch"}});
+        })),
+        // ... or that moves where every later writer writes its metadata.
+        "swap-metadata-path" => swapped(swap_to(&current.metadata_file, &metadata, |m| {
+            m["properties"]["write.metadata.path"] =
+                serde_json::json!(format!("{location}-victim"));
+        })),
         other => {
             return error(
                 WitErrorKind::InvalidInput,
