@@ -4,7 +4,8 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/env.sh"   # JAVA, MVN, 
 
 : "${HIVE_METASTORE_VERSION:=4.0.1}"          # Apache Hive's standalone metastore (Thrift API of Hive 4)
 : "${HIVE_METASTORE_ICEBERG_VERSION:=1.10.1}" # iceberg-hive-metastore for clients: Fluss 0.9.1's Iceberg plugin bundles 1.10.1
-# Jars: lib/ (the server), lib-client/ (Iceberg's HiveCatalog and its HiveConf, for clients).
+# Jars: lib/ (the server), lib-client/ (Iceberg's HiveCatalog and its HiveConf, for clients),
+# lib-paimon/ (what Paimon's HiveCatalog needs beside paimon-bundle, lib-client's HiveConf and lib/).
 : "${HIVE_METASTORE_DIST_DIR:=$REPO/target/hive-metastore-dist}"
 # conf/, the Derby database (db/), the warehouse, server.log, server.pid, server.env.
 : "${HIVE_METASTORE_DIR:=$REPO/target/hive-metastore}"

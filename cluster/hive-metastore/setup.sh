@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Materializes Apache Hive's standalone metastore from Maven Central (idempotent): the jars of
-# cluster/poms/hive-metastore/pom.xml, the server's into $HIVE_METASTORE_DIST_DIR/lib and what an
+# cluster/poms/hive-metastore/pom.xml, the server's into $HIVE_METASTORE_DIST_DIR/lib, what an
 # Iceberg client of it needs beside Iceberg (iceberg-hive-metastore, HiveConf) into .../lib-client,
-# and the Derby schema scripts schematool runs (from the release tarball) into .../scripts.
+# what Paimon's HiveCatalog needs beside paimon-bundle and HiveConf (hive-serde, Hadoop's JobConf
+# and HdfsConfiguration) into .../lib-paimon, and the Derby schema scripts schematool runs (from
+# the release tarball) into .../scripts.
 #
 #   cluster/hive-metastore/setup.sh
 #   FORCE=1 cluster/hive-metastore/setup.sh     # redo it
@@ -22,16 +24,17 @@ if [ "${FORCE:-0}" != 1 ] && [ -f "$marker" ] && [ "$(cat "$marker")" = "$key" ]
 fi
 t0=$(date +%s)
 echo "== hive-metastore: building ($key)"
-rm -rf "$marker" "$HIVE_METASTORE_DIST_DIR/lib" "$HIVE_METASTORE_DIST_DIR/lib-client" "$HIVE_METASTORE_DIST_DIR/scripts" \
-  "$HIVE_METASTORE_DIST_DIR/.unpack-markers"
+rm -rf "$marker" "$HIVE_METASTORE_DIST_DIR/lib" "$HIVE_METASTORE_DIST_DIR/lib-client" "$HIVE_METASTORE_DIST_DIR/lib-paimon" \
+  "$HIVE_METASTORE_DIST_DIR/scripts" "$HIVE_METASTORE_DIST_DIR/.unpack-markers"
 mkdir -p "$HIVE_METASTORE_DIST_DIR"
-echo ">> mvn -f poms/hive-metastore/pom.xml dependency:copy-dependencies dependency:copy@client dependency:unpack@schema"
+echo ">> mvn -f poms/hive-metastore/pom.xml dependency:copy-dependencies dependency:copy@client dependency:copy@paimon dependency:unpack@schema"
 # shellcheck disable=SC2086
 "$MVN" -B -q $MVN_ARGS -f "$POM" "-Dhms.dist=$HIVE_METASTORE_DIST_DIR" \
   "-Dhive.version=$HIVE_METASTORE_VERSION" "-Diceberg.version=$HIVE_METASTORE_ICEBERG_VERSION" \
-  dependency:copy-dependencies dependency:copy@client dependency:unpack@schema 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g'
+  dependency:copy-dependencies dependency:copy@client dependency:copy@paimon dependency:unpack@schema 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g'
 for f in "lib/hive-standalone-metastore-server-$HIVE_METASTORE_VERSION.jar" \
          "lib-client/iceberg-hive-metastore-$HIVE_METASTORE_ICEBERG_VERSION.jar" \
+         lib-paimon/hive-serde-2.3.10.jar \
          "scripts/metastore/upgrade/derby/hive-schema-4.0.0.derby.sql"; do
   [ -f "$HIVE_METASTORE_DIST_DIR/$f" ] || die "mvn did not produce $f"
 done
@@ -46,4 +49,5 @@ grep -q '^CREATE TABLE "APP"."TABLE_PARAMS" (.*"PARAM_VALUE" VARCHAR(32672));$' 
   || die "$schema: TABLE_PARAMS is not as expected, cannot make PARAM_VALUE a VARCHAR"
 echo "$key" > "$marker"
 echo "hive-metastore setup done in $(( $(date +%s) - t0 ))s: $HIVE_METASTORE_DIST_DIR" \
-  "($(ls "$HIVE_METASTORE_DIST_DIR/lib" | wc -l) server jars, $(ls "$HIVE_METASTORE_DIST_DIR/lib-client" | wc -l) client jars)"
+  "($(ls "$HIVE_METASTORE_DIST_DIR/lib" | wc -l) server jars, $(ls "$HIVE_METASTORE_DIST_DIR/lib-client" | wc -l) Iceberg client jars," \
+  "$(ls "$HIVE_METASTORE_DIST_DIR/lib-paimon" | wc -l) Paimon client jars)"

@@ -30,6 +30,13 @@ import org.apache.paimon.types.RowType;
  * fails here.
  *
  *   java -cp <paimon-bundle and hadoop jars> PaimonCheck <warehouse> <db> <table> <column>...
+ *   java -cp <paimon-bundle>:<hive metastore client jars> PaimonCheck --hive <thrift-uri> <warehouse> <db> <table> <column>...
+ *
+ * --hive loads the table from the Hive metastore at <thrift-uri> instead (Java Paimon's
+ * HiveCatalog: metastore=hive, uri, warehouse; the table's files at the metastore table's
+ * location; cluster/hive-metastore/, whose lib-client/, lib-paimon/ and lib/ jars must follow
+ * paimon-bundle on the classpath). CatalogFactory finds the catalog by its options, so this
+ * class compiles without the metastore's jars.
  */
 public final class PaimonCheck {
     private static String q(Object s) {
@@ -99,8 +106,14 @@ public final class PaimonCheck {
         return "[" + String.join(",", items) + "]";
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] argv) throws Exception {
         Options options = new Options();
+        boolean hive = argv.length > 1 && argv[0].equals("--hive");
+        if (hive) {
+            options.set("metastore", "hive");
+            options.set("uri", argv[1]);
+        }
+        String[] args = hive ? java.util.Arrays.copyOfRange(argv, 2, argv.length) : argv;
         options.set("warehouse", args[0]);
         Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
         FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create(args[1], args[2]));

@@ -1,16 +1,29 @@
 //! The test Hive metastore (`cluster/hive-metastore/`: Apache Hive's standalone metastore 4.0.1
-//! on embedded Derby, on 127.0.0.1, its warehouse on local disk) and Java's view of the Iceberg
-//! tables it keeps (`datalake.iceberg.type=hive`): Java Iceberg's `HiveCatalog` registers a
-//! table, reads its rows and commits as another engine would, and the metastore's own client
-//! reads the table's `metadata_location` (`tests/java/HiveTables.java`, `IcebergRows --hive`).
+//! on embedded Derby, on 127.0.0.1, its warehouse on local disk) and Java's view of the tables it
+//! keeps:
 //!
-//! The Java checks run with the Iceberg jars of Fluss's Iceberg plugin (what
-//! [`crate::iceberg::java_check`] runs with), then `iceberg-hive-metastore` and Hive's `HiveConf`
-//! (`target/hive-metastore-dist/lib-client`), then the metastore's own jars (its client, Thrift,
-//! Hadoop; `lib`), all installed by `cluster/hive-metastore/setup.sh`. They fail, never skip,
-//! without them.
+//! - Iceberg tables (`datalake.iceberg.type=hive`): Java Iceberg's `HiveCatalog` registers a
+//!   table, reads its rows and commits as another engine would, and the metastore's own client
+//!   reads the table's `metadata_location` (`tests/java/HiveTables.java`, `IcebergRows --hive`).
+//!   They run with the Iceberg jars of Fluss's Iceberg plugin (what [`crate::iceberg::java_check`]
+//!   runs with), then `iceberg-hive-metastore` and Hive's `HiveConf`
+//!   (`target/hive-metastore-dist/lib-client`), then the metastore's own jars (its client,
+//!   Thrift, Hadoop; `lib`).
+//! - Paimon tables (`datalake.paimon.metastore=hive`): Java Paimon's `HiveCatalog` registers a
+//!   table that is on disk and reads its rows, and another process holds the metastore's lock of
+//!   a table (`tests/java/PaimonHive.java`, `PaimonCheck --hive`). They run with the
+//!   `paimon-bundle` of Fluss's Paimon plugin (which holds Paimon's `HiveCatalog`), then
+//!   `HiveConf` (`lib-client`), `hive-serde` and the Hadoop classes Paimon's catalog loads
+//!   (`lib-paimon`), then `lib`.
+//!
+//! All of them are installed by `cluster/hive-metastore/setup.sh` (and `cluster/setup.sh`). The
+//! checks fail, never skip, without them.
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -122,9 +135,176 @@ fn hive_tables(args: &[&str]) -> Option<String> {
     out["metadata_location"].as_str().map(str::to_string)
 }
 
+/// Registers the Paimon table on disk at `<warehouse>/<db>.db/<table>` (made by a filesystem
+/// catalog of the same warehouse, as Fluss's coordinator makes it) in the metastore at `uri`
+/// (`PaimonHive register`): Java Paimon's `HiveCatalog` (`metastore=hive`, `uri`, `warehouse`,
+/// Paimon's defaults otherwise: no metastore lock on local files) creates database `db` unless
+/// the metastore has it (its location then `<warehouse>/<db>.db`), then `repairTable` registers
+/// the table found in the database's directory, or brings an already registered one's columns
+/// and parameters in step with its schema. Returns `{"table": "db.table", "location": <the
+/// metastore table's sd.location, a file: URL>, "table_type": "PAIMON"}`. A database that the
+/// metastore already has elsewhere is where `repairTable` looks for the table.
+pub fn paimon_register(uri: &str, warehouse: &Path, db: &str, table: &str) -> Value {
+    let warehouse = warehouse.display().to_string();
+    let args = ["register", uri, &warehouse, db, table];
+    let args: Vec<&Path> = args.iter().map(Path::new).collect();
+    crate::java::run_check("PaimonHive", &paimon_classpath(), &args).remove(0)
+}
+
+/// Java Paimon's view of the Paimon table `db.table` loaded from the metastore at `uri` by
+/// `HiveCatalog` with `warehouse` (`PaimonCheck --hive`: the table's files at the metastore
+/// table's location): the latest snapshot (`snapshot`, `commit_user`, `properties`) and the
+/// merged rows of `columns`, in the form of [`crate::paimon::java_read`].
+pub fn paimon_hive_rows(
+    uri: &str,
+    warehouse: &Path,
+    db: &str,
+    table: &str,
+    columns: &[&str],
+) -> Value {
+    let warehouse = warehouse.display().to_string();
+    let mut args = vec!["--hive", uri, &warehouse, db, table];
+    args.extend(columns);
+    let args: Vec<&Path> = args.iter().map(Path::new).collect();
+    crate::java::run_check("PaimonCheck", &paimon_classpath(), &args).remove(0)
+}
+
+/// The metastore's EXCLUSIVE TABLE lock of a table, held by another process, as another engine
+/// holds it while it commits (Paimon's `HiveCatalogLock`, Iceberg's `HiveCatalog`): a JVM that
+/// runs `PaimonHive hold-lock` as a child of this one. The lock is released when the hold ends
+/// ([`HeldLock::wait`]), when it is released early ([`HeldLock::release`], or dropping the
+/// guard), and when this process ends: the child unlocks as soon as its stdin, a pipe from
+/// this process, ends.
+#[must_use = "dropping a HeldLock releases the lock at once"]
+pub struct HeldLock {
+    what: String,
+    child: Child,
+    /// The pipe whose end releases the lock early; `None` once closed.
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// What the child writes to stderr, read by a thread of its own so that it never blocks.
+    stderr: Option<JoinHandle<String>>,
+    /// The child has exited and was waited for.
+    done: bool,
+}
+
+impl HeldLock {
+    /// Takes the EXCLUSIVE TABLE lock of `db.table` in the metastore at `uri` for `millis`
+    /// milliseconds in a child JVM (`PaimonHive hold-lock`: lock, then check_lock until
+    /// ACQUIRED, at most 60 s) and returns once it holds it (once the child printed `locked`).
+    /// The table need not exist. Panics, with the child's stderr, when it could not take it.
+    pub fn take(uri: &str, db: &str, table: &str, millis: u64) -> HeldLock {
+        let millis = millis.to_string();
+        let args = ["hold-lock", uri, db, table, &millis, "--stdin"];
+        let args: Vec<&Path> = args.iter().map(Path::new).collect();
+        let mut child = crate::java::command("PaimonHive", &paimon_classpath(), &args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("java");
+        let mut err = child.stderr.take().unwrap();
+        let mut lock = HeldLock {
+            what: format!("PaimonHive hold-lock {db}.{table}"),
+            stdin: child.stdin.take(),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
+            stderr: Some(std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = err.read_to_string(&mut text);
+                text
+            })),
+            child,
+            done: false,
+        };
+        match lock.next_line() {
+            Some(line) if line["locked"] == true => lock,
+            line => {
+                let stderr = lock.end();
+                panic!("{} took no lock (printed {line:?}):\n{stderr}", lock.what)
+            }
+        }
+    }
+
+    /// Waits until the hold ends by itself (`millis` after the lock was taken) and the child
+    /// unlocked the table and exited. Panics, with its stderr, when it did not unlock.
+    pub fn wait(mut self) {
+        self.finish();
+    }
+
+    /// Releases the lock now, before its time: closes the child's stdin, on which it unlocks
+    /// the table and exits, and waits for that. Panics, with its stderr, when it did not unlock.
+    pub fn release(mut self) {
+        self.stdin = None;
+        self.finish();
+    }
+
+    /// Reads the child's `unlocked` and waits for its exit; panics unless both came.
+    fn finish(&mut self) {
+        let line = self.next_line();
+        let stderr = self.end();
+        assert!(
+            line.as_ref().is_some_and(|l| l["unlocked"] == true) && self.child_succeeded(),
+            "{} did not unlock (printed {line:?}):\n{stderr}",
+            self.what
+        );
+    }
+
+    /// The child's next JSON line on stdout, or `None` at its end (lines that are not JSON
+    /// objects are skipped, as [`crate::java::run_check`] skips them).
+    fn next_line(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.stdout.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if line.starts_with('{') {
+                return serde_json::from_str(line.trim()).ok();
+            }
+        }
+    }
+
+    /// Closes stdin, waits for the child's exit (killing it after 10 s) and returns its stderr.
+    fn end(&mut self) -> String {
+        self.stdin = None;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.done {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => self.done = true,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Ok(None) => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    self.done = true;
+                }
+            }
+        }
+        self.stderr
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+
+    /// The exited child's status was success.
+    fn child_succeeded(&mut self) -> bool {
+        self.child.wait().is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for HeldLock {
+    /// Releases the lock if it is still held: closes the child's stdin, on which it unlocks the
+    /// table, and waits for its exit; kills it when it has not exited after 10 s. A killed
+    /// holder's lock would stay in the metastore: no housekeeping thread times it out there.
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 /// Fluss's Iceberg plugin (Iceberg itself, and Hadoop), Fluss's Log4j, then the metastore's
-/// client jars: `lib-client` (Iceberg's `HiveCatalog`, `HiveConf`) and `lib` without its own
-/// Log4j (Fluss's `lib` already has Log4j 2 and its SLF4J binding).
+/// client jars: `lib-client` (Iceberg's `HiveCatalog`, `HiveConf`) and `lib`
+/// ([`metastore_jars`]).
 fn java_classpath() -> Vec<PathBuf> {
     let dist = repo_root().join("target/fluss-dist");
     let mut cp = crate::java::jars(
@@ -137,22 +317,55 @@ fn java_classpath() -> Vec<PathBuf> {
             .any(|p| p.to_string_lossy().contains("fluss-lake-iceberg")),
         "the Iceberg plugin jar is missing: run WITH_ICEBERG=1 cluster/setup.sh"
     );
+    cp.extend(metastore_jars(
+        &["lib-client"],
+        |_| true,
+        "iceberg-hive-metastore",
+    ));
+    cp
+}
+
+/// `paimon-bundle` of Fluss's Paimon plugin (Paimon itself, its `HiveCatalog` included; not the
+/// plugin's Hadoop 2.8, as `lib` has Hadoop 3.3.6), Fluss's Log4j, then the metastore's client
+/// jars ([`metastore_jars`]): `HiveConf` of `lib-client` (not Iceberg's catalog), `lib-paimon`
+/// (`hive-serde`, Hadoop's `JobConf` and `HdfsConfiguration`) and `lib`.
+fn paimon_classpath() -> Vec<PathBuf> {
+    let dist = repo_root().join("target/fluss-dist");
+    let mut cp = crate::java::jars(
+        &[dist.join("plugins/paimon"), dist.join("lib")],
+        |name| name.starts_with("paimon-bundle-") || name.starts_with("log4j-"),
+        "cluster/setup.sh",
+    );
+    assert!(
+        cp.iter()
+            .any(|p| p.to_string_lossy().contains("paimon-bundle-")),
+        "paimon-bundle is missing from Fluss's Paimon plugin: run cluster/setup.sh"
+    );
+    cp.extend(metastore_jars(
+        &["lib-client", "lib-paimon"],
+        |name| !name.starts_with("iceberg-"),
+        "hive-serde-",
+    ));
+    cp
+}
+
+/// The metastore's client jars that follow a lake format's own: those of `dirs` (under
+/// `target/hive-metastore-dist`) that `keep` accepts, then `lib` without its own Log4j (Fluss's
+/// `lib` already has Log4j 2 and its SLF4J binding). Panics unless a jar's path contains
+/// `expect`, naming `cluster/hive-metastore/setup.sh`.
+fn metastore_jars(dirs: &[&str], keep: impl Fn(&str) -> bool, expect: &str) -> Vec<PathBuf> {
     let hms = repo_root().join("target/hive-metastore-dist");
     let setup = "cluster/hive-metastore/setup.sh";
-    cp.extend(crate::java::jars(
-        &[hms.join("lib-client")],
-        |_| true,
-        setup,
-    ));
+    let dirs: Vec<PathBuf> = dirs.iter().map(|d| hms.join(d)).collect();
+    let mut cp = crate::java::jars(&dirs, keep, setup);
     cp.extend(crate::java::jars(
         &[hms.join("lib")],
         |name| !name.starts_with("log4j-"),
         setup,
     ));
     assert!(
-        cp.iter()
-            .any(|p| p.to_string_lossy().contains("iceberg-hive-metastore")),
-        "iceberg-hive-metastore is missing: run {setup}"
+        cp.iter().any(|p| p.to_string_lossy().contains(expect)),
+        "{expect} is missing: run {setup}"
     );
     cp
 }

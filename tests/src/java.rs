@@ -46,21 +46,7 @@ pub fn jars(dirs: &[PathBuf], keep: impl Fn(&str) -> bool, setup: &str) -> Vec<P
 /// Runs `tests/java/<class>.java` (compiled against `classpath` once, [`compiled`]) with
 /// `args` and returns its JSON lines.
 pub fn run_check(class: &str, classpath: &[PathBuf], args: &[&Path]) -> Vec<Value> {
-    let classpath = join(classpath);
-    let classes = compiled(class, &classpath);
-    let out = Command::new("java")
-        .args(SHORT_LIVED_JVM)
-        .args([
-            "-Xmx512m",
-            "-Dlog4j2.level=ERROR",
-            "-cp",
-            &format!("{}:{classpath}", classes.display()),
-            class,
-        ])
-        .args(args)
-        .envs(crate::s3::reader_env())
-        .output()
-        .expect("java");
+    let out = command(class, classpath, args).output().expect("java");
     assert!(
         out.status.success(),
         "{class} (Java) could not read:\n{}",
@@ -72,6 +58,26 @@ pub fn run_check(class: &str, classpath: &[PathBuf], args: &[&Path]) -> Vec<Valu
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
+}
+
+/// The JVM that runs `tests/java/<class>.java` (compiled against `classpath` once, [`compiled`])
+/// with `args`, not yet started: what [`run_check`] runs to its end, and what a caller that
+/// talks to a running check (its stdin, its lines as they come) spawns itself.
+pub fn command(class: &str, classpath: &[PathBuf], args: &[&Path]) -> Command {
+    let classpath = join(classpath);
+    let classes = compiled(class, &classpath);
+    let mut java = Command::new("java");
+    java.args(SHORT_LIVED_JVM)
+        .args([
+            "-Xmx512m",
+            "-Dlog4j2.level=ERROR",
+            "-cp",
+            &format!("{}:{classpath}", classes.display()),
+            class,
+        ])
+        .args(args)
+        .envs(crate::s3::reader_env());
+    java
 }
 
 /// The directory of `tests/java/<class>.java`'s classes compiled against `classpath` (joined

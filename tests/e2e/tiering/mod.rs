@@ -14,6 +14,7 @@ mod mixed_formats;
 mod mixed_hot_swap;
 mod nested_types;
 mod object_stores;
+mod paimon_hive;
 mod paimon_log_table;
 mod paimon_partitioned_concurrent;
 mod paimon_primary_key;
