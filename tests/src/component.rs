@@ -315,3 +315,58 @@ impl ComponentDriver {
             })
     }
 }
+
+/// The adversarial plugin's `catalog-<attack>` mode run against a table kept by `catalog`
+/// (storage `storage`): an instance commits once and must fail; asserts that the host refused
+/// the attack (the evil plugin reports `catalog attack <attack> refused: <why>`) and that the
+/// reason names `refused_as`.
+pub async fn assert_catalog_attack_refused(
+    evil: &Plugin,
+    table_name: &str,
+    storage: fluss_lake_host::plugin::storage::ScopedStorage,
+    catalog: fluss_lake_host::plugin::table_catalog::TableCatalogScope,
+    attack: &str,
+    refused_as: &str,
+) {
+    let mut i = PluginInstance::new(evil, format!("catalog attack {attack}"))
+        .await
+        .unwrap();
+    i.set_storage(storage);
+    i.set_catalog(catalog);
+    let mut t = table(
+        "evil",
+        table_name,
+        crate::all_types::ALL_TYPES,
+        &[],
+        &[],
+        1,
+        &[],
+    );
+    t.custom_properties = vec![("evil.mode".into(), format!("catalog-{attack}"))];
+    let c = i
+        .open_committer(&CommitterContext {
+            table: t,
+            config: Vec::new(),
+            tiering_config: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let e = i
+        .commit(&c, b"", &vec![("fluss-offsets".into(), "/o".into())], None)
+        .await
+        .expect_err(&format!("attack {attack} must fail"));
+    assert_eq!(
+        e.kind(),
+        fluss_lake_host::ErrorKind::Plugin,
+        "{attack}: {e}"
+    );
+    let message = e.to_string();
+    assert!(
+        message.contains(&format!("catalog attack {attack} refused")),
+        "{attack}: the host refused it: {message}"
+    );
+    assert!(
+        message.contains(refused_as),
+        "{attack}: the refusal says why ({refused_as}): {message}"
+    );
+}

@@ -172,13 +172,7 @@ fn ensure_rest_catalog(index: usize, storage: &str) -> RestCatalog {
         String::from_utf8_lossy(&out.stderr)
     );
     let file = dir.join("server.env");
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let get = |key: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
-            .unwrap_or_else(|| panic!("no {key} in {}", file.display()))
-            .to_string()
-    };
+    let get = crate::server_env(&file);
     RestCatalog {
         uri: get("ICEBERG_REST_URI"),
         warehouse: get("ICEBERG_REST_WAREHOUSE"),

@@ -71,3 +71,15 @@ impl Rng {
         self.next_u64() % n
     }
 }
+
+/// The `KEY=value` lines of a server's `server.env` (what the cluster scripts write for the
+/// tests), as a lookup that panics naming the file when a key is missing.
+pub fn server_env(file: &std::path::Path) -> impl Fn(&str) -> String + '_ {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    move |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("no {key} in {}", file.display()))
+            .to_string()
+    }
+}

@@ -510,7 +510,12 @@ async fn paimon_registrations_give_the_location_and_refuse_metastore_partitions(
         t.set_in_string_map(9, "table_type", "PAIMON");
     }
     assert_eq!(
-        catalog.paimon_table("db", "t").await.unwrap().unwrap().location,
+        catalog
+            .paimon_table("db", "t")
+            .await
+            .unwrap()
+            .unwrap()
+            .location,
         "file:/w/db/t"
     );
     assert!(catalog.paimon_table("db", "nope").await.unwrap().is_none());

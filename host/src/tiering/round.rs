@@ -401,30 +401,12 @@ pub async fn resolve_table(
             pointer_table_scope(ctx, assignment, table, &storage_options, quota()).await?
         }
         Some(LakeCatalog::Hive(options)) => {
-            // Which metastore is the host's or the cluster's to say, not a table's.
-            routing::check_catalog_uri(
-                &options.uri,
-                &format,
-                &ctx.config.lake_options,
-                &ctx.cluster.catalog_uris,
-            )
-            .map_err(|e| in_table(assignment, e))?;
-            let table = HiveCatalog::new(&options, ctx.config.rpc_timeout)
-                .map_err(|e| in_table(assignment, e))?
+            let table = hive_metastore(ctx, assignment, &format, &options)?
                 .table(assignment.path.database(), assignment.path.table());
             pointer_table_scope(ctx, assignment, table, &storage_options, quota()).await?
         }
         Some(LakeCatalog::PaimonHive(options)) => {
-            // Which metastore is the host's or the cluster's to say, not a table's.
-            routing::check_catalog_uri(
-                &options.uri,
-                &format,
-                &ctx.config.lake_options,
-                &ctx.cluster.catalog_uris,
-            )
-            .map_err(|e| in_table(assignment, e))?;
-            let metastore = HiveCatalog::new(&options, ctx.config.rpc_timeout)
-                .map_err(|e| in_table(assignment, e))?;
+            let metastore = hive_metastore(ctx, assignment, &format, &options)?;
             // The metastore registers the table and says where it is; its commits are the
             // table's files, as in a filesystem catalog.
             let registration = metastore
@@ -859,6 +841,24 @@ mod tests {
                 .contains("101 bytes in one round, over the 100-byte round limit")
         );
     }
+}
+
+/// The Hive Metastore `options` name, which must be the host's or the cluster's (a table's
+/// properties cannot send the host elsewhere).
+fn hive_metastore(
+    ctx: &TieringContext,
+    assignment: &Assignment,
+    format: &str,
+    options: &crate::catalog::HiveOptions,
+) -> Result<HiveCatalog> {
+    routing::check_catalog_uri(
+        &options.uri,
+        format,
+        &ctx.config.lake_options,
+        &ctx.cluster.catalog_uris,
+    )
+    .and_then(|()| HiveCatalog::new(options, ctx.config.rpc_timeout))
+    .map_err(|e| in_table(assignment, e))
 }
 
 /// `e` with the table's path in front.

@@ -9,17 +9,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fluss_lake_e2e::all_types::ALL_TYPES;
-use fluss_lake_e2e::component::table;
+use fluss_lake_e2e::component::assert_catalog_attack_refused;
 use fluss_lake_e2e::hive::{self, HiveMetastore};
 use fluss_lake_e2e::host::{self, plugin};
 use fluss_lake_e2e::unique_name;
-use fluss_lake_host::ErrorKind;
 use fluss_lake_host::catalog::{HiveCatalog, HiveOptions};
+use fluss_lake_host::plugin::Plugin;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::table_catalog::{PointerScope, TableCatalogScope};
-use fluss_lake_host::plugin::wit::CommitterContext;
-use fluss_lake_host::plugin::{Plugin, PluginInstance};
 use fluss_lake_host::warehouse::Warehouse;
 use serde_json::json;
 
@@ -103,38 +100,18 @@ async fn a_hostile_plugin_cannot_point_its_table_elsewhere_through_the_metastore
         ),
         ("swap-metadata-path", "write.metadata.path"),
     ] {
-        let mut i = PluginInstance::new(&evil, format!("pointer attack {attack}"))
-            .await
-            .unwrap();
-        i.set_storage(storage());
-        i.set_catalog(TableCatalogScope::Pointer(PointerScope {
-            table: target.clone(),
-            resolved: resolved.clone(),
-        }));
-        let mut t = table("evil", &name, ALL_TYPES, &[], &[], 1, &[]);
-        t.custom_properties = vec![("evil.mode".into(), format!("catalog-{attack}"))];
-        let c = i
-            .open_committer(&CommitterContext {
-                table: t,
-                config: Vec::new(),
-                tiering_config: Vec::new(),
-            })
-            .await
-            .unwrap();
-        let e = i
-            .commit(&c, b"", &vec![("fluss-offsets".into(), "/o".into())], None)
-            .await
-            .expect_err(&format!("attack {attack} must fail"));
-        assert_eq!(e.kind(), ErrorKind::Plugin, "{attack}: {e}");
-        let message = e.to_string();
-        assert!(
-            message.contains(&format!("catalog attack {attack} refused")),
-            "{attack}: the host refused it: {message}"
-        );
-        assert!(
-            message.contains(refused_as),
-            "{attack}: the refusal says why ({refused_as}): {message}"
-        );
+        assert_catalog_attack_refused(
+            &evil,
+            &name,
+            storage(),
+            TableCatalogScope::Pointer(PointerScope {
+                table: target.clone(),
+                resolved: resolved.clone(),
+            }),
+            attack,
+            refused_as,
+        )
+        .await;
         assert_eq!(
             hive::pointer(hms.uri(), "attacks", &name).as_deref(),
             Some(registered.as_str()),

@@ -10,16 +10,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fluss_lake_e2e::all_types::ALL_TYPES;
-use fluss_lake_e2e::component::table;
+use fluss_lake_e2e::component::assert_catalog_attack_refused;
 use fluss_lake_e2e::host::{self, plugin};
 use fluss_lake_e2e::{iceberg, unique_name};
 use fluss_lake_host::ErrorKind;
 use fluss_lake_host::catalog::{CatalogAuth, CatalogOptions, RestCatalog, Secret};
+use fluss_lake_host::plugin::Plugin;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::table_catalog::{Resolved, RestScope, TableCatalogScope};
-use fluss_lake_host::plugin::wit::CommitterContext;
-use fluss_lake_host::plugin::{Plugin, PluginInstance};
 use fluss_lake_host::warehouse::Warehouse;
 use serde_json::{Value, json};
 
@@ -78,43 +76,21 @@ async fn a_hostile_plugin_cannot_reach_beyond_its_own_table_through_the_catalog(
         ("deep-json", "JSON"),
         ("create-elsewhere", "location"),
     ] {
-        let mut i = PluginInstance::new(&evil, format!("catalog attack {attack}"))
-            .await
-            .unwrap();
-        i.set_storage(
+        assert_catalog_attack_refused(
+            &evil,
+            &name,
             Warehouse::open(&scratch.display().to_string(), &Default::default())
                 .unwrap()
                 .scope("attacks/target")
                 .unwrap(),
-        );
-        i.set_catalog(TableCatalogScope::Rest(RestScope {
-            table: rest_table.clone(),
-            resolved: Some(resolved.clone()),
-        }));
-        let mut t = table("evil", &name, ALL_TYPES, &[], &[], 1, &[]);
-        t.custom_properties = vec![("evil.mode".into(), format!("catalog-{attack}"))];
-        let c = i
-            .open_committer(&CommitterContext {
-                table: t,
-                config: Vec::new(),
-                tiering_config: Vec::new(),
-            })
-            .await
-            .unwrap();
-        let e = i
-            .commit(&c, b"", &vec![("fluss-offsets".into(), "/o".into())], None)
-            .await
-            .expect_err(&format!("attack {attack} must fail"));
-        assert_eq!(e.kind(), ErrorKind::Plugin, "{attack}: {e}");
-        let message = e.to_string();
-        assert!(
-            message.contains(&format!("catalog attack {attack} refused")),
-            "{attack}: the host refused it: {message}"
-        );
-        assert!(
-            message.contains(refused_as),
-            "{attack}: the refusal says why ({refused_as}): {message}"
-        );
+            TableCatalogScope::Rest(RestScope {
+                table: rest_table.clone(),
+                resolved: Some(resolved.clone()),
+            }),
+            attack,
+            refused_as,
+        )
+        .await;
         let after = iceberg::rest_load_table(&rest.uri, "attacks", &name).unwrap();
         assert_eq!(
             after["metadata-location"], before["metadata-location"],

@@ -10,7 +10,7 @@ use fluss::row::GenericRow;
 use fluss_lake_e2e::Rng;
 use fluss_lake_e2e::host::HostProcess;
 
-use super::merge_engines::KEYS;
+use super::merge_engines::{KEYS, wait_tiered};
 
 /// `id INT` (the key), `ver BIGINT`, `name STRING`; 2 buckets, lake-enabled, freshness 2 s.
 pub fn pk_descriptor() -> TableDescriptor {
@@ -70,4 +70,22 @@ pub async fn wait_for<F: Fn() -> bool>(what: &str, h: &HostProcess, f: F) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The first round of the catalog tests: 300 rows into the log table `log`, a round of upserts
+/// and deletes into the primary-key table `pk`, and both tiered by `h`. Returns the log table's
+/// rows (canonical JSON).
+pub async fn first_round(
+    conn: &FlussConnection,
+    admin: &fluss::client::FlussAdmin,
+    log: &TablePath,
+    pk: &TablePath,
+    rng: &mut Rng,
+    h: &HostProcess,
+) -> Vec<serde_json::Value> {
+    fluss_lake_e2e::data::write_rows(conn, log, 0, 300, 100).await;
+    upsert_round(conn, pk, 0, rng).await;
+    wait_tiered(admin, log, "round 1 (log)", h).await;
+    wait_tiered(admin, pk, "round 1 (pk)", h).await;
+    fluss_lake_e2e::data::canonical_rows(&fluss_lake_e2e::data::batch(0, 300))
 }

@@ -19,7 +19,7 @@ use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::{Rng, cluster, data, unique_name};
 use serde_json::{Value, json};
 
-use super::catalog_rounds::{pk_descriptor, upsert_round, wait_for};
+use super::catalog_rounds::{first_round, pk_descriptor, upsert_round, wait_for};
 use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
 
 const CLIENT_ID: &str = "tiering-host";
@@ -163,11 +163,7 @@ async fn log_and_primary_key_tables_tier_through_the_rest_catalog_exactly() {
     let mut expected = Vec::new();
 
     // Round 1: both tables tier through the catalog.
-    data::write_rows(&conn, &log, 0, 300, 100).await;
-    expected.extend(data::canonical_rows(&data::batch(0, 300)));
-    upsert_round(&conn, &pk, 0, &mut rng).await;
-    wait_tiered(&admin, &log, "round 1 (log)", &h).await;
-    wait_tiered(&admin, &pk, "round 1 (pk)", &h).await;
+    expected.extend(first_round(&conn, &admin, &log, &pk, &mut rng, &h).await);
     assert_log_reads(&rest, &log, &expected, "round 1");
     assert_pk_reads(&rest, &conn, &pk, "round 1").await;
     let (first, summary, metadata) = catalog_state(&rest, &log);
