@@ -25,8 +25,6 @@ use serde_json::Value;
 use super::catalog_rounds::{pk_descriptor, upsert_round};
 use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
 
-const DATABASE: &str = "fluss";
-
 /// The host tiering Paimon tables kept by the metastore at `uri`, committing under its lock.
 fn host(c: &ClusterInfo, uri: &str, log: &str) -> HostProcess {
     spawn_host(
@@ -60,7 +58,7 @@ fn assert_reads(
     assert!(!fluss.is_empty(), "{what}: no rows expected");
     let files = business(&paimon::rows(
         &c.paimon_warehouse,
-        DATABASE,
+        path.database(),
         path.table(),
         None,
     ));
@@ -68,7 +66,7 @@ fn assert_reads(
     let java = hive::paimon_hive_rows(
         hms.uri(),
         &c.paimon_warehouse,
-        DATABASE,
+        path.database(),
         path.table(),
         columns,
     );
@@ -108,12 +106,17 @@ async fn log_and_primary_key_tables_tier_through_the_hive_metastore_under_its_lo
     let hms = HiveMetastore::start();
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
-    let log = TablePath::new(DATABASE, unique_name("hive_plog"));
-    let pk = TablePath::new(DATABASE, unique_name("hive_ppk"));
+    // A database of its own, in Fluss and in the metastore: Paimon's HiveCatalog puts a
+    // database's tables under the database's location, which the first catalog to create it
+    // (another format's, another cluster's warehouse) sets.
+    let database = unique_name("paimon_hive");
+    let log = TablePath::new(&database, unique_name("hive_plog"));
+    let pk = TablePath::new(&database, unique_name("hive_ppk"));
     data::create_table(&admin, &log, &data::lake_log_table(2, Some("id"), "2s")).await;
     data::create_table(&admin, &pk, &pk_descriptor()).await;
     for t in [&log, &pk] {
-        let registered = hive::paimon_register(hms.uri(), &c.paimon_warehouse, DATABASE, t.table());
+        let registered =
+            hive::paimon_register(hms.uri(), &c.paimon_warehouse, &database, t.table());
         assert_eq!(registered["table_type"], "PAIMON", "{registered}");
     }
     let gate = ThriftGate::start(hms.uri());
@@ -150,7 +153,7 @@ async fn log_and_primary_key_tables_tier_through_the_hive_metastore_under_its_lo
     // Round 2: a Java writer holds the log table's lock; the host's commit waits for it, and
     // lands once it is released.
     let before = lake_snapshot(&admin, &log).await;
-    let held = HeldLock::take(hms.uri(), DATABASE, log.table(), 12_000);
+    let held = HeldLock::take(hms.uri(), &database, log.table(), 12_000);
     let taken = Instant::now();
     data::write_rows(&conn, &log, 300, 200, 100).await;
     while taken.elapsed() < Duration::from_secs(9) {
