@@ -62,6 +62,10 @@ mod hive_tests;
 mod tests;
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::error::{Error, ErrorKind, Result};
 
 pub use glue::{GlueCatalog, GlueOptions};
 pub use hive::{HiveCatalog, HiveOptions};
@@ -110,5 +114,36 @@ impl fmt::Debug for LoadedTable {
                 &self.config.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
             .finish()
+    }
+}
+
+/// Runs one catalog call (`op` of `catalog`, e.g. "Glue catalog <endpoint>") under `deadline`.
+/// When it elapses, a call that changes the table (`may_be_unknown`) and may have been sent
+/// (`sent`) has an unknown outcome ([`ErrorKind::CommitUnknown`]); anything else is
+/// `Unavailable`. Shared by the REST and Glue clients.
+pub(crate) async fn within<T>(
+    catalog: &str,
+    op: &str,
+    may_be_unknown: bool,
+    deadline: Duration,
+    sent: &AtomicBool,
+    call: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(deadline, call).await {
+        Ok(r) => r,
+        Err(_) if may_be_unknown && sent.load(Ordering::SeqCst) => Err(Error::new(
+            ErrorKind::CommitUnknown,
+            format!(
+                "{catalog}: no answer to the {op} within {}; it may or may not have been applied",
+                humantime::format_duration(deadline)
+            ),
+        )),
+        Err(_) => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "{catalog}: the {op} did not end within {}",
+                humantime::format_duration(deadline)
+            ),
+        )),
     }
 }

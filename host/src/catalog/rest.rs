@@ -760,37 +760,22 @@ impl Inner {
         Error::new(e.kind(), self.redactor.apply(e.message().to_string()))
     }
 
-    /// Runs `call` under the deadline; when it elapses, a commit or create that may have been
-    /// sent has an unknown outcome.
+    /// Runs `call` under the deadline ([`super::within`]).
     async fn within<T>(
         &self,
         op: Op,
         sent: &AtomicBool,
         call: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        match tokio::time::timeout(self.deadline, call).await {
-            Ok(r) => r,
-            Err(_) if op.outcome_may_be_unknown() && sent.load(Ordering::SeqCst) => {
-                Err(Error::new(
-                    ErrorKind::CommitUnknown,
-                    format!(
-                        "Iceberg REST catalog {}: no answer to the {} within {}; it may or may not have been applied",
-                        self.uri,
-                        op.what(),
-                        humantime::format_duration(self.deadline)
-                    ),
-                ))
-            }
-            Err(_) => Err(Error::new(
-                ErrorKind::Unavailable,
-                format!(
-                    "Iceberg REST catalog {}: the {} did not end within {}",
-                    self.uri,
-                    op.what(),
-                    humantime::format_duration(self.deadline)
-                ),
-            )),
-        }
+        super::within(
+            &format!("Iceberg REST catalog {}", self.uri),
+            op.what(),
+            op.outcome_may_be_unknown(),
+            self.deadline,
+            sent,
+            call,
+        )
+        .await
     }
 }
 
