@@ -116,6 +116,50 @@ impl ClusterInfo {
     }
 }
 
+/// The test cluster whose coordinator listens on `port` (its plain or its SASL listener).
+pub fn index_of_coordinator_port(port: u32) -> Option<usize> {
+    (0..=9).find(|&i| {
+        [9123, 19123]
+            .iter()
+            .any(|base| base + 10 * i as u32 == port)
+    })
+}
+
+/// Stops cluster `index`'s coordinator (SIGTERM, SIGKILL after 30 s) and starts it again with
+/// the command line `cluster/start.sh` gave it.
+pub fn restart_coordinator(index: usize) {
+    let info = ClusterInfo::new(index, "none");
+    let pid = info.server_pid("coordinator-server").to_string();
+    let alive = || {
+        Command::new("kill")
+            .args(["-0", &pid])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if alive() {
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    }
+    while alive() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    check(
+        run(
+            "cluster/restart-server.sh",
+            index,
+            &["coordinator-server"],
+            &[],
+        ),
+        &format!("starting cluster {index}'s coordinator again"),
+    );
+}
+
 /// How many clusters the pool holds (`FLUSS_TEST_CLUSTERS`, 1 to 9).
 pub fn pool_size() -> usize {
     std::env::var("FLUSS_TEST_CLUSTERS")

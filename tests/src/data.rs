@@ -118,14 +118,26 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
     // A cluster busy with other tests' tables can take a while to elect every leader. And
     // Fluss 0.9.1's coordinator can miss the ZooKeeper event of a table created while the
     // tables of the lease before are being deleted: it registers the table and never elects
-    // its buckets' leaders (seen once in a full run of the suite: its log has no "New table"
-    // line for it). Such a table is dropped and created once more; this is the test's setup,
-    // not what is under test.
+    // its buckets' leaders (seen in full runs of the suite: its log has no "New table" line
+    // for it). Its coordinator is then started again, which elects the leaders of every table
+    // it finds in ZooKeeper. (Dropping the table and creating it again does not do: Fluss
+    // keeps the lake table of the first creation, which Iceberg's catalog then refuses as
+    // "The lake table already exists".) This is the test's setup, not what is under test.
     if let Err(e) = served_within(admin, path, Duration::from_secs(90)).await {
-        eprintln!("{e}; dropping it and creating it again (a coordinator that missed it)");
-        admin.drop_table(path, true).await.unwrap();
-        admin.create_table(path, descriptor, false).await.unwrap();
-        wait_until_served(admin, path, Duration::from_secs(120)).await;
+        let coordinator = admin
+            .get_server_nodes()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|n| *n.server_type() == fluss::ServerType::CoordinatorServer)
+            .expect("the cluster names its coordinator");
+        let index = crate::cluster::index_of_coordinator_port(coordinator.port())
+            .unwrap_or_else(|| panic!("{e}; and no test cluster listens on {coordinator:?}"));
+        eprintln!("{e}; starting cluster {index}'s coordinator again (one that missed it)");
+        tokio::task::spawn_blocking(move || crate::cluster::restart_coordinator(index))
+            .await
+            .unwrap();
+        wait_until_served(admin, path, Duration::from_secs(180)).await;
     }
 }
 
@@ -391,15 +403,14 @@ async fn served_within(
     path: &TablePath,
     timeout: Duration,
 ) -> Result<(), String> {
-    let buckets: Vec<i32> =
-        (0..admin.get_table_info(path).await.unwrap().get_num_buckets()).collect();
     let deadline = std::time::Instant::now() + timeout;
     loop {
         // Each ask bounded too: an ask sent to a server that is not up yet may never answer.
-        let asked = tokio::time::timeout(
-            Duration::from_secs(10),
-            admin.list_offsets(path, &buckets, OffsetSpec::Latest),
-        )
+        let asked = tokio::time::timeout(Duration::from_secs(10), async {
+            let buckets: Vec<i32> =
+                (0..admin.get_table_info(path).await?.get_num_buckets()).collect();
+            admin.list_offsets(path, &buckets, OffsetSpec::Latest).await
+        })
         .await;
         let e = match asked {
             Ok(Ok(_)) => return Ok(()),
