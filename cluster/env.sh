@@ -17,6 +17,7 @@ CLUSTER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${WITH_ICEBERG:=0}"   # plugins/iceberg/
 : "${WITH_LANCE:=0}"     # plugins/lance/
 : "${WITH_S3:=0}"        # plugins/s3/ (fluss-fs-s3) + paimon-s3 in plugins/paimon/
+: "${WITH_GCS:=0}"       # plugins/gs/ (fluss-fs-gs): remote.data.dir on GCS (STORAGE=gcs)
 
 # ---- several clusters side by side -----------------------------------------------
 # The test suite runs one cluster per concurrent test (tests/src/cluster.rs). Cluster i keeps

@@ -2,7 +2,7 @@
 # Materialize the Fluss server jars from Maven Central into $FLUSS_DIST_DIR (idempotent).
 #
 #   cluster/setup.sh                      # lib/ + plugins/paimon/ (+ lib-client/ + tools, WITH_CLIENT=1)
-#   WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 cluster/setup.sh
+#   WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 WITH_GCS=1 cluster/setup.sh
 #   FORCE=1 cluster/setup.sh              # redo everything
 #
 # Result:
@@ -12,6 +12,7 @@
 #   plugins/lance/    fluss-lake-lance-<v>.jar                             (WITH_LANCE=1)
 #   plugins/s3/       fluss-fs-s3-<v>.jar (remote.data.dir on S3), and paimon-s3 in plugins/paimon/ (WITH_S3=1)
 #                     and S3A for the Iceberg catalog in plugins/iceberg/ (WITH_S3=1 WITH_ICEBERG=1)
+#   plugins/gs/       fluss-fs-gs-<v>.jar (remote.data.dir on GCS)                    (WITH_GCS=1)
 #   lib-client/       fluss-client-<v>.jar + log4j2; tools-classes/ = compiled tools/*.java (WITH_CLIENT=1)
 # Each part has a marker file keyed by its versions and pom; a part whose marker matches is skipped.
 set -euo pipefail
@@ -113,6 +114,11 @@ PY
   [ "$(cd "$FLUSS_PLUGINS_DIR/iceberg" && ls -- hadoop-*.jar | LC_ALL=C sort | head -1)" = "${out##*/}" ] \
     || die "${out##*/} must sort before hadoop-apache"
 }
+build_gs() {
+  rm -rf "$FLUSS_PLUGINS_DIR/gs"
+  # Fluss's own GCS file system (the shaded Hadoop GCS connector): remote.data.dir on GCS.
+  fetch_jar "org.apache.fluss:fluss-fs-gs:$FLUSS_VERSION" "$FLUSS_PLUGINS_DIR/gs"
+}
 build_client() {
   rm -rf "$FLUSS_DIST_DIR/lib-client" "$FLUSS_DIST_DIR/tools-classes"
   mvn_pom client dependency:copy-dependencies
@@ -138,6 +144,7 @@ if [ "$WITH_S3" = 1 ]; then
     || rm -f "$FLUSS_DIST_DIR/.s3.ok"
   part s3 "fluss=$FLUSS_VERSION paimon=$PAIMON_VERSION iceberg=$WITH_ICEBERG" build_s3
 fi
+if [ "$WITH_GCS" = 1 ]; then part gs "fluss=$FLUSS_VERSION" build_gs; fi
 if [ "$WITH_CLIENT" = 1 ]; then
   part client "fluss=$FLUSS_VERSION log4j=$LOG4J_VERSION pom=$(pom_sum client) tools=$(cat "$CLUSTER_DIR"/tools/*.java | md5sum | cut -c1-12)" build_client
 fi

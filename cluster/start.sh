@@ -62,7 +62,20 @@ s3.assumed.role.sts.endpoint: $S3_ENDPOINT
 log.segment.file-size: $S3_LOG_SEGMENT_SIZE
 remote.log.task-interval-duration: $S3_REMOTE_LOG_INTERVAL"
     [ -f "$FLUSS_DIST_DIR/.s3.ok" ] || die "plugins/s3 missing; run: WITH_S3=1 cluster/setup.sh" ;;
-  *) die "STORAGE must be local or s3 (got '$STORAGE')" ;;
+  gcs)
+    # fake-gcs-server (cluster/fake-gcs/start.sh), without authentication. Fluss 0.9 hands
+    # clients no credentials for GCS: they reach it with their own (the host:
+    # --fluss.client.fs.*). Small segments copied every few seconds, as for s3.
+    source "$CLUSTER_DIR/fake-gcs/env.sh"
+    REMOTE_DATA_DIR="gs://$FAKE_GCS_BUCKET/cluster-$CLUSTER_INDEX/remote-data"
+    : "${S3_LOG_SEGMENT_SIZE:=1mb}" "${S3_REMOTE_LOG_INTERVAL:=2s}"
+    S3_YAML="fs.gs.storage.root.url: $FAKE_GCS_ENDPOINT
+fs.gs.auth.service.account.enable: false
+fs.gs.auth.null.enable: true
+log.segment.file-size: $S3_LOG_SEGMENT_SIZE
+remote.log.task-interval-duration: $S3_REMOTE_LOG_INTERVAL"
+    [ -f "$FLUSS_DIST_DIR/.gs.ok" ] || die "plugins/gs missing; run: WITH_GCS=1 cluster/setup.sh" ;;
+  *) die "STORAGE must be local, s3 or gcs (got '$STORAGE')" ;;
 esac
 SASL_YAML=""
 if [ -n "$SASL_USERS" ]; then
@@ -86,7 +99,7 @@ if [ "$CLEAN" = 1 ]; then
 fi
 rm -f "$PID_DIR"/*.pid 2>/dev/null || true
 mkdir -p "$CONF_DIR" "$LOG_DIR/prev" "$PID_DIR" "$ZK_DATA_DIR" "$DATA_DIR" "$CLUSTER_WORK_DIR/tmp"
-[ "$STORAGE" = s3 ] || mkdir -p "$REMOTE_DATA_DIR"
+[ "$STORAGE" != local ] || mkdir -p "$REMOTE_DATA_DIR"
 echo "$STORAGE" > "$CLUSTER_WORK_DIR/storage"
 # readiness is read from the logs: keep the previous run's logs out of the way (log/prev/)
 for f in "$LOG_DIR"/*.log "$LOG_DIR"/*.out; do [ -e "$f" ] && mv -f "$f" "$LOG_DIR/prev/"; done

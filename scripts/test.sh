@@ -125,7 +125,7 @@ await() {
 # them would be restarted by its first lease).
 SASL_USERS="admin:admin-pass tiering:tiering-pass"
 start_clusters() {
-  WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 cluster/setup.sh
+  WITH_ICEBERG=1 WITH_LANCE=1 WITH_S3=1 WITH_GCS=1 cluster/setup.sh
   # The benchmark's baseline, FlussLakeTiering on Flink (its smoke test, e2e bench::).
   cluster/flink-tiering/setup.sh
   # Apache Iceberg's REST catalog server (after the other Maven downloads: they share jars).

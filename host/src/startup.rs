@@ -12,6 +12,8 @@ use crate::coordinator::client::CoordinatorLocator;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fluss::client::{CONNECT_TIMEOUT, FlussClient, coordinator_address};
 use crate::fluss::cluster_config::ClusterConfig;
+use crate::fluss::remote_dir::RemoteStorage;
+use crate::fluss::remote_log::SegmentReader;
 use crate::plugin::compile::{CompileLimits, Compiler};
 use crate::plugin::engine::{EngineSettings, PluginEngine};
 use crate::plugin::sandbox::LogRate;
@@ -109,13 +111,19 @@ pub async fn connect(
     plugins: Arc<PluginSet>,
     warehouses: Warehouses,
 ) -> Result<Arc<TieringContext>> {
-    let fluss = Arc::new(FlussClient::connect(config.fluss_client_config()?).await?);
+    // fluss-rs's scanners read remote log segments through the host's stores; the storage
+    // asks the coordinator for the cluster's credentials once both exist.
+    let remote_storage = Arc::new(RemoteStorage::new(config.client_fs_options()));
+    let mut client_config = config.fluss_client_config()?;
+    client_config.remote_log_fetcher = Some(Arc::new(SegmentReader::new(remote_storage.clone())?));
+    let fluss = Arc::new(FlussClient::connect(client_config).await?);
     let locator = Arc::new(AdminLocator {
         fluss: fluss.clone(),
     });
     let coordinator = Arc::new(
         CoordinatorClient::new(locator, config.rpc_timeout).with_sasl_plain(config.sasl_plain()?),
     );
+    remote_storage.attach(coordinator.clone());
     let mut cluster =
         tokio::time::timeout(CONNECT_TIMEOUT, ClusterConfig::describe(&fluss.admin()))
             .await
@@ -128,6 +136,7 @@ pub async fn connect(
         config,
         fluss,
         coordinator,
+        remote_storage,
         plugins,
         locations: Default::default(),
         warehouses,

@@ -310,6 +310,27 @@ pub fn lease_s3(format: &str) -> Lease {
 /// so a benchmark never waits for, or slows, a test run's clusters.
 pub const BENCH_CLUSTER: usize = 8;
 
+/// A cluster of the pool whose `remote.data.dir` is on fake-gcs-server
+/// (`gs://<bucket>/cluster-<index>/remote-data`: `cluster/start.sh` with `STORAGE=gcs`), with
+/// lake format `format`, held until the lease is dropped; the next lease of the cluster starts
+/// it again on local storage.
+pub fn lease_gcs(format: &str) -> Lease {
+    let gcs = crate::object_stores::fake_gcs();
+    let mut lease = lease_mixed();
+    let index = lease.info.index;
+    start_clean(index, "gcs");
+    lease.info.remote_data_dir = PathBuf::from(gcs.gs_url(&format!("cluster-{index}/remote-data")));
+    lease.info.format = "none".to_string();
+    lease.set_lake_format(format);
+    lease
+}
+
+/// Where cluster `index` keeps its remote data when leased by [`lease_index`]: `s3` for the
+/// S3 cluster, else `local`.
+fn usual_storage(index: usize) -> &'static str {
+    if index == S3_CLUSTER { "s3" } else { "local" }
+}
+
 /// Cluster `index` (of the pool or not) with lake format `format`, emptied of tables, held
 /// until the lease is dropped; waits while another process holds it.
 pub fn lease_index(index: usize, format: &str) -> Lease {
@@ -381,14 +402,18 @@ fn prepare(index: usize) -> String {
             "s3.access-key: {}",
             crate::s3::server().access_key
         )) || !yaml.contains("remote.log.task-interval-duration"));
+    // A cluster a test started on other storage (`lease_gcs`).
+    let other_storage = std::fs::read_to_string(work.join("storage"))
+        .is_ok_and(|s| s.trim() != usual_storage(index));
     let restart = !up
         || dirty.exists()
+        || other_storage
         || fixed_format
         || no_sasl
         || stale_s3
         || drop_all_tables(&ClusterInfo::new(index, "none").bootstrap).is_err();
     if restart {
-        start_clean(index);
+        start_clean(index, usual_storage(index));
         let _ = std::fs::remove_file(&dirty);
     }
     std::fs::read_to_string(work.join("lake-format"))
@@ -400,9 +425,10 @@ fn prepare(index: usize) -> String {
 /// as (user, password).
 pub const SASL_USERS: &[(&str, &str)] = &[("admin", "admin-pass"), ("tiering", "tiering-pass")];
 
-/// (Re)starts cluster `index` clean, without a lake format and with every Java lake plugin.
+/// (Re)starts cluster `index` clean, its remote data on `storage` (`local`, `s3`, `gcs`:
+/// `cluster/start.sh`'s `STORAGE`), without a lake format and with every Java lake plugin.
 /// Every cluster also gets a SASL/PLAIN listener.
-fn start_clean(index: usize) {
+fn start_clean(index: usize, storage: &str) {
     let sasl_users = SASL_USERS
         .iter()
         .map(|(u, p)| format!("{u}:{p}"))
@@ -414,16 +440,18 @@ fn start_clean(index: usize) {
             "cluster/setup.sh",
             index,
             &[],
-            &[("WITH_ICEBERG", "1"), ("WITH_LANCE", "1"), ("WITH_S3", "1")],
+            &[
+                ("WITH_ICEBERG", "1"),
+                ("WITH_LANCE", "1"),
+                ("WITH_S3", "1"),
+                ("WITH_GCS", "1"),
+            ],
         ),
         "cluster/setup.sh",
     );
-    let storage = if index == S3_CLUSTER {
+    if storage == "s3" {
         crate::s3::server();
-        "s3"
-    } else {
-        "local"
-    };
+    }
     check(
         run(
             "cluster/start.sh",

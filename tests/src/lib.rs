@@ -22,6 +22,7 @@ pub mod object_stores;
 pub mod paimon;
 pub mod prometheus;
 pub mod python;
+pub mod remote_log;
 pub mod s3;
 pub mod thrift_gate;
 

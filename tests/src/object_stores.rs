@@ -96,6 +96,33 @@ impl FakeGcs {
         format!("gs://{}/{prefix}", self.bucket)
     }
 
+    /// The names of the bucket's objects under `prefix`, from the emulator's JSON API.
+    pub fn keys(&self, prefix: &str) -> Vec<String> {
+        let query: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("prefix", prefix)
+            .finish();
+        let out = Command::new("curl")
+            .args(["-sf", "--max-time", "10"])
+            .arg(format!(
+                "{}/storage/v1/b/{}/o?{query}",
+                self.endpoint, self.bucket
+            ))
+            .output()
+            .expect("curl");
+        assert!(
+            out.status.success(),
+            "listing gs://{}/{prefix} failed",
+            self.bucket
+        );
+        let listing: Value = serde_json::from_slice(&out.stdout).expect("a JSON listing");
+        listing["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["name"].as_str().map(str::to_string))
+            .collect()
+    }
+
     /// The store as the readers of `tests/python` take it (`--store`, `azure_gcs_env.py`):
     /// the emulator's endpoint, no authentication.
     pub fn reader_store(&self) -> String {

@@ -17,9 +17,9 @@ const NOT_IN_FILE: &[&str] = &["config", "print-config", "help", "version"];
 /// The file's options as command-line arguments.
 ///
 /// `known` are the long options the host knows (without `--`; the Fluss client options
-/// included) and `flags` those that take no value; keys under `datalake.<format>.` and
-/// `lake.tiering.` are open-ended, as on the command line, and `fluss.tiering.*` is Flink's
-/// spelling of `tiering.*`. Errors are one line naming the file and the key.
+/// included) and `flags` those that take no value; keys under `datalake.<format>.`,
+/// `lake.tiering.` and `fluss.client.fs.` are open-ended, as on the command line, and
+/// `fluss.tiering.*` is Flink's spelling of `tiering.*`. Errors are one line naming the file and the key.
 pub fn to_args(path: &Path, known: &[String], flags: &[String]) -> Result<Vec<String>, String> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
@@ -41,7 +41,8 @@ pub fn to_args(path: &Path, known: &[String], flags: &[String]) -> Result<Vec<St
     let mut args = Vec::new();
     for (key, value) in pairs {
         let open = (key.starts_with("datalake.") && key.matches('.').count() >= 2)
-            || key.starts_with("lake.tiering.");
+            || key.starts_with("lake.tiering.")
+            || key.starts_with("fluss.client.fs.");
         if NOT_IN_FILE.contains(&key.as_str()) || !(open || known.contains(&canonical(&key))) {
             return Err(format!(
                 "{shown}: unknown key '{key}' (keys are the command line's long options without '--'; see --help)"

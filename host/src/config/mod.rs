@@ -23,6 +23,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::plugin::cache::{CacheSettings, DEFAULT_KEEP_UNUSED};
 use crate::plugin::source::{PluginArgs, PluginSource};
 use crate::tiering::routing::RouteRule;
+use crate::warehouse::StorageOptions;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -41,7 +42,10 @@ use crate::tiering::routing::RouteRule;
         --fluss.<key> <value>              Fluss client options: client.connect-timeout, \
         client.scanner.log.fetch.max-bytes, client.scanner.log.fetch.max-bytes-for-bucket, \
         client.scanner.log.max-poll-records, client.security.protocol, \
-        client.security.sasl.mechanism, client.security.sasl.username, client.security.sasl.password"
+        client.security.sasl.mechanism, client.security.sasl.username, client.security.sasl.password, \
+        client.fs.<key> (the host's own settings and credentials for the cluster's remote storage, \
+        prefix stripped, used when the cluster hands out none: e.g. \
+        --fluss.client.fs.gs.auth.service.account.json.keyfile /key.json)"
 )]
 pub struct Cli {
     /// A TOML file of options: keys are the long options without `--` (dotted keys, quoted
@@ -483,6 +487,8 @@ impl HostConfig {
                 "client.security.sasl.jaas.config" => {}
                 // The cluster's own setting, for clusters that do not report it.
                 "remote.data.dir" => {}
+                // The host's own access to the remote storage: `client_fs_options`.
+                k if k.starts_with("client.fs.") && k.len() > "client.fs.".len() => {}
                 _ => return Err(bad("unknown Fluss client option (see --help)")),
             }
         }
@@ -491,6 +497,16 @@ impl HostConfig {
             c.security_sasl_password = credentials.password;
         }
         Ok(c)
+    }
+
+    /// The host's own settings and credentials for the cluster's remote storage:
+    /// `--fluss.client.fs.<key>`, prefix stripped (Java clients' `client.fs.<key>`).
+    pub fn client_fs_options(&self) -> StorageOptions {
+        StorageOptions::from_pairs(
+            self.fluss_options
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix("client.fs.")?, v.as_str()))),
+        )
     }
 
     /// The SASL/PLAIN credentials when `client.security.protocol` is `SASL`, from
@@ -1114,6 +1130,38 @@ mod tests {
             .unwrap()
             .fluss_client_config()
             .unwrap();
+    }
+
+    #[test]
+    fn client_fs_options_are_the_hosts_own_remote_storage_settings() {
+        let dir = std::env::temp_dir().join(format!("client-fs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("host.toml");
+        std::fs::write(
+            &file,
+            "[fluss.client.fs]\n\"fs.azure.account.key\" = \"a2V5\"\n",
+        )
+        .unwrap();
+        let c = HostConfig::from_args(args(&format!(
+            "host --fluss.bootstrap.servers h:1 --plugin p.wasm --config {} \
+             --fluss.client.fs.gs.auth.type UNAUTHENTICATED",
+            file.display()
+        )))
+        .unwrap();
+        c.fluss_client_config().unwrap();
+        let fs = c.client_fs_options();
+        assert_eq!(fs.get("gs.auth.type"), Some("UNAUTHENTICATED"));
+        assert_eq!(fs.get("fs.azure.account.key"), Some("a2V5"));
+        assert_eq!(fs.iter().count(), 2);
+        // A prefix with no key is not an option.
+        let e = HostConfig::from_args(args(
+            "host --fluss.bootstrap.servers h:1 --plugin p.wasm --fluss.client.fs. x",
+        ))
+        .unwrap()
+        .fluss_client_config()
+        .unwrap_err();
+        assert!(e.message().contains("unknown Fluss client option"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

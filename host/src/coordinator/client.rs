@@ -136,8 +136,8 @@ impl CoordinatorClient {
             .await
     }
 
-    /// The credentials Fluss hands out for its remote data dir (on the commit lane: they
-    /// are needed only around a commit).
+    /// The credentials Fluss hands out for its remote data dir (on the commit lane, so that
+    /// no heartbeat waits behind it).
     pub async fn file_system_security_token(&self) -> Result<GetFileSystemSecurityTokenResponse> {
         self.call(
             &self.commits,

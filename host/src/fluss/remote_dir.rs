@@ -1,89 +1,359 @@
-//! Files in Fluss's `remote.data.dir` on object storage that the host reads and deletes: the
-//! offsets files the coordinator writes there for each lake snapshot
-//! ([`crate::tiering::recovery`] checks one before registering a snapshot Fluss missed, and
-//! deletes the one of a round it aborted).
+//! Fluss's `remote.data.dir` on object storage, as the host reaches it: the offsets files
+//! the coordinator writes there for each lake snapshot ([`crate::tiering::recovery`] checks
+//! one before registering a snapshot Fluss missed, and deletes the one of a round it
+//! aborted), and the log segments a bucket's log has moved there ([`super::remote_log`]).
 //!
-//! The host needs no credentials of its own for the remote dir: it asks the coordinator for
-//! the session credentials the cluster hands its clients (`GetFileSystemSecurityToken`, as
-//! fluss-rs does for remote log segments) each time, which is rare (recoveries and aborted
-//! rounds), so nothing is cached and an expired token is never used.
+//! Credentials, in Java clients' order: those the cluster hands its clients
+//! (`GetFileSystemSecurityToken`) when it hands some out, with the store settings that come
+//! with them; else the host's own, `--fluss.client.fs.<key>` (Java clients'
+//! `client.fs.<key>`, the prefix stripped, under the names lake warehouses take:
+//! `gs.auth.service.account.json.keyfile`, `fs.azure.account.key.<account host>`,
+//! `s3.access-key`, …); else the environment's. Fluss 0.9 hands out none for GCS (it has no
+//! token provider for it) and an AAD bearer token for Azure.
+//!
+//! A store is opened once per `scheme://authority` and kept for ten minutes at most, and
+//! never past two minutes before its token expires, so that a segment read does not ask the
+//! coordinator each time and an expired token is never used; a failed read forgets it.
 
+use std::collections::HashMap;
+use std::path::{Path as LocalPath, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::StreamExt;
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
+use tokio::io::AsyncWriteExt;
 
 use crate::coordinator::CoordinatorClient;
 use crate::coordinator::proto::GetFileSystemSecurityTokenResponse;
 use crate::error::{Error, ErrorKind, Result, store_message};
 use crate::warehouse::{StorageOptions, Warehouse, is_storage_key};
 
-/// An object store of Fluss's remote data (`s3://bucket`, or a prefix in it) opened with the
-/// cluster's credentials; objects are named by their path segments under `url`.
-pub struct RemoteDataDir {
-    url: String,
-    warehouse: Warehouse,
+/// Longest a store (and the token it was opened with) is kept.
+const KEEP_STORE: Duration = Duration::from_secs(600);
+/// A store is opened again this long before its token expires.
+const TOKEN_MARGIN: Duration = Duration::from_secs(120);
+/// Longest wait for the next piece of an object being read before the read fails.
+const READ_STALL: Duration = Duration::from_secs(30);
+
+/// A filesystem path as Fluss prints it: local (`/a`, `file:/a`, `file:///a`) or remote
+/// (`s3://bucket/a`), split into segments, refused when it has `.`/`..`/empty segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemotePath {
+    /// `None` for the local filesystem, else `scheme://authority`.
+    pub root: Option<String>,
+    pub segments: Vec<String>,
 }
 
-impl RemoteDataDir {
-    pub async fn open(coordinator: &CoordinatorClient, url: &str) -> Result<Self> {
-        let token = coordinator.file_system_security_token().await?;
-        let options = token_options(&token)?;
-        let warehouse = Warehouse::open(url, &options)
-            .map_err(|e| Error::new(e.kind(), format!("remote.data.dir: {}", e.message())))?;
-        Ok(Self {
-            url: url.to_string(),
-            warehouse,
-        })
+impl RemotePath {
+    pub fn parse(s: &str) -> Option<Self> {
+        let (root, path) = if let Some(rest) = s.strip_prefix("file:") {
+            // file:/a, file://localhost/a, file:///a
+            let rest = rest
+                .strip_prefix("//localhost")
+                .or_else(|| rest.strip_prefix("//"))
+                .unwrap_or(rest);
+            (None, rest)
+        } else if let Some((scheme, rest)) = s.split_once("://") {
+            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+            if scheme.is_empty() || authority.is_empty() {
+                return None;
+            }
+            (Some(format!("{scheme}://{authority}")), path)
+        } else {
+            (None, s)
+        };
+        if root.is_none() && !path.starts_with('/') {
+            return None;
+        }
+        let path = path.trim_start_matches('/').trim_end_matches('/');
+        let segments: Vec<String> = if path.is_empty() {
+            Vec::new()
+        } else {
+            path.split('/').map(str::to_string).collect()
+        };
+        if segments
+            .iter()
+            .any(|s| s.is_empty() || s == "." || s == ".." || s.contains('\\'))
+        {
+            return None;
+        }
+        Some(Self { root, segments })
     }
 
-    fn path(&self, relative: &[String]) -> Path {
-        let mut parts: Vec<String> = self
-            .warehouse
+    /// `self` with `more` segments appended.
+    pub fn join<'a>(&self, more: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut joined = self.clone();
+        joined.segments.extend(more.into_iter().map(str::to_string));
+        joined
+    }
+
+    /// The path on the local filesystem, for a local path.
+    pub fn local(&self) -> Option<PathBuf> {
+        self.root
+            .is_none()
+            .then(|| PathBuf::from(format!("/{}", self.segments.join("/"))))
+    }
+}
+
+impl std::fmt::Display for RemotePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/{}",
+            self.root.as_deref().unwrap_or(""),
+            self.segments.join("/")
+        )
+    }
+}
+
+/// The host's access to the cluster's remote storage; see the module documentation.
+pub struct RemoteStorage {
+    /// The host's own settings and credentials (`--fluss.client.fs.<key>`, prefix stripped).
+    client_fs: StorageOptions,
+    /// Asked for the cluster's credentials; set once the host has connected.
+    coordinator: OnceLock<Arc<CoordinatorClient>>,
+    /// Opened stores by `scheme://authority`.
+    stores: Mutex<HashMap<String, Opened>>,
+}
+
+struct Opened {
+    warehouse: Arc<Warehouse>,
+    fresh_until: Instant,
+    /// Opened with no credentials at all: the cluster hands out none and the host has none.
+    bare: bool,
+}
+
+/// What a failed read of a store opened without credentials adds to its error.
+const NO_CREDENTIALS: &str = " (the cluster hands out no credentials for its remote storage \
+     and the host was given no settings of its own, so the environment's were used: give \
+     them as --fluss.client.fs.<key>, e.g. --fluss.client.fs.gs.auth.service.account.json.keyfile)";
+
+impl RemoteStorage {
+    pub fn new(client_fs: StorageOptions) -> Self {
+        Self {
+            client_fs,
+            coordinator: OnceLock::new(),
+            stores: Mutex::default(),
+        }
+    }
+
+    /// Gives the storage the coordinator to ask for the cluster's credentials.
+    pub fn attach(&self, coordinator: Arc<CoordinatorClient>) {
+        let _ = self.coordinator.set(coordinator);
+    }
+
+    /// The store `root` (`scheme://authority`) lies in, opened with the credentials of the
+    /// module documentation.
+    async fn store(&self, root: &str) -> Result<(Arc<Warehouse>, bool)> {
+        if let Some(o) = self.stores.lock().unwrap().get(root)
+            && Instant::now() < o.fresh_until
+        {
+            return Ok((o.warehouse.clone(), o.bare));
+        }
+        let coordinator = self.coordinator.get().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                "the remote storage is read before the host has connected to the coordinator",
+            )
+        })?;
+        let mut fresh_until = Instant::now() + KEEP_STORE;
+        let mut bare = false;
+        let options = match coordinator.file_system_security_token().await {
+            Ok(token) if !token.token.is_empty() => {
+                if let Some(expires) = token.expiration_time {
+                    let now_ms = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_millis() as i64;
+                    let left = Duration::from_millis(expires.saturating_sub(now_ms).max(0) as u64);
+                    fresh_until =
+                        fresh_until.min(Instant::now() + left.saturating_sub(TOKEN_MARGIN));
+                }
+                token_options(&token)?
+            }
+            // No credentials to hand out: the host's own (and the token's settings).
+            Ok(token) => {
+                bare = self.client_fs.iter().next().is_none();
+                token_options(&token)?.overlaid_on(&self.client_fs)
+            }
+            // The cluster answered that it cannot hand any out (Fluss 0.9 on GCS): the
+            // host's own.
+            Err(e) if e.kind() == ErrorKind::Coordinator => {
+                tracing::debug!(
+                    root,
+                    "the cluster hands out no credentials for its remote storage ({}); using the host's own (--fluss.client.fs.*)",
+                    e.message()
+                );
+                bare = self.client_fs.iter().next().is_none();
+                self.client_fs.clone()
+            }
+            Err(e) => return Err(e),
+        };
+        let hint = if bare { NO_CREDENTIALS } else { "" };
+        let warehouse = Arc::new(Warehouse::open(root, &options).map_err(|e| {
+            Error::new(e.kind(), format!("remote.data.dir: {}{hint}", e.message()))
+        })?);
+        self.stores.lock().unwrap().insert(
+            root.to_string(),
+            Opened {
+                warehouse: warehouse.clone(),
+                fresh_until,
+                bare,
+            },
+        );
+        Ok((warehouse, bare))
+    }
+
+    /// Forgets the store `root` lies in, so that the next use opens it with fresh credentials.
+    fn forget(&self, root: &str) {
+        self.stores.lock().unwrap().remove(root);
+    }
+
+    /// `path` in its store, with the store and what a failed read adds to its error.
+    async fn locate(
+        &self,
+        root: &str,
+        path: &RemotePath,
+    ) -> Result<(Arc<Warehouse>, Path, &'static str)> {
+        let (warehouse, bare) = self.store(root).await?;
+        let mut parts: Vec<String> = warehouse
             .root()
             .parts()
             .map(|p| p.as_ref().to_string())
             .collect();
-        parts.extend(relative.iter().cloned());
-        Path::from_iter(parts)
+        parts.extend(path.segments.iter().cloned());
+        let hint = if bare { NO_CREDENTIALS } else { "" };
+        Ok((warehouse, Path::from_iter(parts), hint))
     }
 
-    /// The object at `relative` (segments under the remote dir), refused when larger than
-    /// `max_bytes` before any of it is fetched. Error messages read after the file's name.
-    pub async fn read(&self, relative: &[String], max_bytes: u64) -> Result<Vec<u8>> {
-        let path = self.path(relative);
-        let store = self.warehouse.store();
-        let failed = |e: object_store::Error| {
-            Error::new(
-                ErrorKind::Storage,
-                format!("cannot be read: {}", store_message(&e)),
-            )
+    /// The file at `path`, refused when larger than `max_bytes` before any of it is
+    /// fetched. Error messages read after the file's name.
+    pub async fn read(&self, path: &RemotePath, max_bytes: u64) -> Result<Vec<u8>> {
+        let Some(root) = &path.root else {
+            let local = path.local().unwrap_or_default();
+            let failed =
+                |e: std::io::Error| Error::new(ErrorKind::Storage, format!("cannot be read: {e}"));
+            let size = std::fs::metadata(&local).map_err(failed)?.len();
+            if size > max_bytes {
+                return Err(too_large(size));
+            }
+            return std::fs::read(&local).map_err(failed);
         };
-        let meta = store.head(&path).await.map_err(failed)?;
-        if meta.size > max_bytes {
-            return Err(Error::new(
-                ErrorKind::Storage,
-                format!("is {} bytes, too large", meta.size),
-            ));
+        let (warehouse, p, hint) = self.locate(root, path).await?;
+        let store = warehouse.store();
+        let read = async {
+            let meta = store.head(&p).await?;
+            if meta.size > max_bytes {
+                return Ok(Err(too_large(meta.size)));
+            }
+            Ok(Ok(store.get_range(&p, 0..meta.size).await?.to_vec()))
+        };
+        match tokio::time::timeout(READ_STALL, read).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => {
+                self.forget(root);
+                Err(unreadable(&e, hint))
+            }
+            Err(_) => Err(stalled()),
         }
-        let bytes = store.get_range(&path, 0..meta.size).await.map_err(failed)?;
-        Ok(bytes.to_vec())
     }
 
-    /// Deletes the object at `relative`; a missing one is not an error.
-    pub async fn delete(&self, relative: &[String]) -> Result<()> {
-        match self.warehouse.store().delete(&self.path(relative)).await {
+    /// Deletes the file at `path`; a missing one is not an error.
+    pub async fn delete(&self, path: &RemotePath) -> Result<()> {
+        let Some(root) = &path.root else {
+            return match std::fs::remove_file(path.local().unwrap_or_default()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(Error::new(ErrorKind::Storage, format!("{path}: {e}")))
+                }
+                _ => Ok(()),
+            };
+        };
+        let (warehouse, p, hint) = self.locate(root, path).await?;
+        match warehouse.store().delete(&p).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(Error::new(
-                ErrorKind::Storage,
-                format!("{}/{}: {}", self.url, relative.join("/"), store_message(&e)),
-            )),
+            Err(e) => {
+                self.forget(root);
+                Err(Error::new(
+                    ErrorKind::Storage,
+                    format!("{path}: {}{hint}", store_message(&e)),
+                ))
+            }
         }
     }
+
+    /// Copies the file at `path` to the local file `to` (created or truncated) a piece at a
+    /// time, each piece within [`READ_STALL`]; returns its size. Error messages read after
+    /// the file's name.
+    pub async fn download(&self, path: &RemotePath, to: &LocalPath) -> Result<u64> {
+        let Some(root) = &path.root else {
+            return tokio::fs::copy(path.local().unwrap_or_default(), to)
+                .await
+                .map_err(|e| Error::new(ErrorKind::Storage, format!("cannot be read: {e}")));
+        };
+        let (warehouse, p, hint) = self.locate(root, path).await?;
+        let copied = async {
+            let mut file = tokio::fs::File::create(to).await.map_err(local_error)?;
+            let got = tokio::time::timeout(READ_STALL, warehouse.store().get(&p))
+                .await
+                .map_err(|_| stalled())?
+                .map_err(|e| unreadable(&e, hint))?;
+            let mut stream = got.into_stream();
+            let mut size = 0u64;
+            loop {
+                match tokio::time::timeout(READ_STALL, stream.next()).await {
+                    Err(_) => return Err(stalled()),
+                    Ok(None) => break,
+                    Ok(Some(Err(e))) => return Err(unreadable(&e, hint)),
+                    Ok(Some(Ok(piece))) => {
+                        size += piece.len() as u64;
+                        file.write_all(&piece).await.map_err(local_error)?;
+                    }
+                }
+            }
+            file.flush().await.map_err(local_error)?;
+            Ok(size)
+        }
+        .await;
+        if copied.is_err() {
+            self.forget(root);
+            let _ = tokio::fs::remove_file(to).await;
+        }
+        copied
+    }
+}
+
+fn too_large(size: u64) -> Error {
+    Error::new(ErrorKind::Storage, format!("is {size} bytes, too large"))
+}
+
+fn unreadable(e: &object_store::Error, hint: &str) -> Error {
+    Error::new(
+        ErrorKind::Storage,
+        format!("cannot be read: {}{hint}", store_message(e)),
+    )
+}
+
+fn stalled() -> Error {
+    Error::new(
+        ErrorKind::Storage,
+        format!("cannot be read: the store sent nothing for {READ_STALL:?}"),
+    )
+}
+
+fn local_error(e: std::io::Error) -> Error {
+    Error::new(
+        ErrorKind::Storage,
+        format!("cannot be copied to a local file: {e}"),
+    )
 }
 
 /// The storage options of the cluster's token: its credentials (Fluss's
 /// `CredentialsJsonSerde`: `access_key_id`, `access_key_secret`, `security_token`) and the
-/// store settings that come with them (`fs.s3a.endpoint`, `fs.s3a.region`, …). An empty token
-/// means the remote dir needs no credentials from Fluss (the environment's apply).
+/// store settings that come with them (`fs.s3a.endpoint`, `fs.s3a.region`, …). Azure's is an
+/// AAD bearer token alone (`security_token`, no keys). An empty token means the remote dir
+/// needs no credentials from Fluss.
 fn token_options(token: &GetFileSystemSecurityTokenResponse) -> Result<StorageOptions> {
     let mut pairs: Vec<(String, String)> = token
         .addition_info
@@ -94,23 +364,36 @@ fn token_options(token: &GetFileSystemSecurityTokenResponse) -> Result<StorageOp
     if !token.token.is_empty() {
         #[derive(serde::Deserialize)]
         struct Credentials {
-            access_key_id: String,
-            access_key_secret: String,
+            access_key_id: Option<String>,
+            access_key_secret: Option<String>,
             security_token: Option<String>,
         }
-        let c: Credentials = serde_json::from_slice(&token.token).map_err(|e| {
+        let unreadable = |why: &str| {
             Error::new(
                 ErrorKind::Protocol,
                 format!(
-                    "the cluster's {} credentials for remote.data.dir cannot be read: {e}",
+                    "the cluster's {} credentials for remote.data.dir cannot be read: {why}",
                     token.schema
                 ),
             )
-        })?;
-        pairs.push(("access_key_id".into(), c.access_key_id));
-        pairs.push(("secret_access_key".into(), c.access_key_secret));
-        if let Some(t) = c.security_token.filter(|t| !t.is_empty()) {
-            pairs.push(("session_token".into(), t));
+        };
+        let c: Credentials =
+            serde_json::from_slice(&token.token).map_err(|e| unreadable(&e.to_string()))?;
+        let session = c.security_token.filter(|t| !t.is_empty());
+        match (c.access_key_id, c.access_key_secret, session) {
+            (Some(id), Some(secret), session) => {
+                pairs.push(("access_key_id".into(), id));
+                pairs.push(("secret_access_key".into(), secret));
+                if let Some(t) = session {
+                    pairs.push(("session_token".into(), t));
+                }
+            }
+            (None, None, Some(bearer)) => pairs.push(("azure_storage_token".into(), bearer)),
+            _ => {
+                return Err(unreadable(
+                    "neither an access key and its secret nor a bearer token",
+                ));
+            }
         }
     }
     Ok(StorageOptions::from_pairs(
@@ -164,5 +447,74 @@ mod tests {
         let e = token_options(&bad).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Protocol);
         assert!(!e.message().contains("s3cr3t"), "{}", e.message());
+    }
+
+    #[test]
+    fn azures_token_is_a_bearer_token_and_a_half_token_is_refused() {
+        let token = GetFileSystemSecurityTokenResponse {
+            schema: "abfs".into(),
+            token: br#"{"version":1,"access_key_id":null,"access_key_secret":null,"security_token":"eyJ0"}"#.to_vec(),
+            expiration_time: Some(1),
+            addition_info: vec![kv("fs.azure.account.oauth2.client.endpoint", "https://x")],
+        };
+        let o = token_options(&token).unwrap();
+        assert_eq!(o.get("azure_storage_token"), Some("eyJ0"));
+        assert_eq!(o.get("access_key_id"), None);
+        let half = GetFileSystemSecurityTokenResponse {
+            token: br#"{"access_key_id":"ASIA1","security_token":"tok"}"#.to_vec(),
+            ..token
+        };
+        let e = token_options(&half).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Protocol);
+        assert!(
+            e.message().contains("neither an access key"),
+            "{}",
+            e.message()
+        );
+        assert!(!e.message().contains("ASIA1"), "{}", e.message());
+    }
+
+    #[test]
+    fn remote_paths_parse_join_and_print_as_fluss_names_them() {
+        let dir = RemotePath::parse("gs://bucket/remote-data/log/fluss/t-5/0").unwrap();
+        assert_eq!(dir.root.as_deref(), Some("gs://bucket"));
+        let file = dir.join(["0d9f", "00000000000000000042.log"]);
+        assert_eq!(
+            file.to_string(),
+            "gs://bucket/remote-data/log/fluss/t-5/0/0d9f/00000000000000000042.log"
+        );
+        assert_eq!(file.local(), None);
+        let local = RemotePath::parse("file:///data/remote/log").unwrap();
+        assert_eq!(local.local(), Some(PathBuf::from("/data/remote/log")));
+        let azure = RemotePath::parse("abfss://c@acct.dfs.core.windows.net/r/log").unwrap();
+        assert_eq!(
+            azure.root.as_deref(),
+            Some("abfss://c@acct.dfs.core.windows.net")
+        );
+        for bad in ["relative/path", "s3://b/a/../x", "s3:///x", "s3://b/a//x"] {
+            assert_eq!(RemotePath::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn local_files_are_read_copied_and_deleted_without_a_coordinator() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("seg.log");
+        std::fs::write(&file, b"0123456789").unwrap();
+        let storage = RemoteStorage::new(StorageOptions::default());
+        let path = RemotePath::parse(&file.display().to_string()).unwrap();
+        assert_eq!(storage.read(&path, 10).await.unwrap(), b"0123456789");
+        let e = storage.read(&path, 9).await.unwrap_err();
+        assert_eq!(e.message(), "is 10 bytes, too large");
+        let copy = dir.path().join("copy.log");
+        assert_eq!(storage.download(&path, &copy).await.unwrap(), 10);
+        assert_eq!(std::fs::read(&copy).unwrap(), b"0123456789");
+        storage.delete(&path).await.unwrap();
+        storage.delete(&path).await.unwrap();
+        assert!(!file.exists());
+        // A remote path needs the coordinator's answer first.
+        let remote = RemotePath::parse("gs://bucket/x").unwrap();
+        let e = storage.read(&remote, 10).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
     }
 }

@@ -132,7 +132,7 @@ pub async fn commit_round(
         Err((e, prepared)) => {
             abort(instance, &committer, &committable, assignment).await;
             if let Some(path) = prepared {
-                recovery::discard_offsets_file(&ctx.coordinator, &path).await;
+                recovery::discard_offsets_file(&ctx.remote_storage, &path).await;
             }
             return Err(e);
         }
@@ -150,7 +150,7 @@ pub async fn commit_round(
         Ok(lake) => lake,
         Err(e) => {
             abort(instance, &committer, &committable, assignment).await;
-            recovery::discard_offsets_file(&ctx.coordinator, &offsets_path).await;
+            recovery::discard_offsets_file(&ctx.remote_storage, &offsets_path).await;
             return Err(e);
         }
     };
@@ -166,7 +166,7 @@ pub async fn commit_round(
             match published(&probe, &offsets_path) {
                 Published::No => {
                     abort(instance, &committer, &committable, assignment).await;
-                    recovery::discard_offsets_file(&ctx.coordinator, &offsets_path).await;
+                    recovery::discard_offsets_file(&ctx.remote_storage, &offsets_path).await;
                 }
                 Published::Yes => {}
                 Published::Unknown => tracing::warn!(
@@ -256,7 +256,7 @@ async fn prepare(
         {
             let path = recovery::verify_missing_snapshot(
                 assignment,
-                &ctx.coordinator,
+                &ctx.remote_storage,
                 &ctx.cluster,
                 &fluss,
                 &missing,

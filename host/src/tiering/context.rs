@@ -14,6 +14,7 @@ use crate::coordinator::CoordinatorClient;
 use crate::fluss::client::FlussClient;
 use crate::fluss::cluster_config::ClusterConfig;
 use crate::fluss::reader::BucketRange;
+use crate::fluss::remote_dir::RemoteStorage;
 use crate::plugin::sandbox::{LocationClaim, LocationClaims};
 use crate::plugin::storage::ScopedStorage;
 use crate::plugin::table_catalog::TableCatalogScope;
@@ -28,6 +29,9 @@ pub struct TieringContext {
     /// The connection to Fluss, repaired when its metadata goes bad.
     pub fluss: Arc<FlussClient>,
     pub coordinator: Arc<CoordinatorClient>,
+    /// The cluster's remote storage (offsets files; fluss-rs's scanners read log segments
+    /// through it too).
+    pub remote_storage: Arc<RemoteStorage>,
     /// The plugins serving new rounds; swapped as a whole on hot swap.
     pub plugins: Arc<PluginSet>,
     /// The lake locations of the rounds in flight, which may never overlap.

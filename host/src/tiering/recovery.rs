@@ -11,77 +11,23 @@
 //! cannot be replayed later, by this host or another.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use super::FLUSS_OFFSETS_PROPERTY;
 use super::context::Assignment;
-use crate::coordinator::CoordinatorClient;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fluss::cluster_config::ClusterConfig;
 use crate::fluss::offsets::TieredOffsets;
-use crate::fluss::remote_dir::RemoteDataDir;
+use crate::fluss::remote_dir::{RemotePath, RemoteStorage};
 use crate::plugin::wit;
 
 /// Largest offsets file read: a table with 100 000 buckets still fits.
 const MAX_OFFSETS_FILE_BYTES: u64 = 16 << 20;
 
-/// A filesystem path as Fluss prints it: local (`/a`, `file:/a`, `file:///a`) or remote
-/// (`s3://bucket/a`), split into segments, refused when it has `.`/`..`/empty segments.
-#[derive(Debug, PartialEq, Eq)]
-struct FsPath {
-    /// `None` for the local filesystem, else `scheme://authority`.
-    root: Option<String>,
-    segments: Vec<String>,
-}
-
-impl FsPath {
-    fn parse(s: &str) -> Option<Self> {
-        let (root, path) = if let Some(rest) = s.strip_prefix("file:") {
-            // file:/a, file://localhost/a, file:///a
-            let rest = rest
-                .strip_prefix("//localhost")
-                .or_else(|| rest.strip_prefix("//"))
-                .unwrap_or(rest);
-            (None, rest)
-        } else if let Some((scheme, rest)) = s.split_once("://") {
-            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-            if scheme.is_empty() || authority.is_empty() {
-                return None;
-            }
-            (Some(format!("{scheme}://{authority}")), path)
-        } else {
-            (None, s)
-        };
-        if root.is_none() && !path.starts_with('/') {
-            return None;
-        }
-        let path = path.trim_start_matches('/').trim_end_matches('/');
-        let segments: Vec<String> = if path.is_empty() {
-            Vec::new()
-        } else {
-            path.split('/').map(str::to_string).collect()
-        };
-        if segments
-            .iter()
-            .any(|s| s.is_empty() || s == "." || s == ".." || s.contains('\\'))
-        {
-            return None;
-        }
-        Some(Self { root, segments })
-    }
-
-    fn local(&self) -> Option<PathBuf> {
-        self.root
-            .is_none()
-            .then(|| PathBuf::from(format!("/{}", self.segments.join("/"))))
-    }
-}
-
 /// Checks the missing snapshot the plugin reported and returns the offsets file to register
 /// it with; see the module documentation for what is checked.
 pub async fn verify_missing_snapshot(
     assignment: &Assignment,
-    coordinator: &CoordinatorClient,
+    storage: &RemoteStorage,
     cluster: &ClusterConfig,
     fluss: &TieredOffsets,
     missing: &wit::CommittedSnapshot,
@@ -129,17 +75,11 @@ pub async fn verify_missing_snapshot(
         )
     })?;
     let file = check_offsets_path(assignment, remote, &path).map_err(|why| bad(why.to_string()))?;
-    let offsets = match file.local() {
-        Some(local) => read_offsets_file(&local, assignment.table_id),
-        None => {
-            // A store that cannot be reached fails the round (retried), not the snapshot's
-            // claim.
-            let dir = open_remote(coordinator, &file).await?;
-            match dir.read(&file.segments, MAX_OFFSETS_FILE_BYTES).await {
-                Ok(bytes) => parse_offsets(&bytes, assignment.table_id),
-                Err(e) => Err(e.message().to_string()),
-            }
-        }
+    // A store that cannot be reached fails the round (retried), not the snapshot's claim.
+    let offsets = match storage.read(&file, MAX_OFFSETS_FILE_BYTES).await {
+        Ok(bytes) => parse_offsets(&bytes, assignment.table_id),
+        Err(e) if e.kind() == ErrorKind::Storage => Err(e.message().to_string()),
+        Err(e) => return Err(e),
     };
     let offsets = offsets.map_err(|why| bad(format!("its offsets file {path} {why}")))?;
     check_not_behind(fluss, &offsets)
@@ -147,20 +87,15 @@ pub async fn verify_missing_snapshot(
     Ok(path)
 }
 
-/// The object store a remote `file` lies in (its `scheme://authority`), opened with the
-/// credentials the cluster hands out; `file.segments` are its path there.
-async fn open_remote(coordinator: &CoordinatorClient, file: &FsPath) -> Result<RemoteDataDir> {
-    RemoteDataDir::open(coordinator, file.root.as_deref().unwrap_or_default()).await
-}
-
 /// The offsets file must be exactly `<remote>/lake/<db>/<table>-<id>/metadata/<uuid>.offsets`.
 fn check_offsets_path(
     assignment: &Assignment,
     remote: &str,
     path: &str,
-) -> std::result::Result<FsPath, &'static str> {
-    let remote = FsPath::parse(remote).ok_or("the cluster's remote.data.dir cannot be parsed")?;
-    let file = FsPath::parse(path).ok_or("its offsets path is not a plain absolute path")?;
+) -> std::result::Result<RemotePath, &'static str> {
+    let remote =
+        RemotePath::parse(remote).ok_or("the cluster's remote.data.dir cannot be parsed")?;
+    let file = RemotePath::parse(path).ok_or("its offsets path is not a plain absolute path")?;
     let mut expected = remote.segments.clone();
     expected.extend([
         "lake".to_string(),
@@ -183,18 +118,6 @@ fn check_offsets_path(
 
 /// Reads an offsets file (`TableBucketOffsetsJsonSerde`): bucket → offset, `-1` entries
 /// left out.
-fn read_offsets_file(
-    path: &std::path::Path,
-    table_id: i64,
-) -> std::result::Result<HashMap<(Option<i64>, i32), i64>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
-    if meta.len() > MAX_OFFSETS_FILE_BYTES {
-        return Err(format!("is {} bytes, too large", meta.len()));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
-    parse_offsets(&bytes, table_id)
-}
-
 fn parse_offsets(
     bytes: &[u8],
     table_id: i64,
@@ -262,26 +185,16 @@ fn check_not_behind(
 /// can never be registered later (a plugin replaying it as a snapshot Fluss "missed"). On
 /// object storage it is deleted with the credentials the cluster hands out. Best effort: a
 /// file left behind is still refused by nothing but this deletion, so a failure is logged.
-pub async fn discard_offsets_file(coordinator: &CoordinatorClient, path: &str) {
-    let Some(file) = FsPath::parse(path) else {
+pub async fn discard_offsets_file(storage: &RemoteStorage, path: &str) {
+    let Some(file) = RemotePath::parse(path) else {
         return;
     };
-    let deleted = match file.local() {
-        Some(local) => match std::fs::remove_file(&local) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other.map_err(|e| e.to_string()),
-        },
-        None => match open_remote(coordinator, &file).await {
-            Ok(dir) => dir.delete(&file.segments).await,
-            Err(e) => Err(e),
-        }
-        .map_err(|e| e.message().to_string()),
-    };
-    match deleted {
+    match storage.delete(&file).await {
         Ok(()) => tracing::debug!(path, "deleted the offsets file of an aborted round"),
         Err(e) => tracing::warn!(
             path,
-            "cannot delete the offsets file of an aborted round: {e}"
+            "cannot delete the offsets file of an aborted round: {}",
+            e.message()
         ),
     }
 }

@@ -124,6 +124,13 @@ impl StorageOptions {
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
+
+    /// These options over `base`: a key of both keeps this value.
+    pub fn overlaid_on(&self, base: &StorageOptions) -> StorageOptions {
+        let mut all = base.0.clone();
+        all.extend(self.0.clone());
+        Self(all)
+    }
 }
 
 impl fmt::Debug for StorageOptions {

@@ -44,7 +44,8 @@ pub use reader::{
     SyncRecordBatchLogReader,
 };
 pub use remote_log::{
-    DEFAULT_REMOTE_FILE_DOWNLOAD_THREAD_NUM, DEFAULT_SCANNER_REMOTE_LOG_PREFETCH_NUM,
+    DEFAULT_REMOTE_FILE_DOWNLOAD_THREAD_NUM, DEFAULT_SCANNER_REMOTE_LOG_PREFETCH_NUM, FetchResult,
+    RemoteLogDownloadRequest, RemoteLogFetcher, RemoteLogSegment,
 };
 pub use scanner::{LogScanner, RecordBatchLogScanner, TableScan};
 pub use upsert::{TableUpsert, UpsertWriter};

@@ -14,7 +14,7 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-use crate::client::credentials::CredentialsReceiver;
+use crate::client::credentials::{CredentialsReceiver, SecurityTokenManager};
 use crate::error::{Error, Result};
 use crate::io::{FileIO, Storage};
 use crate::metadata::TableBucket;
@@ -88,12 +88,54 @@ pub struct FetchResult {
     pub file_size: usize,
 }
 
-/// Trait for fetching remote log segments (allows dependency injection for testing)
+/// Trait for fetching remote log segments (allows dependency injection for testing, and an
+/// application's own reader: `Config::remote_log_fetcher`)
 pub trait RemoteLogFetcher: Send + Sync {
     fn fetch(
         &self,
         request: &RemoteLogDownloadRequest,
     ) -> Pin<Box<dyn Future<Output = Result<FetchResult>> + Send>>;
+
+    /// Whether this fetcher reads segments under `remote_log_tablet_dir`; fluss-rs's own
+    /// reader reads those it does not.
+    fn serves(&self, _remote_log_tablet_dir: &str) -> bool {
+        true
+    }
+
+    /// Whether a failed fetch of `request` is tried again (up to `MAX_RETRY_COUNT` times)
+    /// before the scanner's poll fails.
+    fn retries(&self, _request: &RemoteLogDownloadRequest) -> bool {
+        true
+    }
+}
+
+/// The application's fetcher for the directories it serves, fluss-rs's own reader for the
+/// others; the cluster's credentials are first asked for when fluss-rs's reader is first used.
+struct RoutedFetcher {
+    application: Option<Arc<dyn RemoteLogFetcher>>,
+    own: ProductionFetcher,
+    tokens: Arc<SecurityTokenManager>,
+    tokens_started: std::sync::Once,
+}
+
+impl RemoteLogFetcher for RoutedFetcher {
+    fn fetch(
+        &self,
+        request: &RemoteLogDownloadRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<FetchResult>> + Send>> {
+        match &self.application {
+            Some(a) if a.serves(request.remote_log_tablet_dir()) => a.fetch(request),
+            _ => {
+                self.tokens_started.call_once(|| self.tokens.start());
+                self.own.fetch(request)
+            }
+        }
+    }
+
+    /// An application's reader retries on its own: its failure fails the poll at once.
+    fn retries(&self, request: &RemoteLogDownloadRequest) -> bool {
+        !matches!(&self.application, Some(a) if a.serves(request.remote_log_tablet_dir()))
+    }
 }
 
 /// Represents a remote log segment that needs to be downloaded
@@ -212,8 +254,13 @@ pub struct RemoteLogDownloadRequest {
 }
 
 impl RemoteLogDownloadRequest {
-    /// Get the segment (used by test fetcher implementations)
-    #[cfg(test)]
+    /// The bucket's directory in the cluster's remote log storage (a URL, or a local path):
+    /// the segment's file is `<dir>/<segment id>/<start offset, 20 digits>.log`.
+    pub fn remote_log_tablet_dir(&self) -> &str {
+        &self.remote_log_tablet_dir
+    }
+
+    /// The segment to fetch.
     pub fn segment(&self) -> &RemoteLogSegment {
         &self.segment
     }
@@ -532,8 +579,7 @@ async fn spawn_download_task(
             // Counted per attempt, so retries each contribute one error.
             metrics.record_remote_fetch_error();
             let retry_count = request.retry_count + 1;
-
-            if retry_count > MAX_RETRY_COUNT {
+            if retry_count > MAX_RETRY_COUNT || !fetcher.retries(&request) {
                 // Too many retries - give up and fail the future
                 log::error!(
                     "Failed to download remote log segment {} after {} retries: {}. Giving up.",
@@ -790,11 +836,18 @@ impl RemoteLogDownloader {
         remote_log_read_concurrency: usize,
         credentials_rx: CredentialsReceiver,
         metrics: Arc<ScannerMetrics>,
+        application: Option<Arc<dyn RemoteLogFetcher>>,
+        tokens: Arc<SecurityTokenManager>,
     ) -> Result<Self> {
-        let fetcher = Arc::new(ProductionFetcher {
-            credentials_rx,
-            local_log_dir: Arc::new(local_log_dir),
-            remote_log_read_concurrency,
+        let fetcher = Arc::new(RoutedFetcher {
+            application,
+            own: ProductionFetcher {
+                credentials_rx,
+                local_log_dir: Arc::new(local_log_dir),
+                remote_log_read_concurrency,
+            },
+            tokens,
+            tokens_started: std::sync::Once::new(),
         });
 
         Self::new_with_fetcher(

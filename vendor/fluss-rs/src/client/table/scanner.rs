@@ -1420,6 +1420,8 @@ impl LogFetcher {
         // Subscribe to credentials updates and pass to remote log downloader
         let credentials_rx = security_token_manager.subscribe();
 
+        // The token manager is started when fluss-rs's own reader is first used (patched:
+        // an application's reader of `config.remote_log_fetcher` may serve every segment).
         let remote_log_downloader = Arc::new(RemoteLogDownloader::new(
             tmp_dir,
             config.scanner_remote_log_prefetch_num,
@@ -1427,10 +1429,9 @@ impl LogFetcher {
             config.scanner_remote_log_read_concurrency,
             credentials_rx,
             Arc::clone(&metrics),
+            config.remote_log_fetcher.clone(),
+            Arc::clone(&security_token_manager),
         )?);
-
-        // Start the background token refresh task
-        security_token_manager.start();
 
         Ok(LogFetcher {
             conns: conns.clone(),
@@ -2233,18 +2234,16 @@ impl LogFetcher {
                     _ => {
                         if let Some(completed_fetch) = self.log_fetch_buffer.poll() {
                             if !completed_fetch.is_initialized() {
-                                let size_in_bytes = completed_fetch.size_in_bytes();
                                 match self.initialize_fetch(completed_fetch) {
                                     Ok(initialized) => {
                                         self.log_fetch_buffer.set_next_in_line_fetch(initialized);
                                         continue;
                                     }
-                                    Err(e) => {
-                                        if result.is_empty() && size_in_bytes == 0 {
-                                            continue;
-                                        }
-                                        return Err(e);
-                                    }
+                                    // Raised, as Java's LogFetchCollector does and the record
+                                    // scanner here does (patched: an error with no records was
+                                    // dropped silently, so a failed remote segment read was
+                                    // asked for again and again, never seen).
+                                    Err(e) => return Err(e),
                                 }
                             } else {
                                 self.log_fetch_buffer
