@@ -67,6 +67,8 @@ remote.log.task-interval-duration: $S3_REMOTE_LOG_INTERVAL"
     # clients no credentials for GCS: they reach it with their own (the host:
     # --fluss.client.fs.*). Small segments copied every few seconds, as for s3.
     source "$CLUSTER_DIR/fake-gcs/env.sh"
+    curl -sf -o /dev/null "$FAKE_GCS_ENDPOINT/storage/v1/b/$FAKE_GCS_BUCKET" \
+      || die "fake-gcs-server does not serve bucket $FAKE_GCS_BUCKET at $FAKE_GCS_ENDPOINT; run cluster/fake-gcs/start.sh"
     REMOTE_DATA_DIR="gs://$FAKE_GCS_BUCKET/cluster-$CLUSTER_INDEX/remote-data"
     : "${S3_LOG_SEGMENT_SIZE:=1mb}" "${S3_REMOTE_LOG_INTERVAL:=2s}"
     S3_YAML="fs.gs.storage.root.url: $FAKE_GCS_ENDPOINT

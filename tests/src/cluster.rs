@@ -130,25 +130,24 @@ pub fn index_of_coordinator_port(port: u32) -> Option<usize> {
 pub fn restart_coordinator(index: usize) {
     let info = ClusterInfo::new(index, "none");
     let pid = info.server_pid("coordinator-server").to_string();
+    // The pid file's process, while it is still the coordinator (a reused pid is not).
     let alive = || {
-        Command::new("kill")
-            .args(["-0", &pid])
-            .output()
-            .unwrap()
-            .status
-            .success()
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("CoordinatorServer"))
     };
-    let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while alive() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
+    for (signal, wait) in [("-TERM", 30), ("-KILL", 30)] {
+        if alive() {
+            let _ = Command::new("kill").args([signal, &pid]).status();
+        }
+        let deadline = Instant::now() + Duration::from_secs(wait);
+        while alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
-    if alive() {
-        let _ = Command::new("kill").args(["-KILL", &pid]).status();
-    }
-    while alive() {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    assert!(
+        !alive(),
+        "cluster {index}'s coordinator (pid {pid}) outlived SIGKILL"
+    );
     check(
         run(
             "cluster/restart-server.sh",

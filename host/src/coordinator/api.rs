@@ -21,6 +21,9 @@ pub mod errors {
     pub const UNKNOWN_SERVER_ERROR: i32 = -1;
     pub const TABLE_NOT_EXIST: i32 = 7;
     pub const INVALID_COORDINATOR_EXCEPTION: i32 = 23;
+    /// `GetFileSystemSecurityToken`: the cluster's remote file system hands out no
+    /// credentials (Fluss 0.9's GCS, Azure without OAuth).
+    pub const SECURITY_TOKEN_EXCEPTION: i32 = 30;
     pub const AUTHENTICATE_EXCEPTION: i32 = 46;
     pub const FENCED_TIERING_EPOCH_EXCEPTION: i32 = 50;
     pub const RETRIABLE_AUTHENTICATE_EXCEPTION: i32 = 51;

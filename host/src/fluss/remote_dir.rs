@@ -20,12 +20,12 @@ use std::path::{Path as LocalPath, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use futures::StreamExt;
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use tokio::io::AsyncWriteExt;
 
 use crate::coordinator::CoordinatorClient;
+use crate::coordinator::api::errors;
 use crate::coordinator::proto::GetFileSystemSecurityTokenResponse;
 use crate::error::{Error, ErrorKind, Result, store_message};
 use crate::warehouse::{StorageOptions, Warehouse, is_storage_key};
@@ -34,8 +34,11 @@ use crate::warehouse::{StorageOptions, Warehouse, is_storage_key};
 const KEEP_STORE: Duration = Duration::from_secs(600);
 /// A store is opened again this long before its token expires.
 const TOKEN_MARGIN: Duration = Duration::from_secs(120);
-/// Longest wait for the next piece of an object being read before the read fails.
+/// Longest wait for one piece of an object being read (or its size) before the read fails.
 const READ_STALL: Duration = Duration::from_secs(30);
+/// The size of the pieces a file is copied in: one request each, so that a large segment needs
+/// no single long request, and what a copy holds in memory is bounded.
+const PIECE_BYTES: u64 = 8 << 20;
 
 /// A filesystem path as Fluss prints it: local (`/a`, `file:/a`, `file:///a`) or remote
 /// (`s3://bucket/a`), split into segments, refused when it has `.`/`..`/empty segments.
@@ -116,6 +119,8 @@ pub struct RemoteStorage {
     coordinator: OnceLock<Arc<CoordinatorClient>>,
     /// Opened stores by `scheme://authority`.
     stores: Mutex<HashMap<String, Opened>>,
+    /// Held while a store is opened, so that concurrent reads ask the coordinator once.
+    opening: tokio::sync::Mutex<()>,
 }
 
 struct Opened {
@@ -136,6 +141,7 @@ impl RemoteStorage {
             client_fs,
             coordinator: OnceLock::new(),
             stores: Mutex::default(),
+            opening: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -147,10 +153,20 @@ impl RemoteStorage {
     /// The store `root` (`scheme://authority`) lies in, opened with the credentials of the
     /// module documentation.
     async fn store(&self, root: &str) -> Result<(Arc<Warehouse>, bool)> {
-        if let Some(o) = self.stores.lock().unwrap().get(root)
-            && Instant::now() < o.fresh_until
-        {
-            return Ok((o.warehouse.clone(), o.bare));
+        let cached = || {
+            self.stores
+                .lock()
+                .unwrap()
+                .get(root)
+                .filter(|o| Instant::now() < o.fresh_until)
+                .map(|o| (o.warehouse.clone(), o.bare))
+        };
+        if let Some(found) = cached() {
+            return Ok(found);
+        }
+        let _opening = self.opening.lock().await;
+        if let Some(found) = cached() {
+            return Ok(found);
         }
         let coordinator = self.coordinator.get().ok_or_else(|| {
             Error::new(
@@ -180,7 +196,7 @@ impl RemoteStorage {
             }
             // The cluster answered that it cannot hand any out (Fluss 0.9 on GCS): the
             // host's own.
-            Err(e) if e.kind() == ErrorKind::Coordinator => {
+            Err(e) if e.code() == Some(errors::SECURITY_TOKEN_EXCEPTION) => {
                 tracing::debug!(
                     root,
                     "the cluster hands out no credentials for its remote storage ({}); using the host's own (--fluss.client.fs.*)",
@@ -229,7 +245,8 @@ impl RemoteStorage {
     }
 
     /// The file at `path`, refused when larger than `max_bytes` before any of it is
-    /// fetched. Error messages read after the file's name.
+    /// fetched. A missing or too large file is a `Storage` error; a store that fails or cannot
+    /// be reached is `Unavailable`. Error messages read after the file's name.
     pub async fn read(&self, path: &RemotePath, max_bytes: u64) -> Result<Vec<u8>> {
         let Some(root) = &path.root else {
             let local = path.local().unwrap_or_default();
@@ -252,11 +269,14 @@ impl RemoteStorage {
         };
         match tokio::time::timeout(READ_STALL, read).await {
             Ok(Ok(done)) => done,
+            // What is not there is the file's own answer; the rest is the store's failure.
+            Ok(Err(e @ object_store::Error::NotFound { .. })) => Err(unreadable(&e, hint)),
             Ok(Err(e)) => {
                 self.forget(root);
-                Err(unreadable(&e, hint))
+                let failed = unreadable(&e, hint);
+                Err(Error::new(ErrorKind::Unavailable, failed.message()))
             }
-            Err(_) => Err(stalled()),
+            Err(_) => Err(Error::new(ErrorKind::Unavailable, stalled().message())),
         }
     }
 
@@ -283,34 +303,43 @@ impl RemoteStorage {
         }
     }
 
-    /// Copies the file at `path` to the local file `to` (created or truncated) a piece at a
-    /// time, each piece within [`READ_STALL`]; returns its size. Error messages read after
-    /// the file's name.
+    /// Copies the file at `path` to the local file `to` (created or truncated) in pieces of
+    /// [`PIECE_BYTES`], one request each within [`READ_STALL`]; returns its size. A failed copy
+    /// leaves no file. Error messages read after the file's name.
     pub async fn download(&self, path: &RemotePath, to: &LocalPath) -> Result<u64> {
         let Some(root) = &path.root else {
-            return tokio::fs::copy(path.local().unwrap_or_default(), to)
-                .await
+            let copied = tokio::fs::copy(path.local().unwrap_or_default(), to).await;
+            if copied.is_err() {
+                let _ = tokio::fs::remove_file(to).await;
+            }
+            return copied
                 .map_err(|e| Error::new(ErrorKind::Storage, format!("cannot be read: {e}")));
         };
         let (warehouse, p, hint) = self.locate(root, path).await?;
+        let store = warehouse.store();
+        let within = |e: object_store::Error| unreadable(&e, hint);
         let copied = async {
-            let mut file = tokio::fs::File::create(to).await.map_err(local_error)?;
-            let got = tokio::time::timeout(READ_STALL, warehouse.store().get(&p))
+            let size = tokio::time::timeout(READ_STALL, store.head(&p))
                 .await
                 .map_err(|_| stalled())?
-                .map_err(|e| unreadable(&e, hint))?;
-            let mut stream = got.into_stream();
-            let mut size = 0u64;
-            loop {
-                match tokio::time::timeout(READ_STALL, stream.next()).await {
-                    Err(_) => return Err(stalled()),
-                    Ok(None) => break,
-                    Ok(Some(Err(e))) => return Err(unreadable(&e, hint)),
-                    Ok(Some(Ok(piece))) => {
-                        size += piece.len() as u64;
-                        file.write_all(&piece).await.map_err(local_error)?;
-                    }
+                .map_err(within)?
+                .size;
+            let mut file = tokio::fs::File::create(to).await.map_err(local_error)?;
+            let mut at = 0;
+            while at < size {
+                let end = size.min(at + PIECE_BYTES);
+                let piece = tokio::time::timeout(READ_STALL, store.get_range(&p, at..end))
+                    .await
+                    .map_err(|_| stalled())?
+                    .map_err(within)?;
+                if piece.len() as u64 != end - at {
+                    return Err(Error::new(
+                        ErrorKind::Storage,
+                        "cannot be read: it changed while it was read",
+                    ));
                 }
+                file.write_all(&piece).await.map_err(local_error)?;
+                at = end;
             }
             file.flush().await.map_err(local_error)?;
             Ok(size)
@@ -352,8 +381,8 @@ fn local_error(e: std::io::Error) -> Error {
 /// The storage options of the cluster's token: its credentials (Fluss's
 /// `CredentialsJsonSerde`: `access_key_id`, `access_key_secret`, `security_token`) and the
 /// store settings that come with them (`fs.s3a.endpoint`, `fs.s3a.region`, …). Azure's is an
-/// AAD bearer token alone (`security_token`, no keys). An empty token means the remote dir
-/// needs no credentials from Fluss.
+/// AAD bearer token alone (`security_token`, no keys); a GCS one would be an OAuth2 token. An
+/// empty token means the remote dir needs no credentials from Fluss.
 fn token_options(token: &GetFileSystemSecurityTokenResponse) -> Result<StorageOptions> {
     let mut pairs: Vec<(String, String)> = token
         .addition_info
@@ -388,7 +417,19 @@ fn token_options(token: &GetFileSystemSecurityTokenResponse) -> Result<StorageOp
                     pairs.push(("session_token".into(), t));
                 }
             }
-            (None, None, Some(bearer)) => pairs.push(("azure_storage_token".into(), bearer)),
+            // A bearer token alone: Azure's AAD token (Fluss's own), or GCS's OAuth2 token.
+            (None, None, Some(bearer)) => {
+                let key = match token.schema.to_ascii_lowercase().as_str() {
+                    "abfs" | "abfss" | "wasb" | "wasbs" => "azure_storage_token",
+                    "gs" => "gcs.oauth2.token",
+                    _ => {
+                        return Err(unreadable(
+                            "a bearer token, which the host takes only for Azure and GCS",
+                        ));
+                    }
+                };
+                pairs.push((key.into(), bearer));
+            }
             _ => {
                 return Err(unreadable(
                     "neither an access key and its secret nor a bearer token",
@@ -460,6 +501,25 @@ mod tests {
         let o = token_options(&token).unwrap();
         assert_eq!(o.get("azure_storage_token"), Some("eyJ0"));
         assert_eq!(o.get("access_key_id"), None);
+        let gcs = GetFileSystemSecurityTokenResponse {
+            schema: "gs".into(),
+            ..token.clone()
+        };
+        assert_eq!(
+            token_options(&gcs).unwrap().get("gcs.oauth2.token"),
+            Some("eyJ0")
+        );
+        let s3 = GetFileSystemSecurityTokenResponse {
+            schema: "s3".into(),
+            ..token.clone()
+        };
+        let e = token_options(&s3).unwrap_err();
+        assert!(
+            e.message().contains("only for Azure and GCS"),
+            "{}",
+            e.message()
+        );
+        assert!(!e.message().contains("eyJ0"), "{}", e.message());
         let half = GetFileSystemSecurityTokenResponse {
             token: br#"{"access_key_id":"ASIA1","security_token":"tok"}"#.to_vec(),
             ..token

@@ -75,11 +75,17 @@ pub async fn verify_missing_snapshot(
         )
     })?;
     let file = check_offsets_path(assignment, remote, &path).map_err(|why| bad(why.to_string()))?;
-    // A store that cannot be reached fails the round (retried), not the snapshot's claim.
+    // A missing (or oversized) file refutes the snapshot's claim; a store that fails or
+    // cannot be reached fails the round (retried), not the claim.
     let offsets = match storage.read(&file, MAX_OFFSETS_FILE_BYTES).await {
         Ok(bytes) => parse_offsets(&bytes, assignment.table_id),
         Err(e) if e.kind() == ErrorKind::Storage => Err(e.message().to_string()),
-        Err(e) => return Err(e),
+        Err(e) => {
+            return Err(e.context(format!(
+                "{}: the offsets file {path} of lake snapshot {}",
+                assignment.path, missing.snapshot_id
+            )));
+        }
     };
     let offsets = offsets.map_err(|why| bad(format!("its offsets file {path} {why}")))?;
     check_not_behind(fluss, &offsets)

@@ -972,6 +972,7 @@ impl PendingFetch for RemotePendingFetch {
             file_path,
             file_size: _,
             permit,
+            unread,
         } = remote_log_file;
 
         // Open file for streaming (no memory allocation for entire file)
@@ -983,6 +984,8 @@ impl PendingFetch for RemotePendingFetch {
         // FileSource will delete the file when dropped (after file is closed)
         let log_record_batch =
             LogRecordsBatches::from_file(file, self.pos_in_log_segment as usize, file_path)?;
+        // The file source deletes the file from now on.
+        unread.disarm();
 
         // Calculate size based on position offset
         let size_in_bytes = if self.pos_in_log_segment > 0 {

@@ -241,6 +241,33 @@ pub struct RemoteLogFile {
     pub file_size: usize,
     /// RAII permit that releases prefetch semaphore slot and notifies coordinator when dropped
     pub permit: PrefetchPermit,
+    /// Deletes the file when the download is dropped unread (patched: a scanner dropped while
+    /// its prefetched segments were on disk left them there); disarmed by the reader, whose
+    /// `FileSource` deletes it after reading.
+    pub unread: UnreadFile,
+}
+
+/// Deletes its file when dropped, unless [`UnreadFile::disarm`]ed.
+#[derive(Debug)]
+pub struct UnreadFile(Option<PathBuf>);
+
+impl UnreadFile {
+    pub fn new(path: PathBuf) -> Self {
+        Self(Some(path))
+    }
+
+    /// The file is someone else's to delete now.
+    pub fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for UnreadFile {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// Represents a request to download a remote log segment with priority ordering
@@ -562,6 +589,7 @@ async fn spawn_download_task(
             metrics.record_remote_fetch_bytes(fetch_result.file_size as u64);
             DownloadResult::Success {
                 result: RemoteLogFile {
+                    unread: UnreadFile::new(fetch_result.file_path.clone()),
                     file_path: fetch_result.file_path,
                     file_size: fetch_result.file_size,
                     permit: PrefetchPermit::new(permit, recycle_notify.clone()),
@@ -582,7 +610,7 @@ async fn spawn_download_task(
             if retry_count > MAX_RETRY_COUNT || !fetcher.retries(&request) {
                 // Too many retries - give up and fail the future
                 log::error!(
-                    "Failed to download remote log segment {} after {} retries: {}. Giving up.",
+                    "Failed to download remote log segment {} after {} attempt(s): {}. Giving up.",
                     request.segment.segment_id,
                     retry_count,
                     e
@@ -592,7 +620,7 @@ async fn spawn_download_task(
                 DownloadResult::FailedPermanently {
                     error: Error::UnexpectedError {
                         message: format!(
-                            "Failed to download remote log segment after {retry_count} retries: {e}"
+                            "Failed to download remote log segment after {retry_count} attempt(s): {e}"
                         ),
                         source: Some(Box::new(e)),
                     },
