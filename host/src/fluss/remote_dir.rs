@@ -126,8 +126,9 @@ pub struct RemoteStorage {
 struct Opened {
     warehouse: Arc<Warehouse>,
     fresh_until: Instant,
-    /// Opened with no credentials at all: the cluster hands out none and the host has none.
-    bare: bool,
+    /// What a failed read adds to its error: [`NO_CREDENTIALS`] when opened with no
+    /// credentials at all (the cluster hands out none and the host has none), else nothing.
+    hint: &'static str,
 }
 
 /// What a failed read of a store opened without credentials adds to its error.
@@ -152,14 +153,14 @@ impl RemoteStorage {
 
     /// The store `root` (`scheme://authority`) lies in, opened with the credentials of the
     /// module documentation.
-    async fn store(&self, root: &str) -> Result<(Arc<Warehouse>, bool)> {
+    async fn store(&self, root: &str) -> Result<(Arc<Warehouse>, &'static str)> {
         let cached = || {
             self.stores
                 .lock()
                 .unwrap()
                 .get(root)
                 .filter(|o| Instant::now() < o.fresh_until)
-                .map(|o| (o.warehouse.clone(), o.bare))
+                .map(|o| (o.warehouse.clone(), o.hint))
         };
         if let Some(found) = cached() {
             return Ok(found);
@@ -175,7 +176,12 @@ impl RemoteStorage {
             )
         })?;
         let mut fresh_until = Instant::now() + KEEP_STORE;
-        let mut bare = false;
+        let own = if self.client_fs.iter().next().is_none() {
+            NO_CREDENTIALS
+        } else {
+            ""
+        };
+        let mut hint = "";
         let options = match coordinator.file_system_security_token().await {
             Ok(token) if !token.token.is_empty() => {
                 if let Some(expires) = token.expiration_time {
@@ -191,7 +197,7 @@ impl RemoteStorage {
             }
             // No credentials to hand out: the host's own (and the token's settings).
             Ok(token) => {
-                bare = self.client_fs.iter().next().is_none();
+                hint = own;
                 token_options(&token)?.overlaid_on(&self.client_fs)
             }
             // The cluster answered that it cannot hand any out (Fluss 0.9 on GCS): the
@@ -202,12 +208,11 @@ impl RemoteStorage {
                     "the cluster hands out no credentials for its remote storage ({}); using the host's own (--fluss.client.fs.*)",
                     e.message()
                 );
-                bare = self.client_fs.iter().next().is_none();
+                hint = own;
                 self.client_fs.clone()
             }
             Err(e) => return Err(e),
         };
-        let hint = if bare { NO_CREDENTIALS } else { "" };
         let warehouse = Arc::new(Warehouse::open(root, &options).map_err(|e| {
             Error::new(e.kind(), format!("remote.data.dir: {}{hint}", e.message()))
         })?);
@@ -216,10 +221,10 @@ impl RemoteStorage {
             Opened {
                 warehouse: warehouse.clone(),
                 fresh_until,
-                bare,
+                hint,
             },
         );
-        Ok((warehouse, bare))
+        Ok((warehouse, hint))
     }
 
     /// Forgets the store `root` lies in, so that the next use opens it with fresh credentials.
@@ -233,14 +238,13 @@ impl RemoteStorage {
         root: &str,
         path: &RemotePath,
     ) -> Result<(Arc<Warehouse>, Path, &'static str)> {
-        let (warehouse, bare) = self.store(root).await?;
+        let (warehouse, hint) = self.store(root).await?;
         let mut parts: Vec<String> = warehouse
             .root()
             .parts()
             .map(|p| p.as_ref().to_string())
             .collect();
         parts.extend(path.segments.iter().cloned());
-        let hint = if bare { NO_CREDENTIALS } else { "" };
         Ok((warehouse, Path::from_iter(parts), hint))
     }
 
@@ -317,12 +321,12 @@ impl RemoteStorage {
         };
         let (warehouse, p, hint) = self.locate(root, path).await?;
         let store = warehouse.store();
-        let within = |e: object_store::Error| unreadable(&e, hint);
+        let failed = |e: object_store::Error| unreadable(&e, hint);
         let copied = async {
             let size = tokio::time::timeout(READ_STALL, store.head(&p))
                 .await
                 .map_err(|_| stalled())?
-                .map_err(within)?
+                .map_err(failed)?
                 .size;
             let mut file = tokio::fs::File::create(to).await.map_err(local_error)?;
             let mut at = 0;
@@ -331,7 +335,7 @@ impl RemoteStorage {
                 let piece = tokio::time::timeout(READ_STALL, store.get_range(&p, at..end))
                     .await
                     .map_err(|_| stalled())?
-                    .map_err(within)?;
+                    .map_err(failed)?;
                 if piece.len() as u64 != end - at {
                     return Err(Error::new(
                         ErrorKind::Storage,
