@@ -10,7 +10,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 name="${1:?usage: restart-server.sh NAME (e.g. tablet-server-0)}"
 args_file="$PID_DIR/$name.args"
 [ -f "$args_file" ] || die "$args_file missing: was $name started by start.sh?"
-if [ -f "$PID_DIR/$name.pid" ] && kill -0 "$(cat "$PID_DIR/$name.pid")" 2>/dev/null; then
+# Running: the pid file's process exists and is not a zombie (a server that exited, waiting for
+# its parent, init, to reap it: `kill -0` still succeeds for it).
+running() {
+  local pid
+  pid="$(cat "$PID_DIR/$name.pid" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null
+}
+if running; then
   die "$name is still running"
 fi
 eval "set -- $(cat "$args_file")"

@@ -5,7 +5,7 @@
 # DATALAKE_FORMAT=none (the coordinator refuses datalake.* options of two formats at once) and
 # the format's Java plugin installed (WITH_<FORMAT>=1 cluster/setup.sh).
 #
-#   cluster/set-lake-format.sh paimon|iceberg|lance|iceberg-rest
+#   cluster/set-lake-format.sh paimon|iceberg|lance|iceberg-rest|paimon-rest
 #
 # iceberg-rest: format iceberg with `type=rest`: `uri` and `warehouse` of an Iceberg REST catalog
 # server (cluster/iceberg-rest/), started here if it is not up (after cluster/iceberg-rest/setup.sh):
@@ -13,6 +13,11 @@
 # warehouse on the test S3 server for the S3 cluster (STORAGE=s3); ICEBERG_REST_INDEX and
 # ICEBERG_REST_STORAGE choose others. Fluss's Iceberg plugin holds Iceberg's REST client
 # (RESTCatalog, httpclient5): no other jar. The server creates the tables in its warehouse.
+#
+# paimon-rest: format paimon with `metastore=rest`: `uri`, `warehouse` (the catalog's warehouse
+# name) and the bearer token of Paimon's REST catalog test server (cluster/paimon-rest/), started
+# here if it is not up (after cluster/paimon-rest/setup.sh). paimon-bundle holds Paimon's REST
+# client. The server keeps the tables' files on local disk.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
@@ -31,6 +36,14 @@ if [ "$ARG" = iceberg-rest ]; then
   # shellcheck disable=SC1091
   source "$REST_DIR/server.env"
   OPTS=(type=rest "uri=$ICEBERG_REST_URI" "warehouse=$ICEBERG_REST_WAREHOUSE")
+elif [ "$ARG" = paimon-rest ]; then
+  REST_DIR="$(source "$CLUSTER_DIR/paimon-rest/env.sh" && echo "$PAIMON_REST_DIR")"
+  mkdir -p "$(dirname "$REST_DIR")"
+  flock -o "$REST_DIR.lock" "$CLUSTER_DIR/paimon-rest/start.sh" >/dev/null
+  # shellcheck disable=SC1091
+  source "$REST_DIR/server.env"
+  OPTS=(metastore=rest "uri=$PAIMON_REST_URI" "warehouse=$PAIMON_REST_WAREHOUSE"
+        token.provider=bear "token=$PAIMON_REST_TOKEN")
 elif [ "$STORAGE" = s3 ]; then
   # The coordinator's lake catalogs on the test S3 server, as a production cluster keeps them.
   s3_settings
@@ -47,14 +60,14 @@ elif [ "$STORAGE" = s3 ]; then
     # Lance hands every option to its object store as a storage option (object_store names).
     lance) OPTS=("warehouse=$S3_ROOT/lance" "endpoint=$S3_ENDPOINT" "region=$S3_REGION"
                  "access_key_id=$S3_ACCESS_KEY" "secret_access_key=$S3_SECRET_KEY" allow_http=true) ;;
-    *) die "usage: $0 paimon|iceberg|lance|iceberg-rest" ;;
+    *) die "usage: $0 paimon|iceberg|lance|iceberg-rest|paimon-rest" ;;
   esac
 else
   case "$ARG" in
     paimon)  OPTS=(metastore=filesystem "warehouse=$PAIMON_WAREHOUSE") ;;
     iceberg) OPTS=(type=hadoop "warehouse=$ICEBERG_WAREHOUSE") ;;
     lance)   OPTS=("warehouse=$LANCE_WAREHOUSE") ;;
-    *) die "usage: $0 paimon|iceberg|lance|iceberg-rest" ;;
+    *) die "usage: $0 paimon|iceberg|lance|iceberg-rest|paimon-rest" ;;
   esac
   for o in "${OPTS[@]}"; do [[ "$o" == warehouse=* ]] && mkdir -p "${o#warehouse=}"; done
 fi

@@ -61,6 +61,7 @@ stop_clusters() {
   cluster/azurite/stop.sh >/dev/null 2>&1 || true
   cluster/fake-gcs/stop.sh >/dev/null 2>&1 || true
   cluster/hive-metastore/stop.sh >/dev/null 2>&1 || true
+  cluster/paimon-rest/stop.sh >/dev/null 2>&1 || true
   # Every Iceberg REST catalog server (cluster/iceberg-rest/start.sh: target/iceberg-rest[-i]).
   for pf in target/iceberg-rest/server.pid target/iceberg-rest-*/server.pid; do
     [[ -f "$pf" ]] && ICEBERG_REST_DIR="$(dirname "$pf")" cluster/iceberg-rest/stop.sh >/dev/null 2>&1 || true
@@ -132,6 +133,8 @@ start_clusters() {
   cluster/iceberg-rest/setup.sh
   # Apache Hive's metastore, and Iceberg's HiveCatalog for its Java checks (Maven Central too).
   cluster/hive-metastore/setup.sh
+  # Paimon's REST catalog test server (paimon-core's tests jar, Maven Central).
+  cluster/paimon-rest/setup.sh
   stop_clusters
   # The Azure and GCS emulators of the warehouse tests (e2e stores::), in memory on loopback;
   # each fails the run with its log's tail if it cannot start. Installed by the
@@ -147,6 +150,10 @@ start_clusters() {
   # HiveMetastore::start); it fails the run with its log's tail if it cannot start.
   echo "--- the Hive metastore"
   cluster/hive-metastore/start.sh --clean
+  # The Paimon REST catalog the clusters' `paimon-rest` format points at (tests/src/paimon.rs
+  # rest_catalog); it fails the run with its log's tail if it cannot start.
+  echo "--- the Paimon REST catalog server"
+  cluster/paimon-rest/start.sh --clean
   for ((i = 0; i < FLUSS_TEST_CLUSTERS; i++)); do
     echo "--- cluster $i"
     rm -f "target/fluss-cluster-$i.dirty"

@@ -56,6 +56,7 @@ pub fn kind() -> CatalogKind {
 pub fn load(storage: &dyn Storage) -> Result<Option<Loaded>> {
     match kind() {
         CatalogKind::Files => hadoop_tables::load(storage),
+        CatalogKind::Versions => Err(not_versioned()),
         kind @ (CatalogKind::IcebergRest | CatalogKind::MetadataPointer) => {
             let Some(state) = table_catalog::current().load()? else {
                 if kind == CatalogKind::MetadataPointer {
@@ -135,6 +136,7 @@ pub fn publication<T>(
                 output,
             }))
         }
+        CatalogKind::Versions => Err(not_versioned()),
         CatalogKind::MetadataPointer => {
             // The host refuses the same changes a REST catalog does: checked here first, and
             // the check is what recognises a swap whose answer was lost once the pointer moved
@@ -152,6 +154,14 @@ pub fn publication<T>(
             }))
         }
     }
+}
+
+/// An Iceberg table's catalog keeps its metadata, never a sequence of versions the way
+/// Paimon's REST catalog does: such a table is not an Iceberg table.
+fn not_versioned() -> Error {
+    Error::unsupported(
+        "an Iceberg table cannot be kept by a catalog of versions (Paimon's REST catalog)",
+    )
 }
 
 /// After `base`'s successor was published: a Hadoop table's version hint follows it.

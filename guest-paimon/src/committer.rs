@@ -4,13 +4,17 @@
 //! previous snapshot's manifests (merged when there are too many, as `ManifestFileMerger`
 //! does) to a base manifest list, and a new `snapshot-<id>` is published with
 //! `put-if-absent`. When another writer takes the id first, the base is rebuilt from the newer
-//! snapshot and the commit retried a bounded number of times.
+//! snapshot and the commit retried a bounded number of times. A table of Paimon's REST
+//! catalog has the catalog commit the snapshot instead (`CatalogSnapshotCommit`), with the
+//! statistics of the partitions it changes.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
 use fluss_lake_guest_sdk::avro::AvroCodec;
-use fluss_lake_guest_sdk::commit::{self, Attempt, Plan, Proposal, RetryPolicy, Written};
+use fluss_lake_guest_sdk::commit::{
+    self, Attempt, Plan, Proposal, RetryPolicy, VersionProposal, Written,
+};
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
@@ -26,8 +30,8 @@ use crate::manifest::{
 };
 use crate::schema::{TableSchema, load_latest_schema};
 use crate::snapshot::{
-    BATCH_COMMIT_IDENTIFIER, SNAPSHOT_VERSION, Snapshot, earliest_snapshot_id, latest_snapshot_id,
-    read_snapshot, snapshot_path, update_hints,
+    BATCH_COMMIT_IDENTIFIER, SNAPSHOT_VERSION, Snapshot, catalog_keeps_snapshots,
+    earliest_snapshot_id, latest_snapshot_id, read_snapshot, snapshot_path, update_hints,
 };
 use crate::table::{Partition, bucket_dir};
 
@@ -553,6 +557,23 @@ impl Attempt for SnapshotAttempt<'_> {
         };
         let mut manifests = merged;
         manifests.extend(p.delta_metas.iter().cloned());
+        if catalog_keeps_snapshots() {
+            let version = String::from_utf8(snapshot.to_json()?)
+                .map_err(|e| Error::internal(format!("a snapshot's JSON is not UTF-8: {e}")))?;
+            let statistics = partition_statistics(&p.schema, &p.message.data_files)?;
+            let (id, base_list) = (snapshot.id, snapshot.base_manifest_list.clone());
+            return Ok(Plan::Version(VersionProposal {
+                version,
+                statistics,
+                // The base manifest list is unique to the attempt: a snapshot naming it is ours.
+                recognise: Box::new(move |storage: &dyn Storage| {
+                    Ok(read_snapshot(storage, id)?
+                        .is_some_and(|s| s.base_manifest_list == base_list))
+                }),
+                unreferenced: Vec::new(),
+                output: (snapshot, manifests),
+            }));
+        }
         Ok(Plan::Publish(Proposal {
             path: snapshot_path(snapshot.id),
             bytes: snapshot.to_json()?,
@@ -562,8 +583,48 @@ impl Attempt for SnapshotAttempt<'_> {
     }
 
     fn published(&mut self, storage: &dyn Storage, output: &Self::Output) {
-        update_hints(storage, output.0.id);
+        // A catalog that keeps the snapshots writes the hints itself.
+        if !catalog_keeps_snapshots() {
+            update_hints(storage, output.0.id);
+        }
     }
+}
+
+/// What a commit changes in each partition, as Paimon's `PartitionStatistics` JSON array
+/// (`PartitionEntry.toPartitionStatistics`): the partition's values by key (`spec`), and the
+/// net records, bytes and files its data files add, with the newest file's creation time.
+fn partition_statistics(schema: &TableSchema, files: &[ManifestEntry]) -> Result<String> {
+    #[derive(Default)]
+    struct Stats {
+        records: i64,
+        bytes: i64,
+        files: i64,
+        last_creation: i64,
+    }
+    let mut by_partition: BTreeMap<&[u8], Stats> = BTreeMap::new();
+    for e in files {
+        let sign = if e.kind == FileKind::Add { 1 } else { -1 };
+        let s = by_partition.entry(&e.partition).or_default();
+        s.records += sign * e.file.row_count;
+        s.bytes += sign * e.file.file_size;
+        s.files += sign;
+        s.last_creation = s.last_creation.max(e.file.creation_time.unwrap_or(0));
+    }
+    let mut out = Vec::with_capacity(by_partition.len());
+    for (row, s) in by_partition {
+        let spec: serde_json::Map<String, serde_json::Value> = Partition::spec(schema, row)?
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        out.push(serde_json::json!({
+            "spec": spec,
+            "recordCount": s.records,
+            "fileSizeInBytes": s.bytes,
+            "fileCount": s.files,
+            "lastFileCreationTime": s.last_creation,
+        }));
+    }
+    serde_json::to_string(&out).map_err(|e| Error::internal(format!("partition statistics: {e}")))
 }
 
 /// The newest snapshot committed by Fluss (`__fluss_lake_tiering`) if it is newer than

@@ -4,10 +4,16 @@
 //! A snapshot is published with `put-if-absent`, which is the atomic step of a commit. The
 //! hints are only hints (readers probe past them), so they are updated after publishing with
 //! plain `put`s and their failure never fails a commit.
+//!
+//! A table of Paimon's REST catalog (`metastore=rest`) keeps its snapshots in the catalog: the
+//! latest is the catalog's answer, and the catalog's server writes each snapshot file (and the
+//! hints) when it commits it; older snapshots are read from their files, as Java Paimon's
+//! `SnapshotManager` does under a `SnapshotLoader`.
 
 use std::collections::BTreeMap;
 
 use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::table_catalog::{self, CatalogKind};
 use fluss_lake_guest_sdk::{Error, Result, ResultExt};
 use serde::{Deserialize, Serialize};
 
@@ -137,9 +143,23 @@ fn listed_ids(storage: &dyn Storage) -> Result<Vec<i64>> {
         .collect())
 }
 
-/// The id of the newest snapshot: the `LATEST` hint when it is current (its snapshot exists
-/// and the next one does not), otherwise the highest id listed (Paimon `findLatest`).
+/// Whether the table's catalog keeps its snapshots (Paimon's REST catalog).
+pub fn catalog_keeps_snapshots() -> bool {
+    table_catalog::current().kind() == CatalogKind::Versions
+}
+
+/// The id of the newest snapshot: the catalog's latest when it keeps the table's snapshots;
+/// else the `LATEST` hint when it is current (its snapshot exists and the next one does not),
+/// otherwise the highest id listed (Paimon `findLatest`).
 pub fn latest_snapshot_id(storage: &dyn Storage) -> Result<Option<i64>> {
+    if catalog_keeps_snapshots() {
+        return match table_catalog::current().latest_version()? {
+            None => Ok(None),
+            Some(json) => Snapshot::from_json(json.as_bytes())
+                .map(|s| Some(s.id))
+                .context("the catalog's latest snapshot"),
+        };
+    }
     if let Some(hint) = read_hint(storage, LATEST)?
         && storage.head(&snapshot_path(hint))?.is_some()
     {

@@ -143,8 +143,15 @@ fn default_name(schema: &TableSchema) -> &str {
         .unwrap_or(DEFAULT_PARTITION_NAME)
 }
 
-fn dir_of(schema: &TableSchema, values: &[Option<Value>], types: &[PaimonType]) -> Result<String> {
-    let mut dir = String::new();
+/// The partition's values as text by key, in key order (Paimon
+/// `InternalRowPartitionComputer.generatePartValues`): a null or blank value is the table's
+/// default partition name.
+fn part_values(
+    schema: &TableSchema,
+    values: &[Option<Value>],
+    types: &[PaimonType],
+) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::with_capacity(types.len());
     for ((key, v), ty) in schema.partition_keys.iter().zip(values).zip(types) {
         let text = match v {
             None => default_name(schema).to_string(),
@@ -157,9 +164,17 @@ fn dir_of(schema: &TableSchema, values: &[Option<Value>], types: &[PaimonType]) 
                 }
             }
         };
+        out.push((key.clone(), text));
+    }
+    Ok(out)
+}
+
+fn dir_of(schema: &TableSchema, values: &[Option<Value>], types: &[PaimonType]) -> Result<String> {
+    let mut dir = String::new();
+    for (key, text) in part_values(schema, values, types)? {
         dir.push_str(&format!(
             "{}={}/",
-            escape_path_name(key),
+            escape_path_name(&key),
             escape_path_name(&text)
         ));
     }
@@ -217,15 +232,27 @@ impl Partition {
 
     /// The partition of a serialized `BinaryRow` read from a manifest.
     pub fn from_row(schema: &TableSchema, row: &[u8]) -> Result<Partition> {
+        let (values, types) = Self::values(schema, row)?;
+        Ok(Partition {
+            row: row.to_vec(),
+            dir: dir_of(schema, &values, &types)?,
+        })
+    }
+
+    /// The values of a serialized partition `BinaryRow` as text by key (a partition spec, as
+    /// Paimon's catalogs take it); empty for a table without partition keys.
+    pub fn spec(schema: &TableSchema, row: &[u8]) -> Result<Vec<(String, String)>> {
+        let (values, types) = Self::values(schema, row)?;
+        part_values(schema, &values, &types)
+    }
+
+    fn values(schema: &TableSchema, row: &[u8]) -> Result<(Vec<Option<Value>>, Vec<PaimonType>)> {
         let types = schema.partition_types()?;
         let reader = BinaryRowReader::new(row)?;
         let values = (0..types.len())
             .map(|i| reader.get(i, &types[i]))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Partition {
-            row: row.to_vec(),
-            dir: dir_of(schema, &values, &types)?,
-        })
+        Ok((values, types))
     }
 }
 

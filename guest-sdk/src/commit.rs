@@ -30,8 +30,11 @@
 //! ([`Plan::Commit`]: an Iceberg REST catalog applies a list of updates; [`Plan::Swap`]: a
 //! metastore that keeps the location of the current metadata file, as Iceberg's Glue, Hive
 //! and JDBC catalogs do, swaps it to a new file the attempt wrote under a name of its own).
+//! A table whose catalog keeps its versions (Paimon's REST catalog) has the catalog commit the
+//! version the attempt built ([`Plan::Version`]): the catalog answers a lost race itself.
 //! The catalog's compare-and-swap decides a race as put-if-absent does, and the same four
-//! outcomes are told apart the same way ([`publish_to_catalog`], [`publish_by_swap`]).
+//! outcomes are told apart the same way ([`publish_to_catalog`], [`publish_by_swap`],
+//! [`publish_version`]).
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage::Storage;
@@ -254,6 +257,30 @@ pub struct PointerProposal<T> {
     pub output: T,
 }
 
+/// Tells from the table (its files, read through the storage) whether a [`VersionProposal`]
+/// was committed.
+pub type RecogniseVersion = Box<dyn Fn(&dyn Storage) -> Result<bool>>;
+
+/// A version the table's catalog commits (the [`CatalogKind::Versions`] kind): the catalog
+/// checks that no other version took its place and answers a lost race, so its commit stands
+/// in for put-if-absent. The version must name files unique to the attempt, so that
+/// [`recognise`](Self::recognise) can tell it from a rival's after an answer was lost.
+///
+/// [`CatalogKind::Versions`]: crate::table_catalog::CatalogKind::Versions
+pub struct VersionProposal<T> {
+    /// The version's JSON (Paimon: the `Snapshot`).
+    pub version: String,
+    /// Statistics the catalog keeps beside it (a JSON array; Paimon: `PartitionStatistics`).
+    pub statistics: String,
+    /// Tells whether this version was committed: only asked after a commit whose outcome was
+    /// unknown.
+    pub recognise: RecogniseVersion,
+    /// Files the attempt wrote that the version does not reference: deleted once committed.
+    pub unreferenced: Vec<String>,
+    /// The commit's result.
+    pub output: T,
+}
+
 /// What an attempt does after checking its base.
 pub enum Plan<T> {
     /// Publish this.
@@ -263,6 +290,8 @@ pub enum Plan<T> {
     /// Write a new metadata file and have the table's catalog point the table at it
     /// ([`crate::table_catalog::current`]).
     Swap(PointerProposal<T>),
+    /// Have the table's catalog commit this version ([`crate::table_catalog::current`]).
+    Version(VersionProposal<T>),
     /// The base changed while the attempt read it (a version vanished under it): try again on
     /// a new base, as after a lost race. The string says what moved, for the log.
     BaseMoved(String),
@@ -292,6 +321,13 @@ impl<T> Plan<T> {
                 expected: p.expected,
                 path: p.path,
                 bytes: p.bytes,
+                recognise: p.recognise,
+                unreferenced: p.unreferenced,
+                output: f(p.output),
+            }),
+            Plan::Version(p) => Plan::Version(VersionProposal {
+                version: p.version,
+                statistics: p.statistics,
                 recognise: p.recognise,
                 unreferenced: p.unreferenced,
                 output: f(p.output),
@@ -358,105 +394,78 @@ pub fn commit<A: Attempt>(
         let base = attempt.read_base(storage)?;
         attempt.check(storage, &base)?;
         let mut written = Written::new(storage);
-        let proposal = match attempt.build(storage, &base, &mut written)? {
-            Plan::Publish(p) => p,
-            Plan::Commit(p) => {
-                let catalog = crate::table_catalog::current();
-                match publish_to_catalog(&*catalog, &p) {
-                    Ok(Published::Ours) => {
-                        written.keep();
-                        prepared.keep();
-                        delete_unreferenced(storage, what, &p.unreferenced);
-                        attempt.published(storage, &p.output);
-                        return Ok(Committed {
-                            output: p.output,
-                            attempts: n,
-                        });
-                    }
-                    Ok(Published::Theirs) => {
-                        crate::warn!(
-                            "{what}: attempt {n} lost the race in the catalog; retrying on the new state"
-                        );
-                        last_race = "the catalog refused the change: the table moved on".into();
-                        written.discard();
-                        continue;
-                    }
-                    Err(e) => {
-                        written.keep();
-                        prepared.keep();
-                        return Err(e.context(what));
-                    }
+        // Publishes the plan's final step; what a lost race means for the log; and whether an
+        // error that is not an unknown outcome proves nothing was published (only a refused
+        // swap does: nothing else is refused before it could land).
+        let (outcome, unreferenced, output, race, refusal_proves_unpublished) =
+            match attempt.build(storage, &base, &mut written)? {
+                Plan::Publish(p) => (
+                    publish(storage, &p.path, &p.bytes),
+                    p.unreferenced,
+                    p.output,
+                    format!("{} was published by another writer", p.path),
+                    false,
+                ),
+                Plan::Commit(p) => (
+                    publish_to_catalog(&*crate::table_catalog::current(), &p),
+                    p.unreferenced,
+                    p.output,
+                    "the catalog refused the change: the table moved on".to_string(),
+                    false,
+                ),
+                Plan::Swap(p) => (
+                    publish_by_swap(storage, &*crate::table_catalog::current(), &p, &mut written),
+                    p.unreferenced,
+                    p.output,
+                    format!(
+                        "the table no longer pointed at {}: another writer committed",
+                        p.expected
+                    ),
+                    true,
+                ),
+                Plan::Version(p) => (
+                    publish_version(storage, &*crate::table_catalog::current(), &p),
+                    p.unreferenced,
+                    p.output,
+                    "the catalog already held that version: another writer committed".to_string(),
+                    false,
+                ),
+                Plan::BaseMoved(why) => {
+                    crate::warn!("{what}: attempt {n} found its base moved ({why}); retrying");
+                    last_race = why;
+                    continue;
                 }
-            }
-            Plan::Swap(p) => {
-                let catalog = crate::table_catalog::current();
-                match publish_by_swap(storage, &*catalog, &p, &mut written) {
-                    Ok(Published::Ours) => {
-                        written.keep();
-                        prepared.keep();
-                        delete_unreferenced(storage, what, &p.unreferenced);
-                        attempt.published(storage, &p.output);
-                        return Ok(Committed {
-                            output: p.output,
-                            attempts: n,
-                        });
-                    }
-                    Ok(Published::Theirs) => {
-                        crate::warn!(
-                            "{what}: attempt {n} lost the race for the table's metadata pointer; retrying on the new state"
-                        );
-                        last_race = format!(
-                            "the table no longer pointed at {}: another writer committed",
-                            p.expected
-                        );
-                        written.discard();
-                        continue;
-                    }
-                    Err(e) if e.message().contains(UNKNOWN_OUTCOME) => {
-                        written.keep();
-                        prepared.keep();
-                        return Err(e.context(what));
-                    }
-                    Err(e) => {
-                        // Refused before the pointer could move: nothing references the files.
-                        written.discard();
-                        prepared.discard();
-                        return Err(e.context(what));
-                    }
+                Plan::Done(output) => {
+                    written.discard();
+                    prepared.discard();
+                    return Ok(Committed {
+                        output,
+                        attempts: n,
+                    });
                 }
-            }
-            Plan::BaseMoved(why) => {
-                crate::warn!("{what}: attempt {n} found its base moved ({why}); retrying");
-                last_race = why;
-                continue;
-            }
-            Plan::Done(output) => {
-                written.discard();
-                prepared.discard();
+            };
+        match outcome {
+            Ok(Published::Ours) => {
+                written.keep();
+                prepared.keep();
+                delete_unreferenced(storage, what, &unreferenced);
+                attempt.published(storage, &output);
                 return Ok(Committed {
                     output,
                     attempts: n,
                 });
             }
-        };
-        match publish(storage, &proposal.path, &proposal.bytes) {
-            Ok(Published::Ours) => {
-                written.keep();
-                prepared.keep();
-                delete_unreferenced(storage, what, &proposal.unreferenced);
-                attempt.published(storage, &proposal.output);
-                return Ok(Committed {
-                    output: proposal.output,
-                    attempts: n,
-                });
-            }
             Ok(Published::Theirs) => {
                 crate::warn!(
-                    "{what}: attempt {n} lost the race for {}; retrying on the new version",
-                    proposal.path
+                    "{what}: attempt {n} lost the race ({race}); retrying on the new state"
                 );
-                last_race = format!("{} was published by another writer", proposal.path);
+                last_race = race;
                 written.discard();
+            }
+            Err(e) if refusal_proves_unpublished && !e.message().contains(UNKNOWN_OUTCOME) => {
+                written.discard();
+                prepared.discard();
+                return Err(e.context(what));
             }
             Err(e) => {
                 written.keep();
@@ -594,6 +603,71 @@ pub fn publish_by_swap<T>(
             })
         },
     )
+}
+
+/// Has the catalog commit `proposal`'s version, and tells whose version the table holds
+/// afterwards, as [`publish`] does for an object:
+///
+/// - committed: [`Published::Ours`];
+/// - refused as a lost race: [`Published::Theirs`], unless an earlier request of ours may have
+///   landed and the table holds our version (that request's answer was lost);
+/// - an unknown outcome: the table is read; holding our version it is ours, else the request is
+///   repeated (the catalog commits a version at most once, so it lands at most once);
+/// - any other error before any request may have landed: returned as it is.
+///
+/// An error means the outcome is unknown, or the catalog refused the request before committing
+/// it: either way the caller keeps every file.
+pub fn publish_version<T>(
+    storage: &dyn Storage,
+    catalog: &dyn TableCatalog,
+    proposal: &VersionProposal<T>,
+) -> Result<Published> {
+    let mut maybe_applied = false;
+    let mut last_failure = None;
+    for _ in 0..PUT_REPEATS {
+        let e = match catalog.commit_version(&proposal.version, &proposal.statistics) {
+            Ok(true) => return Ok(Published::Ours),
+            Ok(false) if !maybe_applied => return Ok(Published::Theirs),
+            Ok(false) => {
+                let lost = Error::conflict("the catalog already held the version");
+                return match (proposal.recognise)(storage) {
+                    Ok(true) => {
+                        crate::warn!(
+                            "the catalog's answer to a version commit was lost, and the table holds the version: it was committed"
+                        );
+                        Ok(Published::Ours)
+                    }
+                    Ok(false) => Ok(Published::Theirs),
+                    Err(read) => Err(catalog_unknown(&format!(
+                        "{lost} after an unanswered request; reading the table back failed: {read}"
+                    ))),
+                };
+            }
+            Err(e) => e,
+        };
+        let unknown = e.message().contains(UNKNOWN_OUTCOME);
+        if !unknown && !maybe_applied {
+            // Refused before anything was committed, and no earlier request may have landed.
+            return Err(e);
+        }
+        maybe_applied |= unknown;
+        match (proposal.recognise)(storage) {
+            Ok(true) => {
+                crate::warn!(
+                    "the catalog's answer to a version commit was lost ({e}), and the table holds the version: it was committed"
+                );
+                return Ok(Published::Ours);
+            }
+            Ok(false) => last_failure = Some(e),
+            Err(read) => {
+                return Err(catalog_unknown(&format!(
+                    "{e}; reading the table back failed too: {read}"
+                )));
+            }
+        }
+    }
+    let why = last_failure.map_or_else(|| "no answer".to_string(), |e| e.to_string());
+    Err(catalog_unknown(&why))
 }
 
 /// Writes a file no other writer names, with put-if-absent; "already exists" after a failed
@@ -1104,5 +1178,127 @@ mod tests {
         assert!(!e.message().contains(UNKNOWN_OUTCOME), "{e}");
         assert_eq!(fake.swaps.get(), 0);
         assert_eq!(files(&inner), 0);
+    }
+
+    /// What the fake version catalog does with the next commit.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum VersionFault {
+        /// Commits, then answers an unknown outcome (a lost acknowledgement).
+        CommitThenUnknown,
+        /// Answers an unknown outcome without committing.
+        Unknown,
+        /// A rival commits the version first.
+        RivalFirst,
+        /// Refuses the request before looking at the table (a wrong credential).
+        Refuse,
+    }
+
+    /// A catalog keeping the table's versions: it writes version `n` as the file `v/<n>`, as
+    /// Paimon's REST catalog writes `snapshot/snapshot-<n>`, and answers `false` for a version
+    /// it already holds.
+    struct FakeVersions<'s> {
+        storage: &'s MemoryStorage,
+        faults: std::cell::RefCell<Vec<VersionFault>>,
+        commits: Cell<u32>,
+    }
+
+    impl TableCatalog for FakeVersions<'_> {
+        fn kind(&self) -> crate::table_catalog::CatalogKind {
+            crate::table_catalog::CatalogKind::Versions
+        }
+        fn load(&self) -> Result<Option<TableState>> {
+            unreachable!("a version catalog is not loaded")
+        }
+        fn create(&self, _: &str) -> Result<TableState> {
+            unreachable!()
+        }
+        fn commit(&self, _: &str, _: &str) -> Result<TableState> {
+            unreachable!()
+        }
+        fn swap_metadata_file(&self, _: &str, _: &str) -> Result<()> {
+            unreachable!()
+        }
+        fn commit_version(&self, version: &str, _: &str) -> Result<bool> {
+            self.commits.set(self.commits.get() + 1);
+            let fault = self.faults.borrow_mut().pop();
+            if fault == Some(VersionFault::Refuse) {
+                return Err(Error::invalid_input("401: the credential was refused"));
+            }
+            if fault == Some(VersionFault::RivalFirst) {
+                self.storage.put("v/1", b"rival").unwrap();
+            }
+            if fault == Some(VersionFault::Unknown) {
+                return Err(catalog_unknown("no answer"));
+            }
+            if self.storage.get_opt("v/1").unwrap().is_some() {
+                return Ok(false);
+            }
+            self.storage.put("v/1", version.as_bytes()).unwrap();
+            if fault == Some(VersionFault::CommitThenUnknown) {
+                return Err(catalog_unknown("the answer was lost"));
+            }
+            Ok(true)
+        }
+    }
+
+    fn version_proposal(ours: &'static str) -> VersionProposal<()> {
+        VersionProposal {
+            version: ours.into(),
+            statistics: "[]".into(),
+            recognise: Box::new(move |s: &dyn Storage| {
+                Ok(s.get_opt("v/1")?.is_some_and(|b| b == ours.as_bytes()))
+            }),
+            unreferenced: Vec::new(),
+            output: (),
+        }
+    }
+
+    fn versions<'s>(storage: &'s MemoryStorage, faults: &[VersionFault]) -> FakeVersions<'s> {
+        FakeVersions {
+            storage,
+            faults: std::cell::RefCell::new(faults.iter().rev().copied().collect()),
+            commits: Cell::new(0),
+        }
+    }
+
+    #[test]
+    fn a_version_catalog_decides_every_outcome_of_a_commit() {
+        let p = version_proposal("ours");
+        // Committed at once.
+        let s = MemoryStorage::new();
+        let c = versions(&s, &[]);
+        assert_eq!(publish_version(&s, &c, &p).unwrap(), Published::Ours);
+        // A rival holds the version: a lost race, never repeated.
+        let s = MemoryStorage::new();
+        let c = versions(&s, &[VersionFault::RivalFirst]);
+        assert_eq!(publish_version(&s, &c, &p).unwrap(), Published::Theirs);
+        assert_eq!(c.commits.get(), 1);
+        // Committed, the answer lost: the table read back holds ours.
+        let s = MemoryStorage::new();
+        let c = versions(&s, &[VersionFault::CommitThenUnknown]);
+        assert_eq!(publish_version(&s, &c, &p).unwrap(), Published::Ours);
+        assert_eq!(c.commits.get(), 1);
+        // Not committed, the answer lost: repeated, and it lands once.
+        let s = MemoryStorage::new();
+        let c = versions(&s, &[VersionFault::Unknown]);
+        assert_eq!(publish_version(&s, &c, &p).unwrap(), Published::Ours);
+        assert_eq!(c.commits.get(), 2);
+        // Lost, and a rival commits before the repeat: theirs.
+        let s = MemoryStorage::new();
+        let c = versions(&s, &[VersionFault::Unknown, VersionFault::RivalFirst]);
+        assert_eq!(publish_version(&s, &c, &p).unwrap(), Published::Theirs);
+        // Never answered: unknown, after the repeats.
+        let s = MemoryStorage::new();
+        let c = versions(&s, &[VersionFault::Unknown; 3]);
+        let e = publish_version(&s, &c, &p).unwrap_err();
+        assert!(e.message().contains(UNKNOWN_OUTCOME), "{e}");
+        assert_eq!(c.commits.get(), PUT_REPEATS);
+        // Refused before anything was committed: the error as it is, never repeated.
+        let s = MemoryStorage::new();
+        let c = versions(&s, &[VersionFault::Refuse]);
+        let e = publish_version(&s, &c, &p).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(!e.message().contains(UNKNOWN_OUTCOME), "{e}");
+        assert_eq!(c.commits.get(), 1);
     }
 }

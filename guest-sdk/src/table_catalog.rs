@@ -1,5 +1,6 @@
 //! The catalog that keeps the current table's metadata (contract 0.3.5's `table-catalog`
-//! import), behind a trait so that format code runs natively in tests too.
+//! import, and 0.3.6's `version-catalog` for a catalog that keeps the table's versions), behind
+//! a trait so that format code runs natively in tests too.
 //!
 //! An instance serves one table, and the host scopes the import to it: the host names the
 //! table, the catalog's endpoint and its credentials, so a plugin only ever says *what* to
@@ -21,6 +22,11 @@ pub enum CatalogKind {
     IcebergRest,
     /// By a metastore holding the location of the current metadata file.
     MetadataPointer,
+    /// By a catalog that keeps the sequence of the table's versions (Paimon's REST catalog):
+    /// the table's files are written as for [`CatalogKind::Files`], but the latest version is
+    /// the catalog's ([`TableCatalog::latest_version`]) and a version is committed through it
+    /// ([`TableCatalog::commit_version`]), never put by the plugin.
+    Versions,
 }
 
 /// The table's current state as its catalog reports it.
@@ -45,6 +51,21 @@ pub trait TableCatalog {
     fn commit(&self, requirements: &str, updates: &str) -> Result<TableState>;
     /// Points the table at `new_file` if it still points at `expected_file`.
     fn swap_metadata_file(&self, expected_file: &str, new_file: &str) -> Result<()>;
+    /// [`CatalogKind::Versions`]: the latest version's JSON; `None` before the first commit.
+    /// Other catalogs refuse it.
+    fn latest_version(&self) -> Result<Option<String>> {
+        Err(not_versions())
+    }
+    /// [`CatalogKind::Versions`]: commits `version` with `statistics` (JSON); `false` when
+    /// another writer committed that version first (a lost race). Other catalogs refuse it.
+    fn commit_version(&self, version: &str, statistics: &str) -> Result<bool> {
+        let _ = (version, statistics);
+        Err(not_versions())
+    }
+}
+
+fn not_versions() -> Error {
+    Error::unsupported("the table's catalog does not keep its versions")
 }
 
 /// A table kept by its files alone: every catalog call but [`TableCatalog::kind`] is refused.
@@ -80,6 +101,7 @@ pub struct HostCatalog;
 mod host {
     use super::{CatalogKind, HostCatalog, TableCatalog, TableState};
     use crate::bindings::fluss::lake::table_catalog as wit;
+    use crate::bindings::fluss::lake::version_catalog as versions;
     use crate::error::Result;
 
     fn state(s: wit::TableState) -> TableState {
@@ -91,6 +113,9 @@ mod host {
 
     impl TableCatalog for HostCatalog {
         fn kind(&self) -> CatalogKind {
+            if versions::keeps_versions() {
+                return CatalogKind::Versions;
+            }
             match wit::kind() {
                 wit::CatalogKind::Files => CatalogKind::Files,
                 wit::CatalogKind::IcebergRest => CatalogKind::IcebergRest,
@@ -108,6 +133,12 @@ mod host {
         }
         fn swap_metadata_file(&self, expected_file: &str, new_file: &str) -> Result<()> {
             Ok(wit::swap_metadata_file(expected_file, new_file)?)
+        }
+        fn latest_version(&self) -> Result<Option<String>> {
+            Ok(versions::latest_version()?)
+        }
+        fn commit_version(&self, version: &str, statistics: &str) -> Result<bool> {
+            Ok(versions::commit_version(version, statistics)?)
         }
     }
 }

@@ -31,12 +31,17 @@ import org.apache.paimon.types.RowType;
  *
  *   java -cp <paimon-bundle and hadoop jars> PaimonCheck <warehouse> <db> <table> <column>...
  *   java -cp <paimon-bundle>:<hive metastore client jars> PaimonCheck --hive <thrift-uri> <warehouse> <db> <table> <column>...
+ *   java -cp <paimon-bundle and hadoop jars> PaimonCheck --rest <uri> <token> <warehouse name> <db> <table> <column>...
  *
  * --hive loads the table from the Hive metastore at <thrift-uri> instead (Java Paimon's
  * HiveCatalog: metastore=hive, uri, warehouse; the table's files at the metastore table's
  * location; cluster/hive-metastore/, whose lib-client/, lib-paimon/ and lib/ jars must follow
  * paimon-bundle on the classpath). CatalogFactory finds the catalog by its options, so this
  * class compiles without the metastore's jars.
+ *
+ * --rest loads the table through Paimon's REST catalog at <uri> (Java Paimon's RESTCatalog:
+ * metastore=rest, uri, warehouse = the catalog's warehouse name, token.provider=bear, token):
+ * the latest snapshot is the catalog's answer, as every reader of such a table sees it.
  */
 public final class PaimonCheck {
     private static String q(Object s) {
@@ -109,11 +114,20 @@ public final class PaimonCheck {
     public static void main(String[] argv) throws Exception {
         Options options = new Options();
         boolean hive = argv.length > 1 && argv[0].equals("--hive");
+        boolean rest = argv.length > 2 && argv[0].equals("--rest");
         if (hive) {
             options.set("metastore", "hive");
             options.set("uri", argv[1]);
         }
-        String[] args = hive ? java.util.Arrays.copyOfRange(argv, 2, argv.length) : argv;
+        if (rest) {
+            options.set("metastore", "rest");
+            options.set("uri", argv[1]);
+            options.set("token.provider", "bear");
+            options.set("token", argv[2]);
+        }
+        String[] args =
+                hive ? java.util.Arrays.copyOfRange(argv, 2, argv.length)
+                        : rest ? java.util.Arrays.copyOfRange(argv, 3, argv.length) : argv;
         options.set("warehouse", args[0]);
         Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
         FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create(args[1], args[2]));

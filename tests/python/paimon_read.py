@@ -12,7 +12,9 @@ real Paimon reader sees.
 
 Every command but batch also takes --store JSON: the Azure (Azurite) or GCS (fake-gcs-server)
 store of an abfs://, wasbs:// or gs:// warehouse, read through that store (azure_gcs_env.py);
-s3:// warehouses are read with the S3_* settings of s3_env.py.
+s3:// warehouses are read with the S3_* settings of s3_env.py. --rest JSON
+({"uri", "token"}) reads through Paimon's REST catalog at `uri` (metastore=rest,
+token.provider=bear): <warehouse> is then the catalog's warehouse name.
 
 Canonical values: integers as ints, FLOAT/DOUBLE as floats, strings, booleans, DECIMAL as a
 string with exactly `scale` digits after the point, DATE as days since epoch, TIME as millis
@@ -119,13 +121,24 @@ def python_literal(canonical_value, field):
     return canonical_value
 
 
-def open_catalog(warehouse, store=None):
+def open_catalog(warehouse, store=None, rest=None):
     """A new catalog per command, so nothing read before (by an earlier command of a
     long-lived `batch` process) is reused. pypaimon also keeps a process-wide cache of the
     PyArrow datasets it opened per data file, keyed by the FileIO's file system: entries of
     one command can never serve another (each catalog has its own file system), so it only
     keeps every finished command's file systems alive; size 0 turns it off. `store`: the
-    Azure or GCS store of the warehouse (`--store`, azure_gcs_env.py)."""
+    Azure or GCS store of the warehouse (`--store`, azure_gcs_env.py). `rest`: Paimon's REST
+    catalog to read through (`--rest`)."""
+    if rest is not None:
+        rest = json.loads(rest)
+        return CatalogFactory.create({
+            "metastore": "rest",
+            "uri": rest["uri"],
+            "warehouse": warehouse,
+            "token.provider": "bear",
+            "token": rest["token"],
+            "file-format.metadata-cache.max-size": "0",
+        })
     return CatalogFactory.create({
         "warehouse": warehouse,
         "file-format.metadata-cache.max-size": "0",
@@ -135,7 +148,7 @@ def open_catalog(warehouse, store=None):
 
 
 def open_table(args):
-    catalog = open_catalog(args.warehouse, args.store)
+    catalog = open_catalog(args.warehouse, args.store, args.rest)
     table = catalog.get_table(f"{args.db}.{args.table}")
     if args.snapshot is not None:
         table = table.copy({"scan.snapshot-id": str(args.snapshot)})
@@ -201,7 +214,7 @@ def cmd_plan(args):
 
 
 def cmd_changelog(args):
-    catalog = open_catalog(args.warehouse, args.store)
+    catalog = open_catalog(args.warehouse, args.store, args.rest)
     table = catalog.get_table(f"{args.db}.{args.table}")
     snap = table.snapshot_manager().get_snapshot_by_id(args.snapshot)
     if snap is None or not snap.changelog_manifest_list:
@@ -226,7 +239,7 @@ def cmd_changelog(args):
 
 
 def cmd_snapshot(args):
-    catalog = open_catalog(args.warehouse, args.store)
+    catalog = open_catalog(args.warehouse, args.store, args.rest)
     table = catalog.get_table(f"{args.db}.{args.table}")
     manager = table.snapshot_manager()
     if args.snapshot is None:
@@ -260,6 +273,7 @@ def main(argv, allow_batch=True):
         p.add_argument("table")
         p.add_argument("--snapshot", type=int)
         p.add_argument("--store", metavar="JSON", help="the warehouse's Azure or GCS store (azure_gcs_env.py)")
+        p.add_argument("--rest", metavar="JSON", help='Paimon\'s REST catalog to read through: {"uri", "token"}')
 
     common(sub.add_parser("rows"))
     common(sub.add_parser("snapshot"))

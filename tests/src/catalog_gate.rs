@@ -9,6 +9,10 @@
 //! rival's commit lands in between (a real race, decided by the catalog), and can lose the
 //! answer to a commit the catalog applied ([`CatalogGate::lose_commit_answers`]). It records
 //! the catalog's status for every commit ([`CatalogGate::commits`]).
+//!
+//! In front of Paimon's REST catalog server, which checks its own bearer token, the gate
+//! forwards every request as it is ([`CatalogGate::forwarding`]) and only holds, loses and
+//! records commits (`POST .../tables/<table>/commit`), or refuses everything once revoked.
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -28,6 +32,8 @@ use crate::lossy_proxy::{Body, LoopbackServer, bad_gateway, send};
 
 #[derive(Default)]
 struct State {
+    /// The catalog checks credentials itself: the gate issues no token and checks none.
+    forwarding: bool,
     issued: HashSet<String>,
     revoked: bool,
     /// Commits still to hold, and those being held now.
@@ -52,12 +58,32 @@ impl CatalogGate {
     /// A gate on `127.0.0.1:<free port>` in front of the catalog at `upstream`
     /// (`http://host:port`), issuing tokens to `client_id` with `client_secret`.
     pub fn start(upstream: &str, client_id: &str, client_secret: &str) -> CatalogGate {
+        Self::with_state(upstream, client_id, client_secret, State::default())
+    }
+
+    /// A gate in front of a catalog that checks credentials itself (Paimon's REST catalog
+    /// server): requests pass as they are until [`Self::revoke`], which refuses every later one
+    /// with a 401 in Paimon's `ErrorResponse` form.
+    pub fn forwarding(upstream: &str) -> CatalogGate {
+        let state = State {
+            forwarding: true,
+            ..State::default()
+        };
+        Self::with_state(upstream, "", "", state)
+    }
+
+    fn with_state(
+        upstream: &str,
+        client_id: &str,
+        client_secret: &str,
+        state: State,
+    ) -> CatalogGate {
         let upstream = upstream
             .trim_end_matches('/')
             .strip_prefix("http://")
             .expect("the gate forwards to http:// only")
             .to_string();
-        let state = Arc::new(Mutex::new(State::default()));
+        let state = Arc::new(Mutex::new(state));
         let release = Arc::new(Semaphore::new(0));
         let client = (client_id.to_string(), client_secret.to_string());
         let (shared, gate) = (state.clone(), release.clone());
@@ -183,12 +209,15 @@ impl std::fmt::Display for AnswerLost {
 
 impl std::error::Error for AnswerLost {}
 
-/// A commit: `POST /v1/[prefix/]namespaces/<ns>/tables/<table>`.
+/// A commit: Iceberg's `POST /v1/[prefix/]namespaces/<ns>/tables/<table>`, Paimon's
+/// `POST /v1/<prefix>/databases/<db>/tables/<table>/commit`.
 fn is_commit(method: &Method, path: &str) -> bool {
     let Some((before, _)) = path.rsplit_once('/') else {
         return false;
     };
-    method == Method::POST && before.ends_with("/tables") && before.contains("/namespaces/")
+    let iceberg = before.ends_with("/tables") && before.contains("/namespaces/");
+    let paimon = path.ends_with("/commit") && path.contains("/databases/");
+    method == Method::POST && (iceberg || paimon)
 }
 
 async fn handle(
@@ -226,20 +255,49 @@ async fn handle(
                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}),
         ));
     }
+    if lock().forwarding {
+        let mut s = lock();
+        if s.revoked {
+            s.refused += 1;
+            return Ok(json(
+                StatusCode::UNAUTHORIZED,
+                serde_json::json!({"message": "Not authorized: the token was revoked", "code": 401}),
+            ));
+        }
+    } else if !has_valid_token(&parts, &state) {
+        return Ok(not_authorized("Not authorized: no valid token"));
+    }
+    forward(method, path, parts, body, upstream, state, release).await
+}
+
+/// Whether the request carries a token the gate issued and did not [`CatalogGate::revoke`];
+/// counts it as refused otherwise.
+fn has_valid_token(parts: &hyper::http::request::Parts, state: &Mutex<State>) -> bool {
     let token = parts
         .headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::to_string);
-    {
-        let mut s = lock();
-        let valid = token.is_some_and(|t| s.issued.contains(&t)) && !s.revoked;
-        if !valid {
-            s.refused += 1;
-            return Ok(not_authorized("Not authorized: no valid token"));
-        }
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    let valid = token.is_some_and(|t| s.issued.contains(&t)) && !s.revoked;
+    if !valid {
+        s.refused += 1;
     }
+    valid
+}
+
+/// Sends a request on to the catalog: a commit held, answered or lost as the test asked.
+async fn forward(
+    method: Method,
+    path: String,
+    parts: hyper::http::request::Parts,
+    body: Bytes,
+    upstream: String,
+    state: Arc<Mutex<State>>,
+    release: Arc<Semaphore>,
+) -> Result<Response<Body>, Box<dyn std::error::Error + Send + Sync>> {
+    let lock = || state.lock().unwrap_or_else(|p| p.into_inner());
     let commit = is_commit(&method, &path);
     if commit {
         let hold = {

@@ -246,46 +246,84 @@ pub fn rest_load_table(uri: &str, namespace: &str, table: &str) -> Option<Value>
 /// A GET of `path` from the REST catalog server at `uri` (`http://host:port`): (status, body).
 /// HTTP/1.0, so the server answers with the whole body and closes the connection.
 fn rest_get(uri: &str, path: &str) -> (u16, String) {
-    rest_call(uri, "GET", path, None)
+    http_call(uri, "GET", path, &[], None)
 }
 
 /// A POST of the JSON `body` to `path` of the REST catalog server at `uri`: (status, body).
 pub fn rest_post(uri: &str, path: &str, body: &str) -> (u16, String) {
-    rest_call(uri, "POST", path, Some(body))
+    http_call(uri, "POST", path, &[], Some(body))
 }
 
-/// One HTTP/1.0 request (the server answers with the whole body and closes the connection).
-fn rest_call(uri: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    use std::io::{Read, Write};
+/// One HTTP/1.0 request to a catalog server at `uri` with `headers`: (status, body). The body
+/// is read to its `Content-Length` (a server may keep the connection open: Paimon's
+/// `MockWebServer` does), else to the end of the connection.
+pub(crate) fn http_call(
+    uri: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, String) {
+    use std::io::{BufRead, BufReader, Read, Write};
     let addr = uri
         .strip_prefix("http://")
         .unwrap_or_else(|| panic!("{uri}: not an http:// URI"))
         .trim_end_matches('/');
     let mut stream = std::net::TcpStream::connect(addr)
-        .unwrap_or_else(|e| panic!("{uri}: {e}: is the Iceberg REST catalog server up?"));
+        .unwrap_or_else(|e| panic!("{uri}: {e}: is the catalog server up?"));
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(60)))
         .unwrap();
-    match body {
-        None => write!(stream, "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"),
-        Some(body) => write!(
-            stream,
-            "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let body = body.unwrap_or("");
+    let content = if method == "GET" {
+        String::new()
+    } else {
+        format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
             body.len()
-        ),
-    }
+        )
+    };
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n{extra}{content}\r\n{body}"
+    )
     .unwrap();
-    let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .unwrap_or_else(|e| panic!("{method} {uri}{path}: {e}"));
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let fail = |e: std::io::Error| -> ! { panic!("{method} {uri}{path}: {e}") };
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or_else(|e| fail(e)) == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
     let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("{method} {uri}{path}: not an HTTP answer: {head}"));
-    (status, body.to_string())
+    let length = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("content-length")
+            .then(|| v.trim().parse::<usize>().ok())?
+    });
+    let mut answer = Vec::new();
+    match length {
+        Some(n) => {
+            answer.resize(n, 0);
+            reader.read_exact(&mut answer).unwrap_or_else(|e| fail(e));
+        }
+        None => {
+            reader.read_to_end(&mut answer).unwrap_or_else(|e| fail(e));
+        }
+    }
+    (status, String::from_utf8_lossy(&answer).into_owned())
 }
 
 fn java_classpath() -> Vec<std::path::PathBuf> {

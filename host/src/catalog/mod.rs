@@ -1,5 +1,6 @@
 //! The host's client of catalog services: the Apache Iceberg REST catalog protocol
-//! (`open-api/rest-catalog-open-api.yaml` in apache/iceberg), AWS Glue and the Hive Metastore.
+//! (`open-api/rest-catalog-open-api.yaml` in apache/iceberg), AWS Glue, the Hive Metastore,
+//! and Paimon's REST catalog.
 //!
 //! # Why the host speaks the protocol, not the plugin
 //!
@@ -39,6 +40,9 @@
 //! - [`hive`]: the Hive Metastore as Iceberg's `HiveCatalog` uses it ([`HiveCatalog`]:
 //!   `get_table`, `alter_table_with_environment_context` with the expected metadata location),
 //!   over [`thrift`], the binary protocol's values kept whole.
+//! - [`paimon_rest`]: Paimon's REST catalog ([`PaimonRestCatalog`]: a table's location and id,
+//!   its latest snapshot, and the commit of a new one, which the catalog's server writes); the
+//!   plugin's capability is the contract's `version-catalog` import (WIT 0.3.6).
 //! - `auth`: bearer tokens (static, or OAuth2 client credentials refreshed before expiry).
 //!
 //! [`ErrorKind::CommitUnknown`]: crate::error::ErrorKind::CommitUnknown
@@ -47,6 +51,7 @@ mod auth;
 pub mod glue;
 pub mod hive;
 pub mod options;
+pub mod paimon_rest;
 pub mod pointer;
 pub mod rest;
 pub mod thrift;
@@ -70,6 +75,7 @@ use crate::error::{Error, ErrorKind, Result};
 pub use glue::{GlueCatalog, GlueOptions};
 pub use hive::{HiveCatalog, HiveOptions};
 pub use options::{CatalogAuth, CatalogKind, CatalogOptions, LakeCatalog, Secret};
+pub use paimon_rest::{PaimonRestCatalog, PaimonRestOptions, PaimonRestTable};
 pub use pointer::{Metastore, PointerTable};
 pub use rest::{RestCatalog, RestTable};
 

@@ -19,6 +19,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use super::glue::{self, GlueOptions};
 use super::hive::{self, HiveOptions};
+use super::paimon_rest::PaimonRestOptions;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The catalog that keeps a lake table, as its lake options name it.
@@ -34,6 +35,9 @@ pub enum LakeCatalog {
     /// registers each table and its location; commits go to the table's files as in a
     /// filesystem catalog.
     PaimonHive(HiveOptions),
+    /// Paimon's REST catalog (`metastore=rest`): it says where each table is and keeps its
+    /// snapshots; commits go through it.
+    PaimonRest(PaimonRestOptions),
 }
 
 impl LakeCatalog {
@@ -66,6 +70,16 @@ impl LakeCatalog {
         {
             return HiveOptions::for_paimon(options).map(|o| Some(LakeCatalog::PaimonHive(o)));
         }
+        if format == "paimon"
+            && options
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "metastore")
+                .is_some_and(|(_, v)| v.trim().eq_ignore_ascii_case("rest"))
+        {
+            return PaimonRestOptions::from_lake_options(options)
+                .map(|o| Some(LakeCatalog::PaimonRest(o)));
+        }
         if format == "iceberg" && glue::is_glue(options) {
             if options
                 .iter()
@@ -89,6 +103,7 @@ impl LakeCatalog {
             LakeCatalog::Rest(o) => &o.uri,
             LakeCatalog::Glue(o) => &o.endpoint,
             LakeCatalog::Hive(o) | LakeCatalog::PaimonHive(o) => &o.uri,
+            LakeCatalog::PaimonRest(o) => &o.uri,
         }
     }
 }
@@ -199,6 +214,8 @@ const CATALOG_KEYS: &[&str] = &[
     "rest-metrics-reporting-enabled",
     "lock-impl",
     "clients",
+    // Paimon's REST catalog: how its token is made.
+    "token.provider",
 ];
 
 /// Catalog keys by prefix: extra headers, the REST client's and auth managers' settings, and
@@ -213,6 +230,8 @@ const CATALOG_PREFIXES: &[&str] = &[
     "lock.",
     // The Hive Metastore client's settings (`hive.metastore.*`, `hive.conf.dir`, ...).
     "hive.",
+    // Paimon's REST catalog's DLF signing settings (`dlf.access-key-id`, ...).
+    "dlf.",
 ];
 
 impl CatalogOptions {
@@ -240,7 +259,7 @@ impl CatalogOptions {
                         ErrorKind::Unsupported,
                         format!(
                             "datalake.paimon.metastore={other}: Paimon tables kept by a {other} catalog are not written yet \
-                             (only metastore=filesystem and metastore=hive); refused rather than writing files the {other} catalog would not know"
+                             (only metastore=filesystem, hive and rest); refused rather than writing files the {other} catalog would not know"
                         ),
                     )),
                 }
@@ -412,31 +431,12 @@ impl CatalogOptions {
             }
         };
 
-        let mut headers = Vec::new();
-        for (key, value) in options {
-            let Some(name) = key.strip_prefix("header.") else {
-                continue;
-            };
-            let parsed = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| config(format!("{key}: not a valid HTTP header name")))?;
-            if RESERVED_HEADERS.contains(&parsed.as_str()) {
-                return Err(config(format!(
-                    "{key}: the host sets this header itself; it cannot be configured"
-                )));
-            }
-            if HeaderValue::from_str(value.trim()).is_err() {
-                return Err(config(format!("{key}: not a valid HTTP header value")));
-            }
-            headers.retain(|(n, _): &(String, Secret)| n != parsed.as_str());
-            headers.push((parsed.as_str().to_string(), Secret::new(value.trim())));
-        }
-
         Ok(Some(CatalogOptions {
             uri,
             warehouse: get("warehouse").map(str::to_string),
             prefix,
             auth,
-            headers,
+            headers: parse_headers(options)?,
         }))
     }
 
@@ -481,6 +481,31 @@ const RESERVED_HEADERS: &[&str] = &[
     "connection",
     "host",
 ];
+
+/// The `header.<name>` options: extra headers on every request of a REST catalog (values are
+/// secrets: they often carry API keys). A later key wins; the headers the host sets itself
+/// are refused.
+pub(crate) fn parse_headers(options: &[(String, String)]) -> Result<Vec<(String, Secret)>> {
+    let mut headers = Vec::new();
+    for (key, value) in options {
+        let Some(name) = key.strip_prefix("header.") else {
+            continue;
+        };
+        let parsed = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| config(format!("{key}: not a valid HTTP header name")))?;
+        if RESERVED_HEADERS.contains(&parsed.as_str()) {
+            return Err(config(format!(
+                "{key}: the host sets this header itself; it cannot be configured"
+            )));
+        }
+        if HeaderValue::from_str(value.trim()).is_err() {
+            return Err(config(format!("{key}: not a valid HTTP header value")));
+        }
+        headers.retain(|(n, _): &(String, Secret)| n != parsed.as_str());
+        headers.push((parsed.as_str().to_string(), Secret::new(value.trim())));
+    }
+    Ok(headers)
+}
 
 fn config(message: impl Into<String>) -> Error {
     Error::new(

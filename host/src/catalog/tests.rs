@@ -735,11 +735,24 @@ fn each_format_gets_only_the_catalogs_the_host_writes() {
     }
     let e = super::LakeCatalog::for_format("paimon", &opts(&[("metastore", "hive")])).unwrap_err();
     assert!(e.message().contains("metastore=hive needs 'uri'"), "{e}");
-    for metastore in ["rest", "jdbc"] {
-        let e = super::LakeCatalog::for_format("paimon", &opts(&[("metastore", metastore)]))
-            .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    let e = super::LakeCatalog::for_format("paimon", &opts(&[("metastore", "jdbc")])).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    // Paimon's REST catalog is the host's too.
+    let rest = opts(&[
+        ("metastore", "rest"),
+        ("uri", "http://127.0.0.1:8281"),
+        ("warehouse", "fluss"),
+        ("token.provider", "bear"),
+        ("token", "t0k3n"),
+    ]);
+    match super::LakeCatalog::for_format("paimon", &rest).unwrap() {
+        Some(super::LakeCatalog::PaimonRest(o)) => assert_eq!(o.warehouse, "fluss"),
+        other => panic!("{other:?}"),
     }
+    let e = super::LakeCatalog::for_format("paimon", &opts(&[("metastore", "rest")])).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+    assert!(CatalogOptions::is_catalog_key("token.provider"));
+    assert!(CatalogOptions::is_catalog_key("dlf.access-key-secret"));
     for metastore in ["hive", "rest", "jdbc"] {
         let o = opts(&[("metastore", metastore), ("uri", "thrift://hms:9083")]);
         let e = CatalogOptions::for_format("paimon", &o).unwrap_err();

@@ -198,6 +198,12 @@ impl Plugin {
         &self.contract_version
     }
 
+    /// Whether the plugin was built against contract `version` or a later compatible one (an
+    /// import added in a patch version is only there from that version on).
+    pub fn implements_contract(&self, version: &str) -> bool {
+        contract_at_least(&self.contract_version, version)
+    }
+
     /// Where the plugin's tables live (checked at load).
     pub fn layout(&self) -> &TableLayout {
         &self.layout
@@ -288,6 +294,18 @@ pub fn contract_compatible(plugin: &str, host: &str) -> bool {
     };
     match (parse(plugin), parse(host)) {
         (Some((pm, pn)), Some((hm, hn))) => pm == hm && (hm > 0 || pn == hn),
+        _ => false,
+    }
+}
+
+/// Whether contract version `plugin` is `version` or later (by major, minor and patch).
+fn contract_at_least(plugin: &str, version: &str) -> bool {
+    let parse = |v: &str| -> Option<(u64, u64, u64)> {
+        let mut it = v.split('.').map(|p| p.parse().ok());
+        Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
+    };
+    match (parse(plugin), parse(version)) {
+        (Some(p), Some(v)) => p >= v,
         _ => false,
     }
 }
@@ -395,6 +413,14 @@ mod tests {
         let current =
             component_importing(&engine, &format!("fluss:lake/logging@{CONTRACT_VERSION}"));
         assert_eq!(other_contract_version(&current, &engine), None);
+    }
+
+    #[test]
+    fn implements_contract_compares_patch_versions() {
+        assert!(contract_at_least("0.3.6", "0.3.6"));
+        assert!(contract_at_least("0.3.10", "0.3.6"));
+        assert!(!contract_at_least("0.3.5", "0.3.6"));
+        assert!(!contract_at_least("garbage", "0.3.6"));
     }
 
     #[test]

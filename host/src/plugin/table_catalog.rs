@@ -1,5 +1,5 @@
-//! The `table-catalog` import (contract 0.3.5): the catalog of the one table an instance
-//! serves, as the host resolved it.
+//! The `table-catalog` import (contract 0.3.5) and the `version-catalog` import (0.3.6): the
+//! catalog of the one table an instance serves, as the host resolved it.
 //!
 //! The host speaks the catalog's protocol itself ([`crate::catalog`]) and hands the plugin a
 //! capability scoped to one table: the plugin names no endpoint, no table and no credential,
@@ -13,11 +13,16 @@
 //! the host reads the file the metastore points at and hands its content to the plugin, and
 //! checks a new file the plugin wrote before it points the table at it
 //! ([`crate::catalog::pointer`]).
+//!
+//! A table of Paimon's REST catalog ([`VersionScope`]) is written as a filesystem catalog's
+//! table (`table-catalog.kind` answers `files`), but its snapshots are the catalog's: the
+//! plugin reads the latest and commits the next through `version-catalog`, and the host checks
+//! each snapshot ([`crate::catalog::paimon_rest::check_version`]) and names the table's id.
 
-use super::bindings::fluss::lake::{table_catalog, types};
+use super::bindings::fluss::lake::{table_catalog, types, version_catalog};
 use super::host_api::InstanceState;
 use crate::catalog::pointer::ResolvedPointerTable;
-use crate::catalog::{LoadedTable, PointerTable, RestTable};
+use crate::catalog::{LoadedTable, PaimonRestTable, PointerTable, RestTable};
 use crate::error::{Error, ErrorKind};
 
 /// The catalog an instance's table is kept by.
@@ -30,6 +35,18 @@ pub enum TableCatalogScope {
     Rest(RestScope),
     /// By a metastore's pointer to the current metadata file (AWS Glue, Hive Metastore).
     Pointer(PointerScope),
+    /// By a catalog that keeps the table's versions (Paimon's REST catalog).
+    Versions(VersionScope),
+}
+
+/// One table of Paimon's REST catalog, as the host resolved it (it always exists: the
+/// coordinator creates the catalog's tables).
+#[derive(Clone)]
+pub struct VersionScope {
+    pub table: std::sync::Arc<PaimonRestTable>,
+    /// The table's id as the catalog answered it when the round resolved the table: every
+    /// commit names it, so a table dropped and created again is never committed to.
+    pub table_id: String,
 }
 
 /// One table of a metastore, as the host resolved it (it always exists: the host does not
@@ -94,7 +111,14 @@ impl InstanceState {
     fn rest(&self, call: &str) -> Result<RestScope, types::LakeError> {
         match &self.catalog {
             TableCatalogScope::Rest(scope) => Ok(scope.clone()),
-            TableCatalogScope::Files | TableCatalogScope::Pointer(_) => Err(unsupported(call)),
+            _ => Err(unsupported(call)),
+        }
+    }
+
+    fn versions(&self, call: &str) -> Result<VersionScope, types::LakeError> {
+        match &self.catalog {
+            TableCatalogScope::Versions(scope) => Ok(scope.clone()),
+            _ => Err(unsupported(call)),
         }
     }
 
@@ -153,7 +177,11 @@ impl InstanceState {
 impl table_catalog::Host for InstanceState {
     async fn kind(&mut self) -> table_catalog::CatalogKind {
         match self.catalog {
-            TableCatalogScope::Files => table_catalog::CatalogKind::Files,
+            // A version catalog's table is written as one kept by its files; its versions go
+            // through `version-catalog`.
+            TableCatalogScope::Files | TableCatalogScope::Versions(_) => {
+                table_catalog::CatalogKind::Files
+            }
             TableCatalogScope::Rest(_) => table_catalog::CatalogKind::IcebergRest,
             TableCatalogScope::Pointer(_) => table_catalog::CatalogKind::MetadataPointer,
         }
@@ -228,6 +256,30 @@ impl table_catalog::Host for InstanceState {
         scope
             .table
             .swap(&storage, &scope.resolved, &expected_file, &new_file)
+            .await
+            .map_err(to_lake)
+    }
+}
+
+impl version_catalog::Host for InstanceState {
+    async fn keeps_versions(&mut self) -> bool {
+        matches!(self.catalog, TableCatalogScope::Versions(_))
+    }
+
+    async fn latest_version(&mut self) -> Result<Option<String>, types::LakeError> {
+        let scope = self.versions("latest-version")?;
+        scope.table.latest_snapshot().await.map_err(to_lake)
+    }
+
+    async fn commit_version(
+        &mut self,
+        version: String,
+        statistics: String,
+    ) -> Result<bool, types::LakeError> {
+        let scope = self.versions("commit-version")?;
+        scope
+            .table
+            .commit(&scope.table_id, &version, &statistics)
             .await
             .map_err(to_lake)
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use fluss::metadata::TablePath;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{CatalogOptions, RestCatalog};
+use crate::catalog::{CatalogOptions, PaimonRestCatalog, PaimonRestOptions, RestCatalog};
 use crate::config::HostConfig;
 use crate::coordinator::CoordinatorClient;
 use crate::fluss::client::FlussClient;
@@ -53,12 +53,13 @@ pub struct TieringContext {
     pub stopping: CancellationToken,
 }
 
-/// The REST catalogs of the process: one connection (configuration, token, HTTP pool) per
+/// The REST catalogs of the process (Iceberg's and Paimon's): one connection (configuration, token, HTTP pool) per
 /// set of catalog options, shared by every round. A failed connection is not remembered, so a
 /// catalog that was down is tried again by the next round.
 #[derive(Default)]
 pub struct Catalogs {
     connected: tokio::sync::Mutex<Vec<(CatalogOptions, RestCatalog)>>,
+    paimon: tokio::sync::Mutex<Vec<(PaimonRestOptions, PaimonRestCatalog)>>,
 }
 
 impl Catalogs {
@@ -73,6 +74,21 @@ impl Catalogs {
             return Ok(catalog.clone());
         }
         let catalog = RestCatalog::connect(options, timeout).await?;
+        connected.push((options.clone(), catalog.clone()));
+        Ok(catalog)
+    }
+
+    /// The Paimon REST catalog `options` name, connected.
+    pub async fn paimon(
+        &self,
+        options: &PaimonRestOptions,
+        timeout: std::time::Duration,
+    ) -> crate::error::Result<PaimonRestCatalog> {
+        let mut connected = self.paimon.lock().await;
+        if let Some((_, catalog)) = connected.iter().find(|(o, _)| o == options) {
+            return Ok(catalog.clone());
+        }
+        let catalog = PaimonRestCatalog::connect(options, timeout).await?;
         connected.push((options.clone(), catalog.clone()));
         Ok(catalog)
     }

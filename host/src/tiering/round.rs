@@ -31,7 +31,9 @@ use crate::fluss::{reader, table};
 use crate::metrics::registry::{CommittedRound, short_digest};
 use crate::metrics::{TableLabels, TableMetrics, metrics};
 use crate::plugin::storage::{ScopedStorage, StorageQuota};
-use crate::plugin::table_catalog::{PointerScope, Resolved, RestScope, TableCatalogScope};
+use crate::plugin::table_catalog::{
+    PointerScope, Resolved, RestScope, TableCatalogScope, VersionScope,
+};
 use crate::plugin::{PluginInstance, wit};
 use crate::tiering::routing;
 use crate::time::now_millis;
@@ -447,6 +449,62 @@ pub async fn resolve_table(
                 .scope(&name)?
                 .with_quota(quota());
             (storage, TableCatalogScope::Files)
+        }
+        Some(LakeCatalog::PaimonRest(options)) => {
+            if !plugin.implements_contract("0.3.6") {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "{}: the table is kept by Paimon's REST catalog {}, which plugin {} (contract {}) cannot commit to: it needs contract 0.3.6's version-catalog import (rebuild it on the current SDK)",
+                        assignment.path,
+                        options.uri,
+                        plugin.describe(),
+                        plugin.contract_version()
+                    ),
+                ));
+            }
+            routing::check_catalog_uri(
+                &options.uri,
+                &format,
+                &ctx.config.lake_options,
+                &ctx.cluster.catalog_uris,
+            )
+            .map_err(|e| in_table(assignment, e))?;
+            let catalog = ctx
+                .catalogs
+                .paimon(&options, ctx.config.rpc_timeout)
+                .await
+                .map_err(|e| in_table(assignment, e))?;
+            let table = catalog.table(assignment.path.database(), assignment.path.table());
+            // The catalog says where the table is and which table it is; the coordinator
+            // creates it (the host never writes a table the catalog does not know).
+            let loaded = table
+                .load()
+                .await
+                .map_err(|e| in_table(assignment, e))?
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::NotFound,
+                        format!(
+                            "{}: the Paimon REST catalog {} has no table {} (the Fluss coordinator creates it when the table is created with table.datalake.enabled)",
+                            assignment.path, options.uri, assignment.path
+                        ),
+                    )
+                })?;
+            let (parent, name) =
+                table_location_parts(&loaded.path).map_err(|e| in_table(assignment, e))?;
+            let storage = ctx
+                .warehouses
+                .get(&parent, &storage_options)
+                .await
+                .map_err(|e| in_table(assignment, e))?
+                .scope(&name)?
+                .with_quota(quota());
+            let scope = TableCatalogScope::Versions(VersionScope {
+                table: Arc::new(table),
+                table_id: loaded.id,
+            });
+            (storage, scope)
         }
         Some(LakeCatalog::Rest(options)) => {
             routing::check_catalog_uri(

@@ -278,6 +278,29 @@ async fn a_plugin_cannot_name_another_tables_location() {
     }
 }
 
+/// Contract 0.3.6 adds the `version-catalog` import and leaves `table-catalog` as it was: a
+/// plugin built against 0.3.5 (`tests/fixtures/plugins/evil-0.3.5.wasm`, the `evil` test plugin
+/// as commit 3bf2a7e built it), which imports `table-catalog@0.3.5`, still links against this
+/// host and writes a split, and the host knows it cannot commit to a version catalog.
+#[tokio::test]
+async fn a_plugin_of_contract_0_3_5_still_links_and_writes() {
+    let s = Suite::load().await;
+    let fixture = fluss_lake_e2e::repo_root().join("tests/fixtures/plugins/evil-0.3.5.wasm");
+    let engine = Arc::new(
+        PluginEngine::new(EngineSettings {
+            cache: Some(host::plugin_cache()),
+            ..EngineSettings::default()
+        })
+        .unwrap(),
+    );
+    let bytes = std::fs::read(&fixture).unwrap();
+    let imports = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
+    assert!(imports(b"fluss:lake/table-catalog@0.3.5") && !imports(b"fluss:lake/version-catalog"));
+    let old = Plugin::load(engine, &fixture).await.unwrap();
+    assert!(!old.implements_contract("0.3.6"));
+    s.split(&old, &evil_table("honest", &[])).await.unwrap();
+}
+
 #[tokio::test]
 async fn paths_that_escape_the_table_are_refused_by_the_host() {
     let s = Suite::load().await;

@@ -6,5 +6,6 @@ mod evil_guests;
 mod hive_catalog;
 mod iceberg;
 mod lance;
+mod paimon_rest_catalog;
 mod plugin_reload;
 mod rest_catalog;

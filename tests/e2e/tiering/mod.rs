@@ -18,6 +18,7 @@ mod paimon_hive;
 mod paimon_log_table;
 mod paimon_partitioned_concurrent;
 mod paimon_primary_key;
+mod paimon_rest;
 mod remote_log_stores;
 mod sasl;
 mod schema_changes;

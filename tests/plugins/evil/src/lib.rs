@@ -434,9 +434,63 @@ fn swap_to(
     table_catalog::swap_metadata_file(expected, file)
 }
 
+/// Tries to use the `version-catalog` import (a Paimon REST catalog's table) beyond its own
+/// table; answers, as an error, what the host said.
+fn version_attack(attack: &str) -> LakeError {
+    use fluss_lake_guest_sdk::bindings::fluss::lake::version_catalog;
+    if let Err(e) = version_catalog::latest_version() {
+        return e;
+    }
+    let snapshot = |base: &str| {
+        format!(
+            r#"{{"version":3,"id":1,"schemaId":0,"baseManifestList":"{base}","deltaManifestList":"manifest-list-evil-1","commitUser":"evil","commitIdentifier":1,"commitKind":"APPEND","timeMillis":1}}"#
+        )
+    };
+    let answer = match attack {
+        // A snapshot whose readers would read another table's manifests.
+        "foreign-manifest" => version_catalog::commit_version(
+            &snapshot("../../victim/manifest/manifest-list-0"),
+            "[]",
+        ),
+        // A snapshot far larger than any.
+        "huge" => version_catalog::commit_version(
+            &format!(
+                "{}{}",
+                snapshot("manifest-list-evil-0"),
+                " ".repeat(5 << 20)
+            ),
+            "[]",
+        ),
+        // Deeply nested statistics, to exhaust a parser's stack.
+        "deep-json" => {
+            version_catalog::commit_version(&snapshot("manifest-list-evil-0"), &"[".repeat(200_000))
+        }
+        other => {
+            return error(
+                WitErrorKind::InvalidInput,
+                format!("unknown attack {other}"),
+            );
+        }
+    };
+    let attack = format!("version-{attack}");
+    match answer {
+        Ok(_) => error(
+            WitErrorKind::Internal,
+            format!("catalog attack {attack} was accepted"),
+        ),
+        Err(e) => error(
+            e.kind,
+            format!("catalog attack {attack} refused: {}", e.message),
+        ),
+    }
+}
+
 fn catalog_attack(attack: &str) -> LakeError {
     use fluss_lake_guest_sdk::bindings::fluss::lake::table_catalog;
     use fluss_lake_guest_sdk::deps::serde_json;
+    if let Some(attack) = attack.strip_prefix("version-") {
+        return version_attack(attack);
+    }
     let current = match table_catalog::load_table() {
         Ok(Some(state)) => state,
         Ok(None) => return error(WitErrorKind::NotFound, "no table".into()),
