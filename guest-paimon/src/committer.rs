@@ -567,8 +567,7 @@ impl Attempt for SnapshotAttempt<'_> {
                 statistics,
                 // The base manifest list is unique to the attempt: a snapshot naming it is ours.
                 recognise: Box::new(move |storage: &dyn Storage| {
-                    Ok(read_snapshot(storage, id)?
-                        .is_some_and(|s| s.base_manifest_list == base_list))
+                    committed_by_catalog(storage, id, &base_list)
                 }),
                 unreferenced: Vec::new(),
                 output: (snapshot, manifests),
@@ -588,6 +587,24 @@ impl Attempt for SnapshotAttempt<'_> {
             update_hints(storage, output.0.id);
         }
     }
+}
+
+/// Whether the catalog holds snapshot `id` naming `base_list` (unique to the attempt that built
+/// it), as Java's `FileStoreCommitImpl` tells a retried commit that landed: only when the
+/// catalog's latest snapshot is `id` or later, and the snapshot `id` (the catalog's own answer
+/// when it is the latest, else its file) names that list.
+fn committed_by_catalog(storage: &dyn Storage, id: i64, base_list: &str) -> Result<bool> {
+    let Some(latest) = fluss_lake_guest_sdk::table_catalog::current().latest_version()? else {
+        return Ok(false);
+    };
+    let latest = Snapshot::from_json(latest.as_bytes()).context("the catalog's latest snapshot")?;
+    if latest.id < id {
+        return Ok(false);
+    }
+    if latest.id == id {
+        return Ok(latest.base_manifest_list == base_list);
+    }
+    Ok(read_snapshot(storage, id)?.is_some_and(|s| s.base_manifest_list == base_list))
 }
 
 /// What a commit changes in each partition, as Paimon's `PartitionStatistics` JSON array

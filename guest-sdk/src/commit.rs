@@ -397,53 +397,64 @@ pub fn commit<A: Attempt>(
         // Publishes the plan's final step; what a lost race means for the log; and whether an
         // error that is not an unknown outcome proves nothing was published (only a refused
         // swap does: nothing else is refused before it could land).
-        let (outcome, unreferenced, output, race, refusal_proves_unpublished) =
-            match attempt.build(storage, &base, &mut written)? {
-                Plan::Publish(p) => (
-                    publish(storage, &p.path, &p.bytes),
-                    p.unreferenced,
-                    p.output,
-                    format!("{} was published by another writer", p.path),
-                    false,
+        let (outcome, unreferenced, output, race, refusal_proves_unpublished) = match attempt
+            .build(storage, &base, &mut written)?
+        {
+            Plan::Publish(p) if versions_kept_by_catalog() => {
+                // Putting the version file would run the table's files ahead of its
+                // catalog: catalog readers would miss it, and every commit of that version
+                // through the catalog would be refused from then on.
+                return Err(Error::internal(format!(
+                    "{what}: the table's catalog keeps its versions, so {} must be committed through it, not put",
+                    p.path
+                )));
+            }
+            Plan::Publish(p) => (
+                publish(storage, &p.path, &p.bytes),
+                p.unreferenced,
+                p.output,
+                format!("{} was published by another writer", p.path),
+                false,
+            ),
+            Plan::Commit(p) => (
+                publish_to_catalog(&*crate::table_catalog::current(), &p),
+                p.unreferenced,
+                p.output,
+                "the catalog refused the change: the table moved on".to_string(),
+                false,
+            ),
+            Plan::Swap(p) => (
+                publish_by_swap(storage, &*crate::table_catalog::current(), &p, &mut written),
+                p.unreferenced,
+                p.output,
+                format!(
+                    "the table no longer pointed at {}: another writer committed",
+                    p.expected
                 ),
-                Plan::Commit(p) => (
-                    publish_to_catalog(&*crate::table_catalog::current(), &p),
-                    p.unreferenced,
-                    p.output,
-                    "the catalog refused the change: the table moved on".to_string(),
-                    false,
-                ),
-                Plan::Swap(p) => (
-                    publish_by_swap(storage, &*crate::table_catalog::current(), &p, &mut written),
-                    p.unreferenced,
-                    p.output,
-                    format!(
-                        "the table no longer pointed at {}: another writer committed",
-                        p.expected
-                    ),
-                    true,
-                ),
-                Plan::Version(p) => (
-                    publish_version(storage, &*crate::table_catalog::current(), &p),
-                    p.unreferenced,
-                    p.output,
-                    "the catalog already held that version: another writer committed".to_string(),
-                    false,
-                ),
-                Plan::BaseMoved(why) => {
-                    crate::warn!("{what}: attempt {n} found its base moved ({why}); retrying");
-                    last_race = why;
-                    continue;
-                }
-                Plan::Done(output) => {
-                    written.discard();
-                    prepared.discard();
-                    return Ok(Committed {
-                        output,
-                        attempts: n,
-                    });
-                }
-            };
+                true,
+            ),
+            // A plain error of `publish_version` comes before any request may have landed.
+            Plan::Version(p) => (
+                publish_version(storage, &*crate::table_catalog::current(), &p),
+                p.unreferenced,
+                p.output,
+                "the catalog already held that version: another writer committed".to_string(),
+                true,
+            ),
+            Plan::BaseMoved(why) => {
+                crate::warn!("{what}: attempt {n} found its base moved ({why}); retrying");
+                last_race = why;
+                continue;
+            }
+            Plan::Done(output) => {
+                written.discard();
+                prepared.discard();
+                return Ok(Committed {
+                    output,
+                    attempts: n,
+                });
+            }
+        };
         match outcome {
             Ok(Published::Ours) => {
                 written.keep();
@@ -477,6 +488,10 @@ pub fn commit<A: Attempt>(
     Err(Error::conflict(format!(
         "{what}: gave up after {max_attempts} attempts lost races ({last_race})"
     )))
+}
+
+fn versions_kept_by_catalog() -> bool {
+    crate::table_catalog::current().kind() == crate::table_catalog::CatalogKind::Versions
 }
 
 fn delete_unreferenced(storage: &dyn Storage, what: &str, paths: &[String]) {
@@ -1300,5 +1315,49 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
         assert!(!e.message().contains(UNKNOWN_OUTCOME), "{e}");
         assert_eq!(c.commits.get(), 1);
+    }
+
+    /// A catalog of versions installed as the instance's, for the kit's `commit`.
+    struct InstalledVersions;
+
+    impl TableCatalog for InstalledVersions {
+        fn kind(&self) -> crate::table_catalog::CatalogKind {
+            crate::table_catalog::CatalogKind::Versions
+        }
+        fn load(&self) -> Result<Option<TableState>> {
+            unreachable!()
+        }
+        fn create(&self, _: &str) -> Result<TableState> {
+            unreachable!()
+        }
+        fn commit(&self, _: &str, _: &str) -> Result<TableState> {
+            unreachable!()
+        }
+        fn swap_metadata_file(&self, _: &str, _: &str) -> Result<()> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn a_table_whose_catalog_keeps_its_versions_never_gets_a_version_file_put() {
+        let storage = MemoryStorage::new();
+        let _installed = crate::table_catalog::install(std::rc::Rc::new(InstalledVersions));
+        let mut prepared = Written::new(&storage);
+        prepared.put("f/prepared", b"x").unwrap();
+        let e = commit(
+            &storage,
+            RetryPolicy::retries(3),
+            "toy",
+            prepared,
+            &mut toy(),
+        )
+        .unwrap_err();
+        assert!(e.message().contains("must be committed through it"), "{e}");
+        assert_eq!(storage.get_opt("v/1").unwrap(), None, "no version file put");
+        assert_eq!(
+            files(&storage),
+            0,
+            "nothing published: the attempt's files are gone"
+        );
     }
 }

@@ -42,6 +42,9 @@ struct State {
     to_lose: usize,
     commits: Vec<(u16, bool)>,
     refused: usize,
+    /// Storage settings the gate vends in every table answer's `config`, as a catalog that
+    /// vends credentials does ([`CatalogGate::vend`]).
+    vended: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// The gate; stopped when dropped.
@@ -126,6 +129,17 @@ impl CatalogGate {
     /// refused), then the client's connection is closed without an answer.
     pub fn lose_commit_answers(&self, n: usize) {
         self.lock().to_lose += n;
+    }
+
+    /// From now on, every table answer (load, create, commit) carries `config` in its
+    /// `config`, as an Iceberg REST catalog vending storage credentials for the table does.
+    pub fn vend(&self, config: &[(&str, &str)]) {
+        self.lock().vended = Some(
+            config
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+                .collect(),
+        );
     }
 
     /// Every commit forwarded, in order.
@@ -333,8 +347,35 @@ async fn forward(
         let _ = response.into_body().collect().await;
         return Err(Box::new(AnswerLost));
     }
-    let (parts, body) = response.into_parts();
-    Ok(Response::from_parts(parts, body.boxed()))
+    let vended = lock().vended.clone();
+    let (mut parts, body) = response.into_parts();
+    match vended {
+        // An Iceberg table answer (`LoadTableResult`): its `config` gets the vended settings.
+        Some(config) if parts.status == StatusCode::OK && path.contains("/tables") => {
+            let bytes = body.collect().await?.to_bytes();
+            let mut answer: serde_json::Value = serde_json::from_slice(&bytes)?;
+            if answer.get("metadata").is_some() {
+                let target = answer
+                    .as_object_mut()
+                    .unwrap()
+                    .entry("config")
+                    .or_insert_with(|| serde_json::json!({}));
+                if let Some(target) = target.as_object_mut() {
+                    target.extend(config);
+                }
+            }
+            let bytes = Bytes::from(answer.to_string());
+            parts.headers.remove(hyper::header::CONTENT_LENGTH);
+            parts.headers.remove(hyper::header::TRANSFER_ENCODING);
+            Ok(Response::from_parts(
+                parts,
+                Full::new(bytes)
+                    .map_err(|never: Infallible| match never {})
+                    .boxed(),
+            ))
+        }
+        _ => Ok(Response::from_parts(parts, body.boxed())),
+    }
 }
 
 /// `application/x-www-form-urlencoded` pairs.

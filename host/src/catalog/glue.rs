@@ -50,8 +50,6 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Largest `GetTable` answer read: a Glue table of thousands of columns fits.
 pub const MAX_TABLE_ANSWER_BYTES: usize = 8 * 1024 * 1024;
-/// Longest time spent connecting, within the call's deadline.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The service name requests are signed for.
 const SERVICE: &str = "glue";
 /// The Glue table type Java gives Iceberg tables (Hive's `EXTERNAL_TABLE`).
@@ -760,24 +758,7 @@ static CATALOGS: Mutex<Vec<(GlueOptions, Duration, GlueCatalog)>> = Mutex::new(V
 impl GlueCatalog {
     /// A client of the Glue catalog `options` name; every call ends within `deadline`.
     pub fn new(options: &GlueOptions, deadline: Duration) -> Result<GlueCatalog> {
-        if deadline.is_zero() {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                "the Glue catalog deadline is zero",
-            ));
-        }
-        let http = reqwest::Client::builder()
-            .timeout(deadline)
-            .connect_timeout(deadline.min(CONNECT_TIMEOUT))
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("fluss-lake-host/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Internal,
-                    format!("cannot build the HTTP client of the Glue catalog: {e}"),
-                )
-            })?;
+        let http = super::http_client("the Glue catalog", deadline)?;
         let url = Url::parse(&format!("{}/", options.endpoint)).map_err(|e| {
             Error::new(
                 ErrorKind::Config,

@@ -123,6 +123,52 @@ impl fmt::Debug for LoadedTable {
     }
 }
 
+/// Longest time spent connecting to a catalog, within a call's deadline.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The HTTP client of one catalog (`catalog`, e.g. "the Glue catalog", names it in errors):
+/// every request ends within `deadline` (a zero deadline is refused); redirects are never
+/// followed, since they would carry the credentials elsewhere.
+pub(crate) fn http_client(catalog: &str, deadline: Duration) -> Result<reqwest::Client> {
+    if deadline.is_zero() {
+        return Err(Error::new(
+            ErrorKind::Internal,
+            format!("the deadline of {catalog} is zero"),
+        ));
+    }
+    reqwest::Client::builder()
+        .timeout(deadline)
+        .connect_timeout(deadline.min(CONNECT_TIMEOUT))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("fluss-lake-host/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("cannot build the HTTP client of {catalog}: {e}"),
+            )
+        })
+}
+
+/// The `header.<name>` options ([`options::parse_headers`]) as headers marked sensitive, so
+/// that no debug output of a request shows their values.
+pub(crate) fn sensitive_headers(
+    headers: &[(String, Secret)],
+) -> Result<reqwest::header::HeaderMap> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        // Checked in the options already.
+        let invalid = |what: &str| Error::new(ErrorKind::Config, format!("header.{name}: {what}"));
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid("invalid"))?;
+        let mut value =
+            HeaderValue::from_str(value.expose()).map_err(|_| invalid("invalid value"))?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
 /// Runs one catalog call (`op` of `catalog`, e.g. "Glue catalog <endpoint>") under `deadline`.
 /// When it elapses, a call that changes the table (`may_be_unknown`) and may have been sent
 /// (`sent`) has an unknown outcome ([`ErrorKind::CommitUnknown`]); anything else is

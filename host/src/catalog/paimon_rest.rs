@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
@@ -38,10 +38,14 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Largest table answer read (`GetTableResponse`: a schema of many thousands of columns fits).
 pub const MAX_TABLE_BYTES: usize = 16 << 20;
-/// Largest snapshot answer read, and largest snapshot a plugin may commit.
-pub const MAX_VERSION_BYTES: usize = 4 << 20;
-/// Largest statistics a plugin may send with a snapshot (one entry per changed partition).
-pub const MAX_STATISTICS_BYTES: usize = 16 << 20;
+/// Largest snapshot answer read (a catalog's, trusted as the operator's).
+const MAX_SNAPSHOT_ANSWER_BYTES: usize = 4 << 20;
+/// Largest snapshot a plugin may commit: a Paimon snapshot is a few kilobytes. Its JSON is
+/// parsed whole, so this bounds what parsing can cost (tens of megabytes at worst).
+pub const MAX_VERSION_BYTES: usize = 1 << 20;
+/// Largest statistics a plugin may send with a snapshot (one entry per changed partition),
+/// parsed entry by entry into typed `PartitionStatistics`.
+pub const MAX_STATISTICS_BYTES: usize = 8 << 20;
 /// Most partitions a commit's statistics may name.
 pub const MAX_STATISTICS_ENTRIES: usize = 100_000;
 /// Largest `/v1/config` or commit answer read.
@@ -50,8 +54,6 @@ const MAX_SMALL_ANSWER_BYTES: usize = 1 << 20;
 const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 /// Longest catalog message put into an error.
 const MAX_MESSAGE_CHARS: usize = 300;
-/// Longest time spent connecting, within the call's deadline.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest manifest list name accepted in a snapshot.
 const MAX_FILE_NAME_CHARS: usize = 255;
 
@@ -206,28 +208,8 @@ impl PaimonRestCatalog {
     /// Connects: fetches the catalog's configuration (`GET /v1/config?warehouse=`), within
     /// `deadline`.
     pub async fn connect(options: &PaimonRestOptions, deadline: Duration) -> Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(deadline)
-            .connect_timeout(deadline.min(CONNECT_TIMEOUT))
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("fluss-lake-host/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Internal,
-                    format!("cannot build the HTTP client of the Paimon REST catalog: {e}"),
-                )
-            })?;
-        let mut headers = HeaderMap::new();
-        for (name, value) in &options.headers {
-            // Checked in the options already.
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| config(format!("header.{name}: invalid")))?;
-            let mut value = HeaderValue::from_str(value.expose())
-                .map_err(|_| config(format!("header.{name}: invalid value")))?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let http = super::http_client("the Paimon REST catalog", deadline)?;
+        let mut headers = super::sensitive_headers(&options.headers)?;
         if let Some(token) = &options.token {
             let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
                 .map_err(|_| config("token: not a valid HTTP header value"))?;
@@ -243,8 +225,10 @@ impl PaimonRestCatalog {
             redactor: Redactor::new(options.secrets()),
         };
         let mut url = inner.url("v1/config")?;
+        // Java's `RESTApi` encodes the name (`RESTUtil.encodeString`) before its HTTP client
+        // encodes the query: servers decode it twice.
         url.query_pairs_mut()
-            .append_pair("warehouse", &options.warehouse);
+            .append_pair("warehouse", &java_url_encode(&options.warehouse));
         let answer = inner.send(Op::Config, Method::GET, url, None).await?;
         if !answer.0.is_success() {
             return Err(inner.failure(Op::Config, answer.0, &answer.1));
@@ -323,7 +307,7 @@ impl Inner {
             let limit = match (status.is_success(), op) {
                 (false, _) => MAX_ERROR_BODY_BYTES,
                 (true, Op::LoadTable) => MAX_TABLE_BYTES,
-                (true, Op::LoadSnapshot) => MAX_VERSION_BYTES + 4096,
+                (true, Op::LoadSnapshot) => MAX_SNAPSHOT_ANSWER_BYTES,
                 (true, Op::Config | Op::Commit) => MAX_SMALL_ANSWER_BYTES,
             };
             match read_body(response, limit, !status.is_success()).await {
@@ -460,6 +444,22 @@ impl Inner {
         };
         Error::new(kind, self.redactor.apply(message))
     }
+}
+
+/// `java.net.URLEncoder.encode(s, UTF_8)`: letters, digits and `.-*_` as they are, a space as
+/// `+`, every other byte as `%XX`.
+fn java_url_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 /// What a Paimon `ErrorResponse` (`{"message", "resourceType", "resourceName", "code"}`) says,
@@ -693,24 +693,35 @@ pub fn check_version(snapshot: &str, statistics: &str) -> Result<(Value, Value)>
             return Err(refuse(format!("the snapshot has no {key}")));
         }
     }
-    let statistics: Value = serde_json::from_str(statistics)
-        .map_err(|e| refuse(format!("the statistics are not JSON: {e}")))?;
-    match &statistics {
-        Value::Array(entries)
-            if entries.len() <= MAX_STATISTICS_ENTRIES && entries.iter().all(Value::is_object) => {}
-        Value::Array(entries) if entries.len() > MAX_STATISTICS_ENTRIES => {
-            return Err(refuse(format!(
-                "statistics of {} partitions are over the {MAX_STATISTICS_ENTRIES}-partition limit",
-                entries.len()
-            )));
-        }
-        _ => {
-            return Err(refuse(
-                "the statistics are not a JSON array of objects".into(),
-            ));
-        }
+    // Typed, so that no entry costs more than its own text: an array of anything else fails at
+    // its first element.
+    let statistics: Vec<PartitionStatisticsWire> =
+        serde_json::from_str(statistics).map_err(|e| {
+            refuse(format!(
+                "the statistics are not JSON PartitionStatistics: {}",
+                clean_message(&e.to_string(), 120)
+            ))
+        })?;
+    if statistics.len() > MAX_STATISTICS_ENTRIES {
+        return Err(refuse(format!(
+            "statistics of {} partitions are over the {MAX_STATISTICS_ENTRIES}-partition limit",
+            statistics.len()
+        )));
     }
+    let statistics = serde_json::to_value(statistics)
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("statistics: {e}")))?;
     Ok((snapshot, statistics))
+}
+
+/// Paimon's `PartitionStatistics`, as a commit carries it.
+#[derive(serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PartitionStatisticsWire {
+    spec: std::collections::BTreeMap<String, String>,
+    record_count: i64,
+    file_size_in_bytes: i64,
+    file_count: i64,
+    last_file_creation_time: i64,
 }
 
 fn is_plain_file_name(name: &str) -> bool {
@@ -777,7 +788,7 @@ mod tests {
     #[test]
     fn a_snapshot_must_name_its_manifest_lists_as_plain_files() {
         let good = r#"{"version":3,"id":4,"schemaId":0,"baseManifestList":"manifest-list-a-0","deltaManifestList":"manifest-list-a-1","commitUser":"u","commitIdentifier":1,"commitKind":"APPEND","timeMillis":1}"#;
-        let (s, stats) = check_version(good, r#"[{"spec":{},"recordCount":1}]"#).unwrap();
+        let (s, stats) = check_version(good, "[]").unwrap();
         assert_eq!(s["id"], 4);
         assert!(stats.is_array());
         for (bad, why) in [
@@ -802,10 +813,23 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::PluginLimit, "{e}");
             assert!(e.message().contains(why), "{why}: {e}");
         }
-        for bad in ["{}", "[1]", "nope"] {
+        let wide = format!("[{}0]", "0,".repeat(1000));
+        for bad in ["{}", "[1]", "nope", r#"[{"spec":{}}]"#, wide.as_str()] {
             let e = check_version(good, bad).unwrap_err();
             assert!(e.message().contains("statistics"), "{e}");
         }
+        let (_, stats) = check_version(
+            good,
+            r#"[{"spec":{"dt":"2026"},"recordCount":3,"fileSizeInBytes":10,"fileCount":1,"lastFileCreationTime":5}]"#,
+        )
+        .unwrap();
+        assert_eq!(stats[0]["spec"]["dt"], "2026");
+    }
+
+    #[test]
+    fn warehouse_names_are_encoded_as_javas_url_encoder_does() {
+        assert_eq!(java_url_encode("fluss"), "fluss");
+        assert_eq!(java_url_encode("my lake+1/ü"), "my+lake%2B1%2F%C3%BC");
     }
 
     #[test]

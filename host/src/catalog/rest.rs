@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -52,8 +52,6 @@ pub const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
 pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// Longest catalog message put into an error.
 pub const MAX_MESSAGE_CHARS: usize = 300;
-/// Longest time spent connecting, within the call's deadline.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a request does: it decides how its failures read and whether its outcome can be
 /// unknown.
@@ -488,35 +486,8 @@ impl RestCatalog {
     /// catalog's configuration (`GET /v1/config`). Each call, this one included, ends within
     /// `deadline`.
     pub async fn connect(options: &CatalogOptions, deadline: Duration) -> Result<RestCatalog> {
-        if deadline.is_zero() {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                "the Iceberg REST catalog deadline is zero",
-            ));
-        }
-        let http = reqwest::Client::builder()
-            .timeout(deadline)
-            .connect_timeout(deadline.min(CONNECT_TIMEOUT))
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("fluss-lake-host/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Internal,
-                    format!("cannot build the HTTP client of the Iceberg REST catalog: {e}"),
-                )
-            })?;
-        let mut headers = HeaderMap::new();
-        for (name, value) in &options.headers {
-            // Checked in the options already.
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| Error::new(ErrorKind::Config, format!("header.{name}: invalid")))?;
-            let mut value = HeaderValue::from_str(value.expose()).map_err(|_| {
-                Error::new(ErrorKind::Config, format!("header.{name}: invalid value"))
-            })?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let http = super::http_client("the Iceberg REST catalog", deadline)?;
+        let headers = super::sensitive_headers(&options.headers)?;
         let mut inner = Inner {
             http,
             uri: options.uri.clone(),

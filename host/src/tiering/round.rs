@@ -553,13 +553,26 @@ pub async fn resolve_table(
             let (parent, name) = table_location_parts(&loaded.location).map_err(|e| {
                 Error::new(e.kind(), format!("{}: {}", assignment.path, e.message()))
             })?;
-            let storage = ctx
-                .warehouses
-                .get(&parent, &storage_options)
-                .await
-                .map_err(|e| Error::new(e.kind(), format!("{}: {}", assignment.path, e.message())))?
-                .scope(&name)?
-                .with_quota(quota());
+            let (_, vended) = warehouse::options::split(loaded.config.clone());
+            let storage = if vended.is_empty() {
+                ctx.warehouses
+                    .get(&parent, &storage_options)
+                    .await
+                    .map_err(|e| in_table(assignment, e))?
+                    .scope(&name)?
+            } else {
+                // Storage settings the catalog vends for this table (credentials scoped to its
+                // location, short-lived) win over the host's: the table's location is opened
+                // with them for this round, and checked there. Keys only in the log.
+                tracing::info!(table = %assignment.path, vended = ?vended, "the catalog vends the table's storage settings");
+                let options = warehouse::options::with_vended(&storage_options, &vended);
+                ctx.warehouses
+                    .open_for_round(&loaded.location, &options)
+                    .await
+                    .map_err(|e| in_table(assignment, e))?
+                    .whole()
+            }
+            .with_quota(quota());
             let scope = TableCatalogScope::Rest(RestScope {
                 table,
                 resolved: Some(Resolved {

@@ -196,6 +196,17 @@ impl Warehouse {
         &self.root
     }
 
+    /// Storage confined to the warehouse's root itself (a table's location opened as a
+    /// warehouse of its own: [`open::Warehouses::open_for_round`]).
+    pub fn whole(&self) -> ScopedStorage {
+        ScopedStorage::new(
+            self.store.clone(),
+            self.ordered_listing,
+            self.root.clone(),
+            self.display_base.clone(),
+        )
+    }
+
     /// Storage confined to `location`, a table location composed by the host
     /// ([`crate::plugin::layout`]), relative to the warehouse.
     pub fn scope(&self, location: &str) -> Result<ScopedStorage> {

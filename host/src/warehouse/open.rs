@@ -46,4 +46,13 @@ impl Warehouses {
         .await
         .cloned()
     }
+
+    /// The store at `url` opened with `options` for one round alone, and checked there: for
+    /// credentials a catalog vends for one table (scoped to its location, and short-lived),
+    /// which would only pile up in the cache and may reach nothing outside the table.
+    pub async fn open_for_round(&self, url: &str, options: &StorageOptions) -> Result<Warehouse> {
+        let warehouse = Warehouse::open(url, options)?;
+        probe::check_atomic_create(&warehouse).await?;
+        Ok(warehouse)
+    }
 }

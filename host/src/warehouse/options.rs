@@ -103,6 +103,22 @@ pub fn names_a_secret(key: &str) -> bool {
     SECRET_WORDS.iter().any(|w| key.contains(w))
 }
 
+/// The storage options of a table whose catalog vends its own (an Iceberg REST catalog's
+/// table `config` and `storage-credentials`): the vended settings over `host`'s, and, when the
+/// catalog vends any credential, none of the host's credentials, so that a vended key and a
+/// host's secret are never mixed into one credential (nor two spellings of one credential
+/// refused as a conflict).
+pub fn with_vended(host: &StorageOptions, vended: &StorageOptions) -> StorageOptions {
+    let vends_credentials = vended.iter().any(|(k, _)| names_a_secret(k));
+    let mut out: BTreeMap<String, String> = host
+        .iter()
+        .filter(|(k, _)| !(vends_credentials && names_a_secret(k)))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    out.extend(vended.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    StorageOptions(out)
+}
+
 /// The storage settings of one format's configuration. Its `Debug` shows keys, never values.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct StorageOptions(BTreeMap<String, String>);
@@ -119,6 +135,10 @@ impl StorageOptions {
 
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(String::as_str)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
@@ -156,6 +176,41 @@ pub fn split(config: Vec<(String, String)>) -> (Vec<(String, String)>, StorageOp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vended_credentials_replace_the_hosts_and_keep_its_other_settings() {
+        let host = StorageOptions::from_pairs([
+            ("s3.access-key", "HOSTKEY"),
+            ("s3.secret-key", "hostsecret"),
+            ("s3.path.style.access", "true"),
+            ("client.region", "eu-west-1"),
+        ]);
+        let vended = StorageOptions::from_pairs([
+            ("s3.access-key-id", "ASIAVENDED"),
+            ("s3.secret-access-key", "vendedsecret"),
+            ("s3.session-token", "vendedtoken"),
+            ("client.region", "us-east-1"),
+        ]);
+        let merged = with_vended(&host, &vended);
+        let keys: Vec<&str> = merged.iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            keys,
+            [
+                "client.region",
+                "s3.access-key-id",
+                "s3.path.style.access",
+                "s3.secret-access-key",
+                "s3.session-token"
+            ]
+        );
+        assert_eq!(merged.get("client.region"), Some("us-east-1"));
+        // A catalog vending no credential leaves the host's.
+        let region_only = StorageOptions::from_pairs([("client.region", "us-east-1")]);
+        assert_eq!(
+            with_vended(&host, &region_only).get("s3.secret-key"),
+            Some("hostsecret")
+        );
+    }
 
     #[test]
     fn storage_keys_and_secrets_are_split_off() {

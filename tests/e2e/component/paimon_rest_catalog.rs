@@ -168,7 +168,10 @@ async fn a_hostile_plugin_cannot_reach_beyond_its_own_table_through_the_version_
     for (attack, refused_as) in [
         ("version-foreign-manifest", "is not a plain file name"),
         ("version-huge", "byte limit"),
-        ("version-deep-json", "the statistics are not JSON"),
+        (
+            "version-deep-json",
+            "the statistics are not JSON PartitionStatistics",
+        ),
     ] {
         assert_catalog_attack_refused(
             &evil,

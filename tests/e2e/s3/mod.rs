@@ -5,6 +5,7 @@
 
 mod conditional_creates;
 mod iceberg;
+mod iceberg_rest_vended;
 mod lance;
 mod large_files;
 mod lost_ack;
