@@ -181,7 +181,7 @@ RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 
-step "setup in the background: Python readers, Fluss, Flink, Iceberg REST and Hive metastore jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters, the Iceberg REST catalogs, the Hive metastore"
+step "setup in the background: Python readers, Fluss, Flink, Iceberg REST, Hive metastore and Paimon REST jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters, the Iceberg and Paimon REST catalogs, the Hive metastore"
 background python-readers scripts/setup-python.sh
 # Azurite (npm ci) and fake-gcs-server (go install): the emulators start_clusters starts.
 background object-store-emulators bash -c 'cluster/azurite/setup.sh && cluster/fake-gcs/setup.sh'

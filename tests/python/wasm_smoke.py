@@ -240,6 +240,11 @@ class Plugin:
                 files_only = lambda *_: Variant("err", lake_error("unsupported", "kept by its files alone"))
                 for name in ["load-table", "create-table", "commit-table", "swap-metadata-file"]:
                     tc.add_func(name, files_only)
+            # ... and no catalog keeps their versions (0.3.6).
+            with root.add_instance(f"{PKG}/version-catalog@{VER}") as vc:
+                vc.add_func("keeps-versions", lambda store: False)
+                for name in ["latest-version", "commit-version"]:
+                    vc.add_func(name, files_only)
         self.instance = linker.instantiate(self.store, Component.from_file(self.engine, wasm))
 
     def call(self, iface, func, *args):
