@@ -33,7 +33,10 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 use super::options::{Secret, check_http_url, parse_headers};
-use super::rest::{BodyError, Redactor, clean_message, encode_segment, read_body};
+use super::rest::{
+    BodyError, MAX_ERROR_BODY_BYTES, MAX_MESSAGE_CHARS, Redactor, clean_message, encode_segment,
+    read_body, transport_why,
+};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Largest table answer read (`GetTableResponse`: a schema of many thousands of columns fits).
@@ -50,10 +53,6 @@ pub const MAX_STATISTICS_BYTES: usize = 8 << 20;
 pub const MAX_STATISTICS_ENTRIES: usize = 100_000;
 /// Largest `/v1/config` or commit answer read.
 const MAX_SMALL_ANSWER_BYTES: usize = 1 << 20;
-/// Most of an error answer that is read.
-const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
-/// Longest catalog message put into an error.
-const MAX_MESSAGE_CHARS: usize = 300;
 /// Longest manifest list name accepted in a snapshot.
 const MAX_FILE_NAME_CHARS: usize = 255;
 
@@ -333,14 +332,7 @@ impl Inner {
     }
 
     fn transport(&self, op: Op, e: &reqwest::Error) -> Error {
-        let mut why = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            why.push_str(": ");
-            why.push_str(&s.to_string());
-            source = s.source();
-        }
-        let why = self.redactor.apply(clean_message(&why, MAX_MESSAGE_CHARS));
+        let why = self.redactor.apply(transport_why(e));
         if e.is_connect() {
             Error::new(
                 ErrorKind::Unavailable,

@@ -340,14 +340,7 @@ pub(crate) fn status_error(op: Op, status: StatusCode, body: &[u8], uri: &str) -
 /// The error for a request that got no answer. Only a failure to connect proves the request
 /// was never sent; any other failure of a commit or create may have reached the catalog.
 pub(crate) fn transport_error(op: Op, e: &reqwest::Error, uri: &str, deadline: Duration) -> Error {
-    let mut why = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        why.push_str(": ");
-        why.push_str(&s.to_string());
-        source = s.source();
-    }
-    let why = clean_message(&why, MAX_MESSAGE_CHARS);
+    let why = transport_why(e);
     if e.is_connect() {
         return Error::new(
             ErrorKind::Unavailable,
@@ -383,6 +376,18 @@ pub(crate) fn transport_error(op: Op, e: &reqwest::Error, uri: &str, deadline: D
             op.what()
         ),
     )
+}
+
+/// Why a request got no answer: the error and its sources on one bounded, cleaned line.
+pub(crate) fn transport_why(e: &reqwest::Error) -> String {
+    let mut why = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        why.push_str(": ");
+        why.push_str(&s.to_string());
+        source = s.source();
+    }
+    clean_message(&why, MAX_MESSAGE_CHARS)
 }
 
 /// An answer: its status and its body, read up to a bound.
