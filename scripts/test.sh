@@ -35,7 +35,7 @@ export AWS_METADATA_ENDPOINT=http://127.0.0.1:9 AWS_EC2_METADATA_DISABLED=true
 TEST_THREADS="${TEST_THREADS:-4}"
 LOGS="$ROOT/target/test-logs"
 mkdir -p "$LOGS"
-rm -f "$LOGS/cargo-test.log" "$LOGS/leases.log"
+rm -f "$LOGS/cargo-test.log" "$LOGS/leases.log" "$LOGS"/e2e-*.log "$LOGS/workspace-tests.log" "$LOGS/example-plugin-tests.log"
 
 # ---- step timing -----------------------------------------------------------------------
 T0=$(date +%s)
@@ -88,6 +88,12 @@ finish() {
     sed 's/[a-z]*=//g' "$LOGS/leases.log" | awk '
       { n[$1]++; busy[$1] += $3 + $4; waited[$1] += $2 }
       END { for (c in n) printf "  cluster %s: %3d leases, busy %6.0f, tests waited %6.0f\n", c, n[c], busy[c], waited[c] }' | sort
+  fi
+  if [[ $rc != 0 ]]; then
+    # What each failed test said, in a few short lines, where a reader of the run's end sees it.
+    for log in "$LOGS"/e2e-*.log "$LOGS/workspace-tests.log" "$LOGS/example-plugin-tests.log"; do
+      if [[ -f "$log" ]]; then python3 scripts/failure-digest.py "$log"; fi
+    done
   fi
   printf '\n==> summary (%s)\n' "$([[ $rc == 0 ]] && echo passed || echo "FAILED, exit $rc")"
   printf '  %s\n' "${SUMMARY[@]}"
@@ -333,4 +339,4 @@ await example-plugin-tests
 
 step "tests that measure wall time (group alone), one at a time"
 # --workspace, as above: the same package set resolves the same features, so nothing rebuilds.
-cargo test --workspace --release --test e2e -- --test-threads=1 alone:: 2>&1 | tee -a "$LOGS/cargo-test.log"
+cargo test --workspace --release --test e2e -- --test-threads=1 alone:: 2>&1 | tee -a "$LOGS/cargo-test.log" "$LOGS/e2e-alone.log"

@@ -99,16 +99,29 @@ impl FlinkTiering {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// The last `lines` lines of the job's output and of Flink's own log, for failures.
+    /// The last `lines` lines of the job's output and of Flink's own log, for failures, after
+    /// the Flink log's last lines that name an error (its INFO lines would hide them).
     pub fn log_tail(&self, lines: usize) -> String {
-        let tail = |text: String| {
+        let tail = |text: &str| {
             let all: Vec<&str> = text.lines().collect();
             all[all.len().saturating_sub(lines)..].join("\n")
         };
+        let flink =
+            std::fs::read_to_string(self.log.with_extension("flink.log")).unwrap_or_default();
+        let errors: Vec<&str> = flink
+            .lines()
+            .filter(|l| {
+                l.contains(" ERROR ")
+                    || l.contains("Exception")
+                    || l.contains("Caused by")
+                    || l.contains(" WARN ")
+            })
+            .collect();
         format!(
-            "{}\n--- Flink log:\n{}",
-            tail(self.log()),
-            tail(std::fs::read_to_string(self.log.with_extension("flink.log")).unwrap_or_default())
+            "--- Flink log, lines naming an error or a warning:\n{}\n--- job output:\n{}\n--- Flink log:\n{}",
+            errors[errors.len().saturating_sub(30)..].join("\n"),
+            tail(&self.log()),
+            tail(&flink)
         )
     }
 
