@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod cluster_config;
+pub mod kv_snapshot;
 pub mod offsets;
 pub mod reader;
 pub mod remote_dir;
