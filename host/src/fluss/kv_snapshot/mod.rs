@@ -3,3 +3,4 @@
 //! (FlussLakeTiering's `TieringSnapshotSplit`). Work in progress (issue 34): the table reader.
 
 pub mod sst;
+pub mod values;
