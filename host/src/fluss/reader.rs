@@ -25,6 +25,8 @@ use fluss::record::{ChangeType, ScanBatch, ScanRecord};
 use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::fluss::kv_snapshot::{self, SnapshotSource};
+use crate::fluss::remote_dir::RemoteStorage;
 
 /// How often a bucket that returns no record is checked for being consumed anyway.
 const EMPTY_TAIL_CHECK_INTERVAL: Duration = Duration::from_millis(500);
@@ -45,8 +47,13 @@ pub struct BucketRange {
     pub buckets: i32,
     /// First offset to read, or [`EARLIEST_OFFSET`].
     pub start: i64,
-    /// Exclusive end offset (the high watermark when the split was generated).
+    /// Exclusive end offset (the high watermark when the split was generated; for a snapshot
+    /// split, the snapshot's log offset).
     pub stop: i64,
+    /// Read the bucket's KV snapshot instead of its log (a primary-key bucket's first round):
+    /// its rows are INSERTs with offset and timestamp -1, as Java writes them, and the bucket is
+    /// then tiered up to the snapshot's log offset.
+    pub snapshot: Option<SnapshotSource>,
 }
 
 /// Consecutive rows of one bucket, as Fluss stored them.
@@ -84,18 +91,22 @@ impl BucketBatch {
 /// when `tx` is closed (the writer gave up).
 pub async fn read_bucket(
     conn: Arc<FlussConnection>,
+    storage: Arc<RemoteStorage>,
     path: TablePath,
     range: BucketRange,
     poll_timeout: Duration,
     tx: mpsc::Sender<BucketBatch>,
 ) -> Result<()> {
-    if range.stop <= 0 || (range.start >= 0 && range.start >= range.stop) {
-        return Ok(());
-    }
     let table = conn
         .get_table(&path)
         .await
         .map_err(fluss_err("cannot open", &path, &range))?;
+    if let Some(source) = range.snapshot {
+        return read_snapshot(&conn, &storage, &table, &range, source, &tx).await;
+    }
+    if range.stop <= 0 || (range.start >= 0 && range.start >= range.stop) {
+        return Ok(());
+    }
     // Short polls: a range that ends in empty batches yields no record, only a moved fetch
     // offset, which is checked after every poll.
     let poll_timeout = poll_timeout.min(EMPTY_TAIL_CHECK_INTERVAL);
@@ -104,6 +115,62 @@ pub async fn read_bucket(
     } else {
         read_log(&table, &path, &range, poll_timeout, &tx).await
     }
+}
+
+/// Rows a snapshot batch holds at most.
+const SNAPSHOT_BATCH_ROWS: usize = 8192;
+
+/// A primary-key bucket's KV snapshot, as INSERTs at offset and timestamp -1.
+async fn read_snapshot(
+    conn: &FlussConnection,
+    storage: &RemoteStorage,
+    table: &FlussTable<'_>,
+    range: &BucketRange,
+    source: SnapshotSource,
+    tx: &mpsc::Sender<BucketBatch>,
+) -> Result<()> {
+    let info = table.get_table_info();
+    let admin = conn
+        .get_admin()
+        .map_err(|e| Error::new(ErrorKind::Fluss, format!("cannot reach the cluster: {e}")))?;
+    let schema_id = i16::try_from(info.get_schema_id()).map_err(|_| {
+        Error::new(
+            ErrorKind::Fluss,
+            format!("schema id {} out of range", info.get_schema_id()),
+        )
+    })?;
+    let decoder = kv_snapshot::values::ValueDecoder::new(schema_id, info.get_row_type().clone());
+    let at = kv_snapshot::SnapshotBucket {
+        table_id: info.get_table_id(),
+        partition_id: range.partition_id,
+        bucket: range.bucket,
+        source,
+    };
+    let (batches_tx, mut batches) = mpsc::channel(2);
+    let read = kv_snapshot::read(
+        &admin,
+        storage,
+        at,
+        decoder,
+        SNAPSHOT_BATCH_ROWS,
+        batches_tx,
+    );
+    let forward = async {
+        while let Some(rows) = batches.recv().await {
+            let n = rows.num_rows();
+            let batch = BucketBatch {
+                rows,
+                change_types: vec![ChangeType::Insert.to_byte_value(); n],
+                offsets: vec![-1; n],
+                timestamps: vec![-1; n],
+            };
+            if tx.send(batch).await.is_err() {
+                break;
+            }
+        }
+        Ok::<(), Error>(())
+    };
+    tokio::try_join!(read, forward).map(|_| ())
 }
 
 /// Turns a fluss-rs error into one naming what failed, the table and the bucket.

@@ -284,16 +284,27 @@ async fn plan_splits(
     for (partition, buckets) in partitions {
         let name = partition.as_ref().map(|(_, n)| n.as_str());
         let latest = offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Latest).await?;
-        let earliest = if info.has_primary_key() {
-            Some(offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Earliest).await?)
+        let (earliest, kv_snapshots) = if info.has_primary_key() {
+            let earliest =
+                offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Earliest).await?;
+            // Only buckets never tiered start from a snapshot: ask only when there are some.
+            let pid = partition.as_ref().map(|(id, _)| *id);
+            let untiered = (0..buckets).any(|b| !tiered.buckets.contains_key(&(pid, b)));
+            let snapshots = if untiered {
+                Some(offsets::latest_kv_snapshots(&admin, path, name).await?)
+            } else {
+                None
+            };
+            (Some(earliest), snapshots)
         } else {
-            None
+            (None, None)
         };
         inputs.push(splits::PartitionOffsets {
             partition,
             buckets,
             latest,
             earliest,
+            kv_snapshots,
         });
     }
     Ok((tiered.snapshot_id, splits::plan(&tiered, &inputs)))
@@ -807,6 +818,7 @@ impl SplitTask<'_> {
         let (tx, mut rx) = mpsc::channel(1);
         let read = reader::read_bucket(
             ctx.fluss.conn(),
+            ctx.remote_storage.clone(),
             path.clone(),
             range.clone(),
             ctx.config.poll_timeout,
@@ -828,7 +840,9 @@ impl SplitTask<'_> {
                         format!("{path} bucket {}: round cancelled", range.bucket),
                     ));
                 }
-                _ = force_finish.cancelled() => {
+                // A snapshot split is never cut short (as in Java): what it read of the
+                // snapshot holds no offset to stop at.
+                _ = force_finish.cancelled(), if range.snapshot.is_none() => {
                     forced = true;
                     break;
                 }

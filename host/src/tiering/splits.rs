@@ -3,11 +3,13 @@
 //! never tiered — up to the high watermark sampled now; a caught-up or empty bucket gets no
 //! split.
 //!
-//! One difference for primary-key tables: a never-tiered bucket is read from its changelog
-//! at offset 0 instead of from a KV snapshot, which replays the same state. That needs the
-//! log to still hold the bucket's whole history; when it does not, that bucket is refused
-//! with a clear error (reading KV snapshots is not implemented) and the table's other buckets
-//! are tiered as usual.
+//! A primary-key bucket never tiered starts, as in Java, from its latest KV snapshot when it has
+//! one: the snapshot split reads the snapshot alone and leaves the bucket tiered up to the
+//! snapshot's log offset, from where the next round reads the changelog. Without a snapshot it
+//! is read from its changelog at offset 0, which replays the same state, as long as the log
+//! still starts there; when it does not (Java would silently tier a partial state), that bucket
+//! is refused with a clear error until the cluster takes a snapshot, and the table's other
+//! buckets are tiered as usual.
 //!
 //! Splits come out ordered by lag, most behind first, ties in random order: a round that
 //! reaches its freshness stops its splits where they are, so a fixed (partition, bucket)
@@ -17,6 +19,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, ErrorKind};
+use crate::fluss::kv_snapshot::SnapshotSource;
 use crate::fluss::offsets::TieredOffsets;
 use crate::fluss::reader::{BucketRange, EARLIEST_OFFSET};
 
@@ -32,6 +35,9 @@ pub struct PartitionOffsets {
     pub latest: HashMap<i32, i64>,
     /// Log start offset per bucket; only needed (and fetched) for primary-key tables.
     pub earliest: Option<HashMap<i32, i64>>,
+    /// The latest KV snapshot per bucket; only fetched for primary-key tables with a bucket
+    /// never tiered.
+    pub kv_snapshots: Option<HashMap<i32, SnapshotSource>>,
 }
 
 /// What a round tiers: its splits, most lagging first, and the buckets it cannot tier.
@@ -59,15 +65,21 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
             };
             range.partition_name = p.partition.as_ref().map(|(_, name)| name.clone());
             if committed.is_none()
+                && let Some(source) = p.kv_snapshots.as_ref().and_then(|s| s.get(&bucket))
+            {
+                range.snapshot = Some(*source);
+                range.start = EARLIEST_OFFSET;
+                range.stop = source.log_offset;
+            } else if committed.is_none()
                 && let Some(earliest) = &p.earliest
             {
                 let start = earliest.get(&bucket).copied().unwrap_or(0);
                 if start > 0 {
                     refused.push(Error::new(
-                        ErrorKind::Unsupported,
+                        ErrorKind::Unavailable,
                         format!(
-                            "bucket {bucket}{} was never tiered and its changelog now starts at offset {start}: \
-                             its state is only complete in a KV snapshot, and reading KV snapshots is not implemented",
+                            "bucket {bucket}{} was never tiered, its changelog now starts at offset {start} and the cluster has no KV snapshot of it yet: \
+                             it is tiered from its first KV snapshot",
                             p.partition
                                 .as_ref()
                                 .map(|(_, n)| format!(" of partition {n}"))
@@ -124,6 +136,7 @@ fn split_for_bucket(
         buckets,
         start,
         stop: latest,
+        snapshot: None,
     })
 }
 
@@ -154,6 +167,7 @@ mod tests {
             buckets,
             start,
             stop,
+            snapshot: None,
         }
     }
 
@@ -203,12 +217,14 @@ mod tests {
                 buckets: 2,
                 latest: HashMap::from([(0, 5), (1, 2)]),
                 earliest: None,
+                kv_snapshots: None,
             },
             PartitionOffsets {
                 partition: Some((12, "2024$us".into())),
                 buckets: 2,
                 latest: HashMap::from([(0, 4), (1, 0)]),
                 earliest: None,
+                kv_snapshots: None,
             },
         ];
         // partition 11 bucket 0 is caught up; partition 12 was never tiered.
@@ -245,12 +261,14 @@ mod tests {
                 buckets: 2,
                 latest: latest(4),
                 earliest: None,
+                kv_snapshots: None,
             },
             PartitionOffsets {
                 partition: Some((12, "2026".into())),
                 buckets: 4,
                 latest: latest(4),
                 earliest: None,
+                kv_snapshots: None,
             },
         ];
         let mut got: Vec<_> = plan(&TieredOffsets::default(), &parts)
@@ -278,19 +296,41 @@ mod tests {
         assert_eq!(p.splits, vec![range(0, 0, 8, 2), range(1, 2, 6, 2)]);
         assert!(p.refused.is_empty());
 
-        // Bucket 0 needs a KV snapshot: it is refused, bucket 1 is still tiered.
+        // Bucket 0's log no longer starts at 0 and it has no KV snapshot yet: it is refused
+        // until it has one, bucket 1 is still tiered.
         parts[0].earliest = Some(HashMap::from([(0, 3), (1, 0)]));
         let p = plan(&TieredOffsets::default(), &parts);
         assert_eq!(p.splits, vec![range(1, 0, 6, 2)]);
         let [err] = p.refused.as_slice() else {
             panic!("{:?}", p.refused)
         };
-        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
         assert!(err.message().contains("bucket 0"), "{err}");
-        assert!(err.message().contains("KV snapshot"), "{err}");
+        assert!(err.message().contains("no KV snapshot of it yet"), "{err}");
         // Once tiered, a bucket resumes from the lake whatever the log start is.
         let p = plan(&tiered(&[(None, 0, 5), (None, 1, 6)]), &parts);
         assert!(p.refused.is_empty());
+    }
+
+    #[test]
+    fn buckets_never_tiered_start_from_their_kv_snapshot() {
+        let snapshot = SnapshotSource {
+            snapshot_id: 4,
+            log_offset: 5,
+        };
+        let mut parts = table(&[(0, 8), (1, 6)], 2);
+        parts[0].earliest = Some(HashMap::from([(0, 3), (1, 0)]));
+        parts[0].kv_snapshots = Some(HashMap::from([(0, snapshot)]));
+        // Bucket 0 (never tiered) reads its snapshot up to its log offset; bucket 1 (no
+        // snapshot, whole log) replays its changelog.
+        let p = plan(&TieredOffsets::default(), &parts);
+        assert!(p.refused.is_empty(), "{:?}", p.refused);
+        let mut from_snapshot = range(0, EARLIEST_OFFSET, 5, 2);
+        from_snapshot.snapshot = Some(snapshot);
+        assert_eq!(p.splits, vec![range(1, 0, 6, 2), from_snapshot]);
+        // A bucket tiered before continues from the lake, snapshot or not.
+        let p = plan(&tiered(&[(None, 0, 6), (None, 1, 6)]), &parts);
+        assert_eq!(p.splits, vec![range(0, 6, 8, 2)]);
     }
 
     #[test]
