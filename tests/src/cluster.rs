@@ -324,6 +324,22 @@ pub fn lease_gcs(format: &str) -> Lease {
     lease
 }
 
+/// What [`lease_kv_snapshots`] adds to a cluster's `server.yaml`: a KV snapshot of every
+/// primary-key bucket each second (Fluss's default is 10 minutes).
+const FREQUENT_KV_SNAPSHOTS: &str = "kv.snapshot.interval: 1s";
+
+/// A cluster of the pool that takes a KV snapshot of every primary-key bucket each second, with
+/// lake format `format`, held until the lease is dropped; the next lease of the cluster starts
+/// it again as usual.
+pub fn lease_kv_snapshots(format: &str) -> Lease {
+    let mut lease = lease_mixed();
+    let index = lease.info.index;
+    start_clean_with(index, usual_storage(index), FREQUENT_KV_SNAPSHOTS);
+    lease.info.format = "none".to_string();
+    lease.set_lake_format(format);
+    lease
+}
+
 /// Where cluster `index` keeps its remote data when leased by [`lease_index`]: `s3` for the
 /// S3 cluster, else `local`.
 fn usual_storage(index: usize) -> &'static str {
@@ -401,9 +417,11 @@ fn prepare(index: usize) -> String {
             "s3.access-key: {}",
             crate::s3::server().access_key
         )) || !yaml.contains("remote.log.task-interval-duration"));
-    // A cluster a test started on other storage (`lease_gcs`).
+    // A cluster a test started on other storage (`lease_gcs`) or with other settings
+    // (`lease_kv_snapshots`).
     let other_storage = std::fs::read_to_string(work.join("storage"))
-        .is_ok_and(|s| s.trim() != usual_storage(index));
+        .is_ok_and(|s| s.trim() != usual_storage(index))
+        || yaml.contains(FREQUENT_KV_SNAPSHOTS);
     let restart = !up
         || dirty.exists()
         || other_storage
@@ -428,6 +446,11 @@ pub const SASL_USERS: &[(&str, &str)] = &[("admin", "admin-pass"), ("tiering", "
 /// `cluster/start.sh`'s `STORAGE`), without a lake format and with every Java lake plugin.
 /// Every cluster also gets a SASL/PLAIN listener.
 fn start_clean(index: usize, storage: &str) {
+    start_clean_with(index, storage, "");
+}
+
+/// [`start_clean`], with `extra_yaml` lines appended to the servers' `server.yaml`.
+fn start_clean_with(index: usize, storage: &str, extra_yaml: &str) {
     let sasl_users = SASL_USERS
         .iter()
         .map(|(u, p)| format!("{u}:{p}"))
@@ -460,6 +483,7 @@ fn start_clean(index: usize, storage: &str) {
                 ("DATALAKE_FORMAT", "none"),
                 ("SASL_USERS", &sasl_users),
                 ("STORAGE", storage),
+                ("EXTRA_SERVER_YAML", extra_yaml),
             ],
         ),
         &format!("starting Fluss cluster {index}"),

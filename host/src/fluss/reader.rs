@@ -146,6 +146,14 @@ async fn read_snapshot(
         bucket: range.bucket,
         source,
     };
+    tracing::info!(
+        table = %info.get_table_path(),
+        bucket = range.bucket,
+        partition = range.partition_name.as_deref().unwrap_or(""),
+        snapshot = source.snapshot_id,
+        log_offset = source.log_offset,
+        "tiering a bucket never tiered from its KV snapshot"
+    );
     let (batches_tx, mut batches) = mpsc::channel(2);
     let read = kv_snapshot::read(
         &admin,

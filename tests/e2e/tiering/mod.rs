@@ -7,6 +7,7 @@ mod iceberg;
 mod iceberg_glue;
 mod iceberg_hive;
 mod iceberg_rest;
+mod kv_snapshots;
 mod lance;
 mod merge_engines;
 mod mixed_evil_plugins;
