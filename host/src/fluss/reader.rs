@@ -139,7 +139,18 @@ async fn read_snapshot(
             format!("schema id {} out of range", info.get_schema_id()),
         )
     })?;
-    let decoder = kv_snapshot::values::ValueDecoder::new(schema_id, info.get_row_type().clone());
+    // Rows keep the schema they were written with: every earlier one of the table, to map
+    // them onto the current columns (ids count up from 0; a missing one is skipped).
+    let mut earlier = Vec::new();
+    for id in 0..schema_id {
+        if let Ok(s) = admin
+            .get_table_schema(info.get_table_path(), Some(i32::from(id)))
+            .await
+        {
+            earlier.push((id, s.schema().clone()));
+        }
+    }
+    let decoder = kv_snapshot::values::ValueDecoder::new(schema_id, info.get_schema(), earlier)?;
     let at = kv_snapshot::SnapshotBucket {
         table_id: info.get_table_id(),
         partition_id: range.partition_id,

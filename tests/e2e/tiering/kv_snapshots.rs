@@ -52,7 +52,7 @@ async fn tiers_from_the_kv_snapshot_then_the_changelog(format: &str) {
     let admin = conn.get_admin().unwrap();
     let pk = TablePath::new("fluss", unique_name("kvsnap_pk"));
     data::create_table(&admin, &pk, &pk_descriptor()).await;
-    let mut rng = Rng(0x5a95_407_2026);
+    let mut rng = Rng(0x05a9_5407_2026);
     upsert_round(&conn, &pk, 0, &mut rng).await;
     wait_snapshotted(&admin, &pk).await;
 
