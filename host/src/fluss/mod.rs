@@ -9,6 +9,7 @@
 pub mod client;
 pub mod cluster_config;
 pub mod kv_snapshot;
+pub mod local_copies;
 pub mod offsets;
 pub mod reader;
 pub mod remote_dir;

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use fluss::client::{FetchResult, RemoteLogDownloadRequest, RemoteLogFetcher};
 
+use super::local_copies;
 use super::remote_dir::{RemotePath, RemoteStorage};
 use crate::error::{Error, ErrorKind, Result};
 use crate::warehouse::WarehouseUrl;
@@ -30,15 +31,16 @@ pub struct SegmentReader {
     copies: AtomicU64,
 }
 
-/// The name of a host's segment directory: this, its process id, `-`, a random part.
-const DIR_PREFIX: &str = "fluss-lake-host-segments-";
-
 impl SegmentReader {
     pub fn new(storage: Arc<RemoteStorage>) -> Result<Self> {
         let parent = std::env::temp_dir();
-        remove_stale_dirs(&parent);
+        local_copies::remove_stale(&parent);
         let dir = tempfile::Builder::new()
-            .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
+            .prefix(&format!(
+                "{}{}-",
+                local_copies::SEGMENTS,
+                std::process::id()
+            ))
             .tempdir_in(&parent)
             .map_err(|e| {
                 Error::new(
@@ -51,29 +53,6 @@ impl SegmentReader {
             dir,
             copies: AtomicU64::new(0),
         })
-    }
-}
-
-/// Removes the segment directories that hosts no longer running left in `parent` (a host
-/// that crashed never removed its copies). Only where `/proc` tells which processes run.
-fn remove_stale_dirs(parent: &std::path::Path) {
-    if !std::path::Path::new("/proc/self").exists() {
-        return;
-    }
-    for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(DIR_PREFIX))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            tracing::info!(dir = %entry.path().display(), "removing the remote log segments a stopped host left");
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
     }
 }
 
@@ -155,23 +134,5 @@ mod tests {
             assert!(!reader.serves(dir), "{dir}");
         }
         assert!(reader.dir.path().is_dir());
-    }
-
-    #[test]
-    fn the_segment_directories_of_stopped_hosts_are_removed_and_running_ones_kept() {
-        let parent = tempfile::tempdir().unwrap();
-        let dir = |pid: &str| parent.path().join(format!("{DIR_PREFIX}{pid}-x1"));
-        // pid_max is at most 2^22 on Linux: this process cannot exist.
-        let stopped = dir("99999999");
-        let running = dir(&std::process::id().to_string());
-        let other = parent.path().join("unrelated-99999999-x1");
-        for d in [&stopped, &running, &other] {
-            std::fs::create_dir_all(d).unwrap();
-            std::fs::write(d.join("seg.log"), b"x").unwrap();
-        }
-        remove_stale_dirs(parent.path());
-        assert!(!stopped.exists());
-        assert!(running.join("seg.log").exists());
-        assert!(other.exists());
     }
 }

@@ -65,7 +65,8 @@ pub async fn read(
     tx: mpsc::Sender<RecordBatch>,
 ) -> Result<()> {
     let dir = CopyDir(std::env::temp_dir().join(format!(
-        "fluss-lake-host-kv-{}-{}",
+        "{}{}-{}",
+        crate::fluss::local_copies::KV_SNAPSHOTS,
         std::process::id(),
         uuid::Uuid::new_v4()
     )));
