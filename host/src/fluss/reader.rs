@@ -130,6 +130,20 @@ async fn read_snapshot(
     tx: &mpsc::Sender<BucketBatch>,
 ) -> Result<()> {
     let info = table.get_table_info();
+    // Values are CompactedRows unless the table says otherwise (`table.kv.format`).
+    match info.get_table_config().get_kv_format() {
+        Ok(fluss::metadata::KvFormat::COMPACTED) => {}
+        other => {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{} bucket {}: a KV snapshot of table.kv.format {other:?} is not read (only COMPACTED)",
+                    info.get_table_path(),
+                    range.bucket
+                ),
+            ));
+        }
+    }
     let admin = conn
         .get_admin()
         .map_err(|e| Error::new(ErrorKind::Fluss, format!("cannot reach the cluster: {e}")))?;

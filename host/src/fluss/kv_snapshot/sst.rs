@@ -34,8 +34,9 @@ use crate::error::{Error, ErrorKind, Result};
 const BLOCK_BASED_MAGIC: u64 = 0x88e2_41b7_85f4_cff7;
 const FOOTER_BYTES: u64 = 53;
 const TRAILER_BYTES: usize = 5;
-/// Largest block read (a data block is 4 KiB in Fluss; an index block grows with the file).
-const MAX_BLOCK_BYTES: u64 = 256 << 20;
+/// Largest block read or decompressed (a data block is 4 KiB in Fluss; an index block grows
+/// with the file, ~1 MiB for a 64 MiB file).
+const MAX_BLOCK_BYTES: u64 = 64 << 20;
 
 /// What a key's newest entry says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,6 +234,7 @@ impl SstFile {
             ));
         }
         let mut raw = vec![0u8; handle.size as usize + TRAILER_BYTES];
+        // (`size` is at most MAX_BLOCK_BYTES: no overflow.)
         self.file
             .read_exact_at(&mut raw, handle.offset)
             .map_err(|e| corrupt(&self.path, format!("cannot read a block: {e}")))?;
@@ -250,9 +252,17 @@ impl SstFile {
                 raw.truncate(handle.size as usize);
                 Ok(raw)
             }
-            1 => snap::raw::Decoder::new()
-                .decompress_vec(data)
-                .map_err(|e| corrupt(&self.path, format!("a Snappy block: {e}"))),
+            1 => {
+                // The stated length first: a block never decompresses past the bound.
+                let n = snap::raw::decompress_len(data)
+                    .map_err(|e| corrupt(&self.path, format!("a Snappy block: {e}")))?;
+                if n as u64 > MAX_BLOCK_BYTES {
+                    return Err(corrupt(&self.path, format!("a Snappy block of {n} bytes")));
+                }
+                snap::raw::Decoder::new()
+                    .decompress_vec(data)
+                    .map_err(|e| corrupt(&self.path, format!("a Snappy block: {e}")))
+            }
             4 | 5 | 7 => {
                 // Compression format 2: the uncompressed length as a varint32 first.
                 let mut pos = 0;
@@ -301,8 +311,12 @@ impl SstFile {
                 previous.and_then(|p| {
                     let delta = varint_signed(value, &mut pos)?;
                     Some(BlockHandle {
-                        offset: p.offset + p.size + TRAILER_BYTES as u64,
-                        size: u64::try_from(p.size as i64 + delta).ok()?,
+                        offset: p
+                            .offset
+                            .checked_add(p.size)?
+                            .checked_add(TRAILER_BYTES as u64)?,
+                        size: u64::try_from(i64::try_from(p.size).ok()?.checked_add(delta)?)
+                            .ok()?,
                     })
                 })
             }
@@ -460,7 +474,7 @@ impl<'a> BlockIter<'a> {
         let Some((shared, non_shared, value_len, mut pos)) = parsed else {
             return Some(Err("a malformed block entry".into()));
         };
-        if shared > self.key.len() || pos + non_shared > data.len() {
+        if shared > self.key.len() || non_shared > data.len().saturating_sub(pos) {
             return Some(Err("a block entry past its key or block".into()));
         }
         self.key.truncate(shared);
@@ -468,7 +482,8 @@ impl<'a> BlockIter<'a> {
         pos += non_shared;
         let full_handle = shared == 0;
         let value_end = match value_len {
-            Some(n) => pos + n,
+            Some(n) if n <= data.len().saturating_sub(pos) => pos + n,
+            Some(_) => return Some(Err("a block entry's value past the block".into())),
             None => {
                 let mut end = pos;
                 let parsed = if full_handle {
