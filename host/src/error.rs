@@ -50,7 +50,8 @@ pub enum ErrorKind {
     Cancelled,
     /// The table needs a feature this host version does not implement yet.
     Unsupported,
-    /// A catalog has no such table or namespace (an Iceberg REST catalog's 404).
+    /// What was asked for does not exist: a catalog has no such table or namespace (an Iceberg
+    /// REST catalog's 404), a remote file or a KV snapshot is gone.
     NotFound,
     /// A catalog already has the table that was to be created (an Iceberg REST catalog's 409
     /// on create).

@@ -5,7 +5,8 @@
 //! enables; a release build of the host alone has none, and every point is an empty inline
 //! function). Armed by the environment variable `FLUSS_LAKE_HOST_FAILPOINTS`, a
 //! `;`-separated list of `point=action`, where action is `crash` (abort the process, like
-//! SIGKILL: no cleanup, no last heartbeat) or `sleep:<millis>`.
+//! SIGKILL: no cleanup, no last heartbeat), `sleep:<millis>`, or `sleep-once:<millis>` (the
+//! first time the point is passed only).
 
 #[cfg(feature = "failpoints")]
 use std::collections::HashMap;
@@ -26,6 +27,9 @@ pub const BEFORE_LAKE_COMMIT: &str = "before-lake-commit";
 pub const AFTER_LAKE_COMMIT: &str = "after-lake-commit";
 /// After the Fluss commit, before the finished heartbeat.
 pub const AFTER_FLUSS_COMMIT: &str = "after-fluss-commit";
+/// After a KV snapshot is leased, before its files are listed (the first snapshot a split
+/// tries): a host stalled past its lease.
+pub const KV_SNAPSHOT_LEASED: &str = "kv-snapshot-leased";
 
 pub const ALL: &[&str] = &[
     AFTER_FIRST_WRITE,
@@ -33,6 +37,7 @@ pub const ALL: &[&str] = &[
     BEFORE_LAKE_COMMIT,
     AFTER_LAKE_COMMIT,
     AFTER_FLUSS_COMMIT,
+    KV_SNAPSHOT_LEASED,
 ];
 
 #[cfg(feature = "failpoints")]
@@ -40,6 +45,7 @@ pub const ALL: &[&str] = &[
 enum Action {
     Crash,
     Sleep(Duration),
+    SleepOnce(Duration),
 }
 
 #[cfg(feature = "failpoints")]
@@ -53,11 +59,13 @@ fn parse(spec: &str) -> HashMap<String, Action> {
     spec.split(';')
         .filter_map(|entry| {
             let (point, action) = entry.trim().split_once('=')?;
+            let millis = |s: &str| s.parse().ok().map(Duration::from_millis);
             let action = match action.trim() {
                 "crash" => Action::Crash,
-                other => Action::Sleep(Duration::from_millis(
-                    other.strip_prefix("sleep:")?.parse().ok()?,
-                )),
+                other => match other.strip_prefix("sleep-once:") {
+                    Some(ms) => Action::SleepOnce(millis(ms)?),
+                    None => Action::Sleep(millis(other.strip_prefix("sleep:")?)?),
+                },
             };
             Some((point.trim().to_string(), action))
         })
@@ -82,6 +90,21 @@ pub async fn hit(point: &str) {
             tracing::warn!("failpoint {point}: stalling {d:?}");
             tokio::time::sleep(*d).await;
         }
+        Some(Action::SleepOnce(d)) => {
+            static PASSED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+            let first = {
+                let mut passed = PASSED.lock().unwrap_or_else(|p| p.into_inner());
+                let first = !passed.iter().any(|p| p == point);
+                if first {
+                    passed.push(point.to_string());
+                }
+                first
+            };
+            if first {
+                tracing::warn!("failpoint {point}: stalling {d:?}, this once");
+                tokio::time::sleep(*d).await;
+            }
+        }
     }
 }
 
@@ -91,12 +114,18 @@ mod tests {
 
     #[test]
     fn parses_points() {
-        let p = parse("after-lake-commit=crash; before-prepare=sleep:250;bogus;x=sleep:y");
+        let p = parse(
+            "after-lake-commit=crash; before-prepare=sleep:250;bogus;x=sleep:y;kv-snapshot-leased=sleep-once:9",
+        );
         assert_eq!(p.get("after-lake-commit"), Some(&Action::Crash));
         assert_eq!(
             p.get("before-prepare"),
             Some(&Action::Sleep(Duration::from_millis(250)))
         );
-        assert_eq!(p.len(), 2);
+        assert_eq!(
+            p.get("kv-snapshot-leased"),
+            Some(&Action::SleepOnce(Duration::from_millis(9)))
+        );
+        assert_eq!(p.len(), 3);
     }
 }

@@ -325,12 +325,18 @@ pub fn lease_gcs(format: &str) -> Lease {
 }
 
 /// What [`lease_kv_snapshots`] adds to a cluster's `server.yaml`: a KV snapshot of every
-/// primary-key bucket each second (Fluss's default is 10 minutes).
-const FREQUENT_KV_SNAPSHOTS: &str = "kv.snapshot.interval: 1s";
+/// primary-key bucket each second (Fluss's default is 10 minutes), expired leases released
+/// each second (10 minutes), 4 KiB log segments (1 GiB) moved to remote storage each second
+/// (1 minute), where a table's `table.log.ttl` expires them.
+const FREQUENT_KV_SNAPSHOTS: &str = "kv.snapshot.interval: 1s
+kv.snapshot.lease.expiration-check-interval: 1s
+log.segment.file-size: 4kb
+remote.log.task-interval-duration: 1s";
 
-/// A cluster of the pool that takes a KV snapshot of every primary-key bucket each second, with
-/// lake format `format`, held until the lease is dropped; the next lease of the cluster starts
-/// it again as usual.
+/// A cluster of the pool that takes a KV snapshot of every primary-key bucket each second and
+/// whose logs move to remote storage (and expire there) within seconds, with lake format
+/// `format`, held until the lease is dropped; the next lease of the cluster starts it again as
+/// usual.
 pub fn lease_kv_snapshots(format: &str) -> Lease {
     let mut lease = lease_mixed();
     let index = lease.info.index;

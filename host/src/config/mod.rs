@@ -220,6 +220,13 @@ pub struct Cli {
     /// Budget of one coordinator RPC, connecting included (at most 60s).
     #[arg(long = "rpc.timeout", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub rpc_timeout: Duration,
+
+    /// How long the cluster keeps a KV snapshot's files for the host once it leased them (a
+    /// primary-key bucket's first round reads its latest snapshot): longer than copying a
+    /// bucket's snapshot takes. The lease is dropped as soon as the files are copied; a snapshot
+    /// gone before that (its lease expired) is given up for the bucket's latest one.
+    #[arg(long = "tiering.kv-snapshot.lease-duration", value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub kv_snapshot_lease_duration: Duration,
 }
 
 /// `--log.format`.
@@ -289,6 +296,7 @@ pub struct HostConfig {
     pub plugin_perf_map: bool,
     pub plugin_memory_limit: usize,
     pub rpc_timeout: Duration,
+    pub kv_snapshot_lease_duration: Duration,
     pub state_dir: PathBuf,
     pub shutdown_grace_period: Duration,
     pub maintenance_idle_interval: Duration,
@@ -413,6 +421,7 @@ impl HostConfig {
             plugin_perf_map: cli.plugin_perf_map,
             plugin_memory_limit: cli.plugin_memory_limit,
             rpc_timeout: cli.rpc_timeout,
+            kv_snapshot_lease_duration: cli.kv_snapshot_lease_duration,
             state_dir,
             shutdown_grace_period: cli.shutdown_grace_period,
             maintenance_idle_interval: cli.maintenance_idle_interval,
@@ -440,6 +449,12 @@ impl HostConfig {
             return Err(clap::Error::raw(
                 clap::error::ErrorKind::InvalidValue,
                 "--rpc.timeout must be at most 60s: a call must end well within the coordinator's 120 s tiering timeout\n",
+            ));
+        }
+        if config.kv_snapshot_lease_duration < Duration::from_secs(1) {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                "--tiering.kv-snapshot.lease-duration must be at least 1s\n",
             ));
         }
         if config.heartbeat_interval >= Duration::from_secs(120) {

@@ -79,43 +79,6 @@ pub async fn bucket_offsets(
     })
 }
 
-/// The latest KV snapshot of every bucket of a primary-key table (or of one partition of it)
-/// that has one.
-pub async fn latest_kv_snapshots(
-    admin: &FlussAdmin,
-    path: &TablePath,
-    partition_name: Option<&str>,
-) -> Result<HashMap<i32, crate::fluss::kv_snapshot::SnapshotSource>> {
-    let snapshots = admin
-        .get_latest_kv_snapshots(path, partition_name)
-        .await
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Fluss,
-                format!(
-                    "cannot list the KV snapshots of {path}{}",
-                    partition_name
-                        .map(|p| format!(" partition {p}"))
-                        .unwrap_or_default()
-                ),
-            )
-            .with_source(e)
-        })?;
-    Ok(snapshots
-        .latest_snapshots
-        .into_iter()
-        .filter_map(|s| {
-            Some((
-                s.bucket_id,
-                crate::fluss::kv_snapshot::SnapshotSource {
-                    snapshot_id: s.snapshot_id?,
-                    log_offset: s.log_offset?,
-                },
-            ))
-        })
-        .collect())
-}
-
 /// One partition of a table.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Partition {

@@ -25,8 +25,7 @@ use fluss::record::{ChangeType, ScanBatch, ScanRecord};
 use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::fluss::kv_snapshot::{self, SnapshotSource};
-use crate::fluss::remote_dir::RemoteStorage;
+use crate::fluss::kv_snapshot::{self, SnapshotAccess, SnapshotSource};
 
 /// How often a bucket that returns no record is checked for being consumed anyway.
 const EMPTY_TAIL_CHECK_INTERVAL: Duration = Duration::from_millis(500);
@@ -87,34 +86,39 @@ impl BucketBatch {
 }
 
 /// Reads `range` of `path` and sends its rows to `tx` until the bucket is consumed up to
-/// the stop offset. Returns once it is (the bucket is then tiered up to `range.stop`), or
-/// when `tx` is closed (the writer gave up).
+/// the stop offset. Returns, once it is, the offset the bucket is then tiered up to
+/// (exclusive): `range.stop`, or for a snapshot split the log offset of the snapshot read (a
+/// newer one than planned when that one was gone). Returns early when `tx` is closed (the
+/// writer gave up).
 pub async fn read_bucket(
     conn: Arc<FlussConnection>,
-    storage: Arc<RemoteStorage>,
+    snapshots: SnapshotAccess,
     path: TablePath,
     range: BucketRange,
     poll_timeout: Duration,
     tx: mpsc::Sender<BucketBatch>,
-) -> Result<()> {
+) -> Result<i64> {
+    if range.snapshot.is_none()
+        && (range.stop <= 0 || (range.start >= 0 && range.start >= range.stop))
+    {
+        return Ok(range.stop);
+    }
     let table = conn
         .get_table(&path)
         .await
         .map_err(fluss_err("cannot open", &path, &range))?;
     if let Some(source) = range.snapshot {
-        return read_snapshot(&conn, &storage, &table, &range, source, &tx).await;
-    }
-    if range.stop <= 0 || (range.start >= 0 && range.start >= range.stop) {
-        return Ok(());
+        return read_snapshot(&conn, &snapshots, &table, &range, source, &tx).await;
     }
     // Short polls: a range that ends in empty batches yields no record, only a moved fetch
     // offset, which is checked after every poll.
     let poll_timeout = poll_timeout.min(EMPTY_TAIL_CHECK_INTERVAL);
     if table.get_table_info().has_primary_key() {
-        read_changelog(&table, &path, &range, poll_timeout, &tx).await
+        read_changelog(&table, &path, &range, poll_timeout, &tx).await?;
     } else {
-        read_log(&table, &path, &range, poll_timeout, &tx).await
+        read_log(&table, &path, &range, poll_timeout, &tx).await?;
     }
+    Ok(range.stop)
 }
 
 /// Rows a snapshot batch holds at most.
@@ -123,12 +127,12 @@ const SNAPSHOT_BATCH_ROWS: usize = 8192;
 /// A primary-key bucket's KV snapshot, as INSERTs at offset and timestamp -1.
 async fn read_snapshot(
     conn: &FlussConnection,
-    storage: &RemoteStorage,
+    snapshots: &SnapshotAccess,
     table: &FlussTable<'_>,
     range: &BucketRange,
     source: SnapshotSource,
     tx: &mpsc::Sender<BucketBatch>,
-) -> Result<()> {
+) -> Result<i64> {
     let info = table.get_table_info();
     // Values are CompactedRows unless the table says otherwise (`table.kv.format`).
     match info.get_table_config().get_kv_format() {
@@ -154,20 +158,31 @@ async fn read_snapshot(
         )
     })?;
     // Rows keep the schema they were written with: every earlier one of the table, to map
-    // them onto the current columns (ids count up from 0; a missing one is skipped).
+    // them onto the current columns (ids count up from 0; one the cluster does not have is
+    // skipped: a row written under it is refused by the decoder).
     let mut earlier = Vec::new();
     for id in 0..schema_id {
-        if let Ok(s) = admin
+        match admin
             .get_table_schema(info.get_table_path(), Some(i32::from(id)))
             .await
         {
-            earlier.push((id, s.schema().clone()));
+            Ok(s) => earlier.push((id, s.schema().clone())),
+            Err(e) if e.api_error() == Some(fluss::rpc::FlussError::SchemaNotExist) => {}
+            Err(e) => {
+                return Err(fluss_err(
+                    "cannot read an earlier schema of",
+                    info.get_table_path(),
+                    range,
+                )(e));
+            }
         }
     }
     let decoder = kv_snapshot::values::ValueDecoder::new(schema_id, info.get_schema(), earlier)?;
     let at = kv_snapshot::SnapshotBucket {
         table_id: info.get_table_id(),
+        path: info.get_table_path().clone(),
         partition_id: range.partition_id,
+        partition_name: range.partition_name.clone(),
         bucket: range.bucket,
         source,
     };
@@ -181,9 +196,9 @@ async fn read_snapshot(
     );
     let (batches_tx, mut batches) = mpsc::channel(2);
     let read = kv_snapshot::read(
-        &admin,
-        storage,
-        at,
+        admin,
+        snapshots,
+        &at,
         decoder,
         SNAPSHOT_BATCH_ROWS,
         batches_tx,
@@ -203,7 +218,7 @@ async fn read_snapshot(
         }
         Ok::<(), Error>(())
     };
-    tokio::try_join!(read, forward).map(|_| ())
+    tokio::try_join!(read, forward).map(|(read, _)| read.log_offset)
 }
 
 /// Turns a fluss-rs error into one naming what failed, the table and the bucket.

@@ -309,15 +309,21 @@ impl RemoteStorage {
 
     /// Copies the file at `path` to the local file `to` (created or truncated) in pieces of
     /// [`PIECE_BYTES`], one request each within [`READ_STALL`]; returns its size. A failed copy
-    /// leaves no file. Error messages read after the file's name.
+    /// leaves no file. Error messages read after the file's name; a file that does not exist is
+    /// [`ErrorKind::NotFound`].
     pub async fn download(&self, path: &RemotePath, to: &LocalPath) -> Result<u64> {
         let Some(root) = &path.root else {
             let copied = tokio::fs::copy(path.local().unwrap_or_default(), to).await;
             if copied.is_err() {
                 let _ = tokio::fs::remove_file(to).await;
             }
-            return copied
-                .map_err(|e| Error::new(ErrorKind::Storage, format!("cannot be read: {e}")));
+            return copied.map_err(|e| {
+                let kind = match e.kind() {
+                    std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+                    _ => ErrorKind::Storage,
+                };
+                Error::new(kind, format!("cannot be read: {e}"))
+            });
         };
         let (warehouse, p, hint) = self.locate(root, path).await?;
         let store = warehouse.store();
@@ -362,10 +368,11 @@ fn too_large(size: u64) -> Error {
 }
 
 fn unreadable(e: &object_store::Error, hint: &str) -> Error {
-    Error::new(
-        ErrorKind::Storage,
-        format!("cannot be read: {}{hint}", store_message(e)),
-    )
+    let kind = match e {
+        object_store::Error::NotFound { .. } => ErrorKind::NotFound,
+        _ => ErrorKind::Storage,
+    };
+    Error::new(kind, format!("cannot be read: {}{hint}", store_message(e)))
 }
 
 fn stalled() -> Error {

@@ -27,7 +27,7 @@ use crate::catalog::{CatalogOptions, GlueCatalog, HiveCatalog, LakeCatalog, Poin
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, LogEnd};
-use crate::fluss::{reader, table};
+use crate::fluss::{kv_snapshot, reader, table};
 use crate::metrics::registry::{CommittedRound, short_digest};
 use crate::metrics::{TableLabels, TableMetrics, metrics};
 use crate::plugin::storage::{ScopedStorage, StorageQuota};
@@ -291,7 +291,7 @@ async fn plan_splits(
             let pid = partition.as_ref().map(|(id, _)| *id);
             let untiered = (0..buckets).any(|b| !tiered.buckets.contains_key(&(pid, b)));
             let snapshots = if untiered {
-                Some(offsets::latest_kv_snapshots(&admin, path, name).await?)
+                Some(kv_snapshot::latest(&admin, path, name).await?)
             } else {
                 None
             };
@@ -818,14 +818,17 @@ impl SplitTask<'_> {
         let (tx, mut rx) = mpsc::channel(1);
         let read = reader::read_bucket(
             ctx.fluss.conn(),
-            ctx.remote_storage.clone(),
+            kv_snapshot::SnapshotAccess {
+                storage: ctx.remote_storage.clone(),
+                lease_duration: ctx.config.kv_snapshot_lease_duration,
+            },
             path.clone(),
             range.clone(),
             ctx.config.poll_timeout,
             raw_tx,
         );
         let reader = tokio::spawn(async move {
-            tokio::try_join!(read, row_batches::encode_all(raw_rx, tx)).map(|_| ())
+            tokio::try_join!(read, row_batches::encode_all(raw_rx, tx)).map(|(end, _)| end)
         });
         // Aborts the reader whichever way this function returns.
         let _reader_guard = AbortOnDrop(reader.abort_handle());
@@ -864,12 +867,12 @@ impl SplitTask<'_> {
         let end_offset = if forced {
             written.end_offset
         } else {
-            // The reader ended: the bucket is consumed up to its stop offset, even when its
-            // last batches held no row.
-            reader.await.map_err(|e| {
+            // The reader ended: the bucket is consumed up to its stop offset (a snapshot
+            // split's, the log offset of the snapshot read), even when its last batches held
+            // no row.
+            Some(reader.await.map_err(|e| {
                 Error::new(ErrorKind::Internal, format!("reader task failed: {e}"))
-            })??;
-            Some(range.stop)
+            })??)
         };
         let write_result = instance.complete(writer).await?;
         tracing::debug!(

@@ -7,25 +7,31 @@
 //! (`AcquireKvSnapshotLease`; Fluss #2512 is what happens without), ask for its files
 //! (`GetKvSnapshotMetadata`), copy each through the host's remote storage into a directory of
 //! its own, then drop the lease; decode the checkpoint's merged view ([`sst`]) into Arrow
-//! batches of the table's rows ([`values`]). Work in progress (issue 34): not yet planned by
-//! the rounds.
+//! batches of the table's rows ([`values`]). A snapshot gone before its files are copied (its
+//! lease expired, or the cluster replaced it between planning and leasing) is given up for the
+//! bucket's latest one, a few times at most.
 
 pub mod sst;
 pub mod values;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use fluss::client::FlussAdmin;
-use fluss::metadata::{KvSnapshotLeaseForBucket, KvSnapshotLeaseForTable};
+use fluss::metadata::{KvSnapshotLeaseForBucket, KvSnapshotLeaseForTable, TablePath};
 use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::failpoints;
 use crate::fluss::remote_dir::{RemotePath, RemoteStorage};
 
-/// How long the cluster keeps a leased snapshot's files for the host: longer than copying
-/// them takes; the lease is dropped as soon as they are copied.
-const LEASE_MS: i64 = 60 * 60 * 1000;
+/// Snapshots tried for one bucket before its split fails: the planned one, then the bucket's
+/// latest each time the one tried is gone (its lease expired, or it was replaced before it was
+/// leased).
+const MAX_ATTEMPTS: u32 = 3;
 
 /// The KV snapshot a bucket's first round starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,16 +43,96 @@ pub struct SnapshotSource {
 }
 
 /// One bucket of a table, at a snapshot.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SnapshotBucket {
     pub table_id: i64,
+    pub path: TablePath,
     pub partition_id: Option<i64>,
+    pub partition_name: Option<String>,
     pub bucket: i32,
     pub source: SnapshotSource,
 }
 
+impl SnapshotBucket {
+    fn describe(&self, source: SnapshotSource) -> String {
+        format!(
+            "KV snapshot {} of {} bucket {}{}",
+            source.snapshot_id,
+            self.path,
+            self.bucket,
+            self.partition_name
+                .as_deref()
+                .map(|p| format!(" of partition {p}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// Where snapshot files are read from, and how long the cluster keeps them for the host.
+#[derive(Clone)]
+pub struct SnapshotAccess {
+    pub storage: Arc<RemoteStorage>,
+    /// `--tiering.kv-snapshot.lease-duration`.
+    pub lease_duration: Duration,
+}
+
+/// The latest KV snapshot of every bucket of a primary-key table (or of one partition of it)
+/// that has one.
+pub async fn latest(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    partition_name: Option<&str>,
+) -> Result<HashMap<i32, SnapshotSource>> {
+    let snapshots = admin
+        .get_latest_kv_snapshots(path, partition_name)
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Fluss,
+                format!(
+                    "cannot list the KV snapshots of {path}{}",
+                    partition_name
+                        .map(|p| format!(" partition {p}"))
+                        .unwrap_or_default()
+                ),
+            )
+            .with_source(e)
+        })?;
+    Ok(snapshots
+        .latest_snapshots
+        .into_iter()
+        .filter_map(|s| {
+            Some((
+                s.bucket_id,
+                SnapshotSource {
+                    snapshot_id: s.snapshot_id?,
+                    log_offset: s.log_offset?,
+                },
+            ))
+        })
+        .collect())
+}
+
 /// A local directory removed when dropped.
 struct CopyDir(PathBuf);
+
+impl CopyDir {
+    fn create() -> Result<Self> {
+        let dir = CopyDir(std::env::temp_dir().join(format!(
+            "{}{}-{}",
+            crate::fluss::local_copies::KV_SNAPSHOTS,
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        )));
+        std::fs::create_dir_all(&dir.0).map_err(|e| {
+            Error::new(
+                ErrorKind::Storage,
+                format!("cannot create {}: {e}", dir.0.display()),
+            )
+        })?;
+        Ok(dir)
+    }
+}
 
 impl Drop for CopyDir {
     fn drop(&mut self) {
@@ -54,124 +140,165 @@ impl Drop for CopyDir {
     }
 }
 
-/// Reads `at`'s rows into batches of at most `batch_rows` rows of `decoder`'s table, sent to
-/// `tx` in key order.
+/// Reads the rows of `at`'s snapshot, or of the bucket's latest one when that one is gone
+/// before its files are copied, into batches of at most `batch_rows` rows of `decoder`'s
+/// table, sent to `tx` in key order. Returns the snapshot read: the bucket is tiered up to its
+/// log offset. Nothing is sent before every file of the snapshot read is copied, so a snapshot
+/// given up sent no row.
 pub async fn read(
-    admin: &FlussAdmin,
-    storage: &RemoteStorage,
-    at: SnapshotBucket,
+    admin: Arc<FlussAdmin>,
+    access: &SnapshotAccess,
+    at: &SnapshotBucket,
     decoder: values::ValueDecoder,
     batch_rows: usize,
     tx: mpsc::Sender<RecordBatch>,
-) -> Result<()> {
-    let dir = CopyDir(std::env::temp_dir().join(format!(
-        "{}{}-{}",
-        crate::fluss::local_copies::KV_SNAPSHOTS,
-        std::process::id(),
-        uuid::Uuid::new_v4()
-    )));
-    std::fs::create_dir_all(&dir.0).map_err(|e| {
-        Error::new(
-            ErrorKind::Storage,
-            format!("cannot create {}: {e}", dir.0.display()),
-        )
-    })?;
-    copy_files(admin, storage, at, &dir.0).await?;
+) -> Result<SnapshotSource> {
+    let mut source = at.source;
+    let mut attempt = 1;
+    let (dir, source) = loop {
+        let dir = CopyDir::create()?;
+        match copy_files(&admin, access, at, source, &dir.0, attempt).await {
+            Ok(copied) => break (dir, copied),
+            Err(gone) if gone.kind() == ErrorKind::NotFound && attempt < MAX_ATTEMPTS => {
+                let newer = latest(&admin, &at.path, at.partition_name.as_deref())
+                    .await?
+                    .get(&at.bucket)
+                    .copied()
+                    .filter(|s| s.snapshot_id != source.snapshot_id);
+                let Some(newer) = newer else { return Err(gone) };
+                tracing::warn!(
+                    "{gone}; reading the bucket's latest one, {}, instead",
+                    newer.snapshot_id
+                );
+                source = newer;
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let path = dir.0.clone();
     tokio::task::spawn_blocking(move || decode(&path, &decoder, batch_rows.max(1), &tx))
         .await
         .map_err(|e| Error::new(ErrorKind::Internal, format!("snapshot decoder failed: {e}")))??;
     drop(dir);
-    Ok(())
+    Ok(source)
 }
 
-/// Leases the snapshot, copies its files into `dir`, and drops the lease.
+/// A lease on snapshots: dropped on the cluster by [`Lease::drop_now`], or, if the read ends
+/// another way (an error, a cancelled split), in the background when this is dropped.
+struct Lease {
+    admin: Arc<FlussAdmin>,
+    id: Option<String>,
+    what: String,
+}
+
+impl Lease {
+    async fn drop_now(mut self) {
+        if let Some(id) = self.id.take()
+            && let Err(e) = self.admin.drop_kv_snapshot_lease(&id).await
+        {
+            // It expires on its own.
+            tracing::warn!(lease = id, "could not drop the lease of {}: {e}", self.what);
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let admin = self.admin.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = admin.drop_kv_snapshot_lease(&id).await;
+            });
+        }
+    }
+}
+
+/// Leases `source`, copies its files into `dir`, and drops the lease. Returns the snapshot
+/// as the cluster describes it. A snapshot that no longer exists is [`ErrorKind::NotFound`].
 async fn copy_files(
-    admin: &FlussAdmin,
-    storage: &RemoteStorage,
-    at: SnapshotBucket,
+    admin: &Arc<FlussAdmin>,
+    access: &SnapshotAccess,
+    at: &SnapshotBucket,
+    source: SnapshotSource,
     dir: &Path,
-) -> Result<()> {
-    let what = format!(
-        "KV snapshot {} of bucket {}{}",
-        at.source.snapshot_id,
-        at.bucket,
-        at.partition_id
-            .map(|p| format!(" of partition {p}"))
-            .unwrap_or_default()
-    );
-    let gone = |why: String| {
-        Error::new(
-            ErrorKind::NotFound,
-            format!("{what} is gone ({why}); the next round starts from a newer one"),
-        )
-    };
+    attempt: u32,
+) -> Result<SnapshotSource> {
+    let what = at.describe(source);
+    let gone = |why: String| Error::new(ErrorKind::NotFound, format!("{what} is gone ({why})"));
     let lease_id = format!("fluss-lake-host-{}", uuid::Uuid::new_v4());
     let leased = admin
         .create_kv_snapshot_lease(
             &lease_id,
-            LEASE_MS,
+            i64::try_from(access.lease_duration.as_millis()).unwrap_or(i64::MAX),
             vec![KvSnapshotLeaseForTable {
                 table_id: at.table_id,
                 bucket_snapshots: vec![KvSnapshotLeaseForBucket {
                     partition_id: at.partition_id,
                     bucket_id: at.bucket,
-                    snapshot_id: at.source.snapshot_id,
+                    snapshot_id: source.snapshot_id,
                 }],
             }],
         )
         .await
         .map_err(|e| Error::new(ErrorKind::Fluss, format!("{what}: cannot lease it: {e}")))?;
-    let copied = async {
-        if !leased.unavailable_snapshots.is_empty() {
-            return Err(gone("the cluster cannot lease it".into()));
-        }
-        let metadata = admin
-            .get_kv_snapshot_metadata(
-                at.table_id,
-                at.partition_id,
-                at.bucket,
-                at.source.snapshot_id,
+    let lease = Lease {
+        admin: admin.clone(),
+        id: Some(lease_id),
+        what: what.clone(),
+    };
+    if !leased.unavailable_snapshots.is_empty() {
+        return Err(gone("the cluster cannot lease it".into()));
+    }
+    if attempt == 1 {
+        failpoints::hit(failpoints::KV_SNAPSHOT_LEASED).await;
+    }
+    // Asked for under the lease: an answer proves the snapshot outlived the lease's start,
+    // so its files stay until the lease ends.
+    let metadata = admin
+        .get_kv_snapshot_metadata(at.table_id, at.partition_id, at.bucket, source.snapshot_id)
+        .await
+        .map_err(|e| {
+            if e.api_error() == Some(fluss::rpc::FlussError::KvSnapshotNotExist) {
+                gone(e.to_string())
+            } else {
+                Error::new(
+                    ErrorKind::Fluss,
+                    format!("{what}: cannot list its files: {e}"),
+                )
+            }
+        })?;
+    for f in &metadata.snapshot_files {
+        let name = plain_file_name(&f.local_file_name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Protocol,
+                format!(
+                    "{what}: the file name '{}' is not a plain file name",
+                    f.local_file_name
+                ),
             )
+        })?;
+        let remote = RemotePath::parse(&f.remote_path).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Protocol,
+                format!("{what}: '{}' is not a remote path", f.remote_path),
+            )
+        })?;
+        access
+            .storage
+            .download(&remote, &dir.join(name))
             .await
-            .map_err(|e| gone(e.to_string()))?;
-        for f in &metadata.snapshot_files {
-            let name = plain_file_name(&f.local_file_name).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Protocol,
-                    format!(
-                        "{what}: the file name '{}' is not a plain file name",
-                        f.local_file_name
-                    ),
-                )
+            .map_err(|e| match e.kind() {
+                ErrorKind::NotFound => gone(format!("{} {}", f.remote_path, e.message())),
+                kind => Error::new(kind, format!("{what}: {} {}", f.remote_path, e.message())),
             })?;
-            let remote = RemotePath::parse(&f.remote_path).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Protocol,
-                    format!("{what}: '{}' is not a remote path", f.remote_path),
-                )
-            })?;
-            storage
-                .download(&remote, &dir.join(name))
-                .await
-                .map_err(|e| match e.kind() {
-                    ErrorKind::Storage if e.message().contains("not found") => {
-                        gone(format!("{}: {}", f.remote_path, e.message()))
-                    }
-                    _ => Error::new(
-                        e.kind(),
-                        format!("{what}: {}: {}", f.remote_path, e.message()),
-                    ),
-                })?;
-        }
-        Ok(())
     }
-    .await;
-    if let Err(e) = admin.drop_kv_snapshot_lease(&lease_id).await {
-        // It expires on its own.
-        tracing::warn!(lease = lease_id, "could not drop the lease of {what}: {e}");
-    }
-    copied
+    lease.drop_now().await;
+    Ok(SnapshotSource {
+        snapshot_id: source.snapshot_id,
+        log_offset: metadata.log_offset,
+    })
 }
 
 /// `name` when it names a file in a directory and nothing else.
