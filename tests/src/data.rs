@@ -424,6 +424,20 @@ async fn served_within(
     }
 }
 
+/// A writer of upserts and deletes to the primary-key table `path`.
+pub async fn upsert_writer(
+    conn: &FlussConnection,
+    path: &TablePath,
+) -> fluss::client::UpsertWriter {
+    conn.get_table(path)
+        .await
+        .unwrap()
+        .new_upsert()
+        .unwrap()
+        .create_writer()
+        .unwrap()
+}
+
 /// Every (partition id, bucket) → high watermark of a table (all partitions, or the table).
 pub async fn all_log_end_offsets(
     admin: &FlussAdmin,

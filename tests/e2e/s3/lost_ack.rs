@@ -293,14 +293,7 @@ async fn change_pk(
     deletes: &[i32],
     expected: &mut BTreeMap<i32, String>,
 ) {
-    let writer = conn
-        .get_table(path)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
+    let writer = data::upsert_writer(conn, path).await;
     for id in ids {
         let mut row = GenericRow::new(2);
         row.set_field(0, id);

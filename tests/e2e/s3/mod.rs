@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use fluss::client::FlussConnection;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
+use fluss_lake_e2e::data;
 
 /// A primary-key lake table `(id int, name string)`, 2 buckets, freshness 2 s.
 fn pk_table() -> TableDescriptor {
@@ -40,14 +41,7 @@ fn pk_table() -> TableDescriptor {
 
 /// Upserts ids 0..500, then deletes every fifth: the table's expected content, by id.
 async fn write_pk_changes(conn: &FlussConnection, path: &TablePath) -> BTreeMap<i32, String> {
-    let writer = conn
-        .get_table(path)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
+    let writer = data::upsert_writer(conn, path).await;
     let mut expected = BTreeMap::new();
     for id in 0..500 {
         let mut row = GenericRow::new(2);

@@ -7,8 +7,8 @@ use std::time::Duration;
 use fluss::client::FlussConnection;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
-use fluss_lake_e2e::Rng;
 use fluss_lake_e2e::host::HostProcess;
+use fluss_lake_e2e::{Rng, data};
 
 use super::merge_engines::{KEYS, wait_tiered};
 
@@ -33,14 +33,7 @@ pub fn pk_descriptor() -> TableDescriptor {
 
 /// Upserts (and some deletes) of `KEYS` keys.
 pub async fn upsert_round(conn: &FlussConnection, path: &TablePath, round: usize, rng: &mut Rng) {
-    let writer = conn
-        .get_table(path)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
+    let writer = data::upsert_writer(conn, path).await;
     for _ in 0..400 {
         let id = rng.below(KEYS) as i32;
         let mut row = GenericRow::new(3);

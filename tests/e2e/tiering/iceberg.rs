@@ -337,14 +337,7 @@ async fn run_primary_key(partitioned: bool) {
     };
     let dir = c.iceberg_warehouse.join("fluss").join(&table);
     assert_plugin_creates_the_same_table(&admin, &path, &dir).await;
-    let writer = conn
-        .get_table(&path)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
+    let writer = data::upsert_writer(&conn, &path).await;
     let mut host_process: Option<host::HostProcess> = None;
     let mut rng = Rng(0x1ce_be49);
     let mut model: BTreeMap<(i32, Option<&str>), Row> = BTreeMap::new();

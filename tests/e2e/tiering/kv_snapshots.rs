@@ -78,14 +78,7 @@ async fn write(
     rng: &mut Rng,
     model: &mut Model,
 ) {
-    let writer = conn
-        .get_table(path)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
+    let writer = data::upsert_writer(conn, path).await;
     let row = |id: i32, region: Option<&str>, ver: i64, name: &str| {
         let mut row = GenericRow::new(if partitioned { 4 } else { 3 });
         row.set_field(0, id);

@@ -145,14 +145,7 @@ async fn run(format: &str) {
         let name = format!("{format}_{}", engine.unwrap_or("default"));
         let path = TablePath::new("fluss", unique_name(&name));
         data::create_table(&admin, &path, &descriptor(engine)).await;
-        let writer = conn
-            .get_table(&path)
-            .await
-            .unwrap()
-            .new_upsert()
-            .unwrap()
-            .create_writer()
-            .unwrap();
+        let writer = data::upsert_writer(&conn, &path).await;
         tables.push((engine, name, path, writer));
     }
     let h = spawn_host(&c, format, &format!("{format}-merge-engines-host"), &[]);

@@ -329,14 +329,7 @@ async fn run_pk(format: &str, more_readers: impl Fn(&cluster::Lease, &TablePath,
     let admin = conn.get_admin().unwrap();
     let path = TablePath::new("fluss", unique_name(&format!("nested_pk_{format}")));
     data::create_table(&admin, &path, &pk_descriptor()).await;
-    let writer = conn
-        .get_table(&path)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
+    let writer = data::upsert_writer(&conn, &path).await;
     let h = spawn_host(&c, format, &format!("{}-host", path.table()), &[]);
     let mut writes = Writes {
         rng: Rng(0x9e57_ed0b_1c75),

@@ -258,14 +258,7 @@ async fn run(s: OnStore) {
     )
     .await;
     data::create_table(&admin, &pk, &primary_key_table()).await;
-    let writer = conn
-        .get_table(&pk)
-        .await
-        .unwrap()
-        .new_upsert()
-        .unwrap()
-        .create_writer()
-        .unwrap();
+    let writer = data::upsert_writer(&conn, &pk).await;
     let mut rng = Rng(0x0b1e_c757_03e5);
     data::write_rows(&conn, &log, 0, LOG_ROWS as usize, 1_500).await;
     upsert_round(&writer, &mut rng, 0).await;
