@@ -97,6 +97,15 @@ fi
 # ---- work dir & config -------------------------------------------------------------
 if [ "$CLEAN" = 1 ]; then
   case "$CLUSTER_WORK_DIR" in ""|"/"|"$HOME"|"$REPO") die "refusing to wipe '$CLUSTER_WORK_DIR'" ;; esac
+  # The end of the logs of the run wiped, for whoever looks into why it ended (a server that
+  # died under a test): target/cluster-logs/<index>-<time>/.
+  if compgen -G "$LOG_DIR/*.log" >/dev/null; then
+    kept="$REPO/target/cluster-logs/$CLUSTER_INDEX-$(date +%H%M%S)"
+    mkdir -p "$kept"
+    for f in "$LOG_DIR"/*.log "$LOG_DIR"/*.out; do
+      if [ -s "$f" ]; then tail -n 300 "$f" > "$kept/$(basename "$f")"; fi
+    done
+  fi
   rm -rf "$CLUSTER_WORK_DIR"
 fi
 rm -f "$PID_DIR"/*.pid 2>/dev/null || true

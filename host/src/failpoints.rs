@@ -5,8 +5,8 @@
 //! enables; a release build of the host alone has none, and every point is an empty inline
 //! function). Armed by the environment variable `FLUSS_LAKE_HOST_FAILPOINTS`, a
 //! `;`-separated list of `point=action`, where action is `crash` (abort the process, like
-//! SIGKILL: no cleanup, no last heartbeat), `sleep:<millis>`, or `sleep-once:<millis>` (the
-//! first time the point is passed only).
+//! SIGKILL: no cleanup, no last heartbeat), `sleep:<millis>`, or `once-until:<file>` (the
+//! first time the point is passed, stall until the test creates `<file>`, 5 minutes at most).
 
 #[cfg(feature = "failpoints")]
 use std::collections::HashMap;
@@ -45,7 +45,7 @@ pub const ALL: &[&str] = &[
 enum Action {
     Crash,
     Sleep(Duration),
-    SleepOnce(Duration),
+    OnceUntil(std::path::PathBuf),
 }
 
 #[cfg(feature = "failpoints")]
@@ -62,8 +62,8 @@ fn parse(spec: &str) -> HashMap<String, Action> {
             let millis = |s: &str| s.parse().ok().map(Duration::from_millis);
             let action = match action.trim() {
                 "crash" => Action::Crash,
-                other => match other.strip_prefix("sleep-once:") {
-                    Some(ms) => Action::SleepOnce(millis(ms)?),
+                other => match other.strip_prefix("once-until:") {
+                    Some(file) => Action::OnceUntil(file.into()),
                     None => Action::Sleep(millis(other.strip_prefix("sleep:")?)?),
                 },
             };
@@ -90,7 +90,7 @@ pub async fn hit(point: &str) {
             tracing::warn!("failpoint {point}: stalling {d:?}");
             tokio::time::sleep(*d).await;
         }
-        Some(Action::SleepOnce(d)) => {
+        Some(Action::OnceUntil(file)) => {
             static PASSED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
             let first = {
                 let mut passed = PASSED.lock().unwrap_or_else(|p| p.into_inner());
@@ -101,8 +101,14 @@ pub async fn hit(point: &str) {
                 first
             };
             if first {
-                tracing::warn!("failpoint {point}: stalling {d:?}, this once");
-                tokio::time::sleep(*d).await;
+                tracing::warn!(
+                    "failpoint {point}: stalling until {} exists",
+                    file.display()
+                );
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
+                while !file.exists() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
             }
         }
     }
@@ -115,7 +121,7 @@ mod tests {
     #[test]
     fn parses_points() {
         let p = parse(
-            "after-lake-commit=crash; before-prepare=sleep:250;bogus;x=sleep:y;kv-snapshot-leased=sleep-once:9",
+            "after-lake-commit=crash; before-prepare=sleep:250;bogus;x=sleep:y;kv-snapshot-leased=once-until:/tmp/go",
         );
         assert_eq!(p.get("after-lake-commit"), Some(&Action::Crash));
         assert_eq!(
@@ -124,7 +130,7 @@ mod tests {
         );
         assert_eq!(
             p.get("kv-snapshot-leased"),
-            Some(&Action::SleepOnce(Duration::from_millis(9)))
+            Some(&Action::OnceUntil("/tmp/go".into()))
         );
         assert_eq!(p.len(), 3);
     }

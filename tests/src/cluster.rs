@@ -324,26 +324,39 @@ pub fn lease_gcs(format: &str) -> Lease {
     lease
 }
 
-/// What [`lease_kv_snapshots`] adds to a cluster's `server.yaml`: a KV snapshot of every
-/// primary-key bucket each second (Fluss's default is 10 minutes), expired leases released
-/// each second (10 minutes), 4 KiB log segments (1 GiB) moved to remote storage each second
-/// (1 minute), where a table's `table.log.ttl` expires them.
+/// The cluster of the KV snapshot tests (`lease_kv_snapshots`): outside the pool, started on
+/// first use with [`FREQUENT_KV_SNAPSHOTS`], so no pool cluster is started twice for them.
+pub const KV_CLUSTER: usize = 7;
+
+/// What [`KV_CLUSTER`] adds to its `server.yaml`: a KV snapshot of every primary-key bucket
+/// each second (Fluss's default is 10 minutes), expired leases released each second (10
+/// minutes), 4 KiB log segments (1 GiB) moved to remote storage each second (1 minute), where a
+/// table's `table.log.ttl` expires them.
 const FREQUENT_KV_SNAPSHOTS: &str = "kv.snapshot.interval: 1s
 kv.snapshot.lease.expiration-check-interval: 1s
 log.segment.file-size: 4kb
 remote.log.task-interval-duration: 1s";
 
-/// A cluster of the pool that takes a KV snapshot of every primary-key bucket each second and
-/// whose logs move to remote storage (and expire there) within seconds, with lake format
-/// `format`, held until the lease is dropped; the next lease of the cluster starts it again as
-/// usual.
+/// [`KV_CLUSTER`], which takes a KV snapshot of every primary-key bucket each second and whose
+/// logs move to remote storage (and expire there) within seconds, with lake format `format`,
+/// held until the lease is dropped.
 pub fn lease_kv_snapshots(format: &str) -> Lease {
-    let mut lease = lease_mixed();
-    let index = lease.info.index;
-    start_clean_with(index, usual_storage(index), FREQUENT_KV_SNAPSHOTS);
-    lease.info.format = "none".to_string();
-    lease.set_lake_format(format);
-    lease
+    lease_index(KV_CLUSTER, format)
+}
+
+/// Stops [`KV_CLUSTER`] (its only test is done with it): its JVMs leave the machine to the
+/// suite's other tests.
+pub fn stop_kv_cluster() {
+    let _ = run("cluster/stop.sh", KV_CLUSTER, &[], &[]);
+}
+
+/// The lines cluster `index` adds to its `server.yaml`.
+fn usual_extra_yaml(index: usize) -> &'static str {
+    if index == KV_CLUSTER {
+        FREQUENT_KV_SNAPSHOTS
+    } else {
+        ""
+    }
 }
 
 /// Where cluster `index` keeps its remote data when leased by [`lease_index`]: `s3` for the
@@ -423,11 +436,10 @@ fn prepare(index: usize) -> String {
             "s3.access-key: {}",
             crate::s3::server().access_key
         )) || !yaml.contains("remote.log.task-interval-duration"));
-    // A cluster a test started on other storage (`lease_gcs`) or with other settings
-    // (`lease_kv_snapshots`).
+    // A cluster a test started on other storage (`lease_gcs`), or without its own settings.
     let other_storage = std::fs::read_to_string(work.join("storage"))
         .is_ok_and(|s| s.trim() != usual_storage(index))
-        || yaml.contains(FREQUENT_KV_SNAPSHOTS);
+        || yaml.contains(FREQUENT_KV_SNAPSHOTS) != (index == KV_CLUSTER);
     let restart = !up
         || dirty.exists()
         || other_storage
@@ -436,7 +448,7 @@ fn prepare(index: usize) -> String {
         || stale_s3
         || drop_all_tables(&ClusterInfo::new(index, "none").bootstrap).is_err();
     if restart {
-        start_clean(index, usual_storage(index));
+        start_clean_with(index, usual_storage(index), usual_extra_yaml(index));
         let _ = std::fs::remove_file(&dirty);
     }
     std::fs::read_to_string(work.join("lake-format"))

@@ -81,15 +81,16 @@ impl BucketBatch {
 
     /// The newest commit timestamp among the rows.
     pub fn max_timestamp(&self) -> Option<i64> {
-        self.timestamps.iter().copied().max()
+        // -1 is "unknown" (a KV snapshot's rows, as Java writes them), not a time.
+        self.timestamps.iter().copied().filter(|t| *t >= 0).max()
     }
 }
 
 /// Reads `range` of `path` and sends its rows to `tx` until the bucket is consumed up to
 /// the stop offset. Returns, once it is, the offset the bucket is then tiered up to
 /// (exclusive): `range.stop`, or for a snapshot split the log offset of the snapshot read (a
-/// newer one than planned when that one was gone). Returns early when `tx` is closed (the
-/// writer gave up).
+/// newer one than planned when that one was gone). A `tx` closed before the range is consumed
+/// (the writer gave up) ends the read with [`ErrorKind::Cancelled`].
 pub async fn read_bucket(
     conn: Arc<FlussConnection>,
     snapshots: SnapshotAccess,
@@ -117,6 +118,16 @@ pub async fn read_bucket(
         read_changelog(&table, &path, &range, poll_timeout, &tx).await?;
     } else {
         read_log(&table, &path, &range, poll_timeout, &tx).await?;
+    }
+    // They return early when the writer is gone: the range is then not consumed.
+    if tx.is_closed() {
+        return Err(Error::new(
+            ErrorKind::Cancelled,
+            format!(
+                "{path} bucket {}: the split ended before its range was read",
+                range.bucket
+            ),
+        ));
     }
     Ok(range.stop)
 }
@@ -203,7 +214,8 @@ async fn read_snapshot(
         SNAPSHOT_BATCH_ROWS,
         batches_tx,
     );
-    let forward = async {
+    // Owns the receiving end: a writer gone closes it, so the decoder stops too.
+    let forward = async move {
         while let Some(rows) = batches.recv().await {
             let n = rows.num_rows();
             let batch = BucketBatch {
@@ -213,7 +225,10 @@ async fn read_snapshot(
                 timestamps: vec![-1; n],
             };
             if tx.send(batch).await.is_err() {
-                break;
+                return Err(Error::new(
+                    ErrorKind::Cancelled,
+                    "the split ended before the snapshot was read",
+                ));
             }
         }
         Ok::<(), Error>(())

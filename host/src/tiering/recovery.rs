@@ -79,7 +79,9 @@ pub async fn verify_missing_snapshot(
     // cannot be reached fails the round (retried), not the claim.
     let offsets = match storage.read(&file, MAX_OFFSETS_FILE_BYTES).await {
         Ok(bytes) => parse_offsets(&bytes, assignment.table_id),
-        Err(e) if e.kind() == ErrorKind::Storage => Err(e.message().to_string()),
+        Err(e) if matches!(e.kind(), ErrorKind::Storage | ErrorKind::NotFound) => {
+            Err(e.message().to_string())
+        }
         Err(e) => {
             return Err(e.context(format!(
                 "{}: the offsets file {path} of lake snapshot {}",

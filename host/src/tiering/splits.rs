@@ -64,26 +64,47 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
                 continue;
             };
             range.partition_name = p.partition.as_ref().map(|(_, name)| name.clone());
+            let of_partition = || {
+                p.partition
+                    .as_ref()
+                    .map(|(_, n)| format!(" of partition {n}"))
+                    .unwrap_or_default()
+            };
+            let log_start = p
+                .earliest
+                .as_ref()
+                .map(|e| e.get(&bucket).copied().unwrap_or(0));
             if committed.is_none()
                 && let Some(source) = p.kv_snapshots.as_ref().and_then(|s| s.get(&bucket))
             {
+                // The changelog must go on from the snapshot's offset: one older than the log
+                // start would leave a gap no later round could read.
+                if let Some(start) = log_start.filter(|s| source.log_offset < *s) {
+                    refused.push(Error::new(
+                        ErrorKind::Unavailable,
+                        format!(
+                            "bucket {bucket}{} was never tiered and its latest KV snapshot ({}, up to offset {}) is older than its changelog, which starts at {start}: \
+                             it is tiered from the cluster's next snapshot",
+                            of_partition(),
+                            source.snapshot_id,
+                            source.log_offset
+                        ),
+                    ));
+                    continue;
+                }
                 range.snapshot = Some(*source);
                 range.start = EARLIEST_OFFSET;
                 range.stop = source.log_offset;
             } else if committed.is_none()
-                && let Some(earliest) = &p.earliest
+                && let Some(start) = log_start
             {
-                let start = earliest.get(&bucket).copied().unwrap_or(0);
                 if start > 0 {
                     refused.push(Error::new(
                         ErrorKind::Unavailable,
                         format!(
                             "bucket {bucket}{} was never tiered, its changelog now starts at offset {start} and the cluster has no KV snapshot of it yet: \
                              it is tiered from its first KV snapshot",
-                            p.partition
-                                .as_ref()
-                                .map(|(_, n)| format!(" of partition {n}"))
-                                .unwrap_or_default()
+                            of_partition()
                         ),
                     ));
                     continue;
@@ -331,6 +352,14 @@ mod tests {
         // A bucket tiered before continues from the lake, snapshot or not.
         let p = plan(&tiered(&[(None, 0, 6), (None, 1, 6)]), &parts);
         assert_eq!(p.splits, vec![range(0, 6, 8, 2)]);
+        // A snapshot older than the log start would leave a gap: refused until a newer one.
+        parts[0].earliest = Some(HashMap::from([(0, 6), (1, 0)]));
+        let p = plan(&TieredOffsets::default(), &parts);
+        assert_eq!(p.splits, vec![range(1, 0, 6, 2)]);
+        let [err] = p.refused.as_slice() else {
+            panic!("{:?}", p.refused)
+        };
+        assert!(err.message().contains("older than its changelog"), "{err}");
     }
 
     #[test]

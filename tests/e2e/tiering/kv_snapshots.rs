@@ -2,15 +2,18 @@
 //! as FlussLakeTiering's `TieringSnapshotSplit` does, and later rounds continue from the
 //! changelog with nothing lost or doubled.
 //!
-//! One cluster that snapshots every bucket each second, rolls 4 KiB log segments and moves
-//! them to remote storage each second (`cluster::lease_kv_snapshots`):
+//! A cluster of its own that snapshots every bucket each second, rolls 4 KiB log segments and
+//! moves them to remote storage each second (`cluster::lease_kv_snapshots`):
 //! - a Paimon and an Iceberg table created with the lake off and a one-second log TTL, written
 //!   until no bucket's log starts at 0 any more, then altered to `table.datalake.enabled`
 //!   (a table older than its log: the changelog alone no longer holds its state);
 //! - a partitioned Paimon table (a snapshot per partition and bucket);
 //! - then, with a second host stalled after leasing a snapshot with a 2 s lease, a table whose
 //!   leased snapshot the cluster deletes meanwhile: the host says so in one line, reads the
-//!   bucket's latest snapshot instead, and the round commits the table whole.
+//!   bucket's latest snapshot instead, and the round commits the table whole from it.
+//!
+//! A first round whose snapshots hold the whole log commits every row from them (Paimon:
+//! every `__offset` is -1).
 //!
 //! After every round the lake's merged read (pypaimon; Java Iceberg's generic reader and DuckDB)
 //! equals the writes' model, which Fluss's own lookups agree with.
@@ -28,7 +31,7 @@ use fluss::rpc::message::OffsetSpec;
 use fluss_lake_e2e::cluster::ClusterInfo;
 use fluss_lake_e2e::host::{self, HostProcess};
 use fluss_lake_e2e::lake_check::business;
-use fluss_lake_e2e::{Rng, cluster, data, iceberg, unique_name};
+use fluss_lake_e2e::{Rng, cluster, data, iceberg, paimon, unique_name};
 use serde_json::{Value, json};
 
 use super::merge_engines::{KEYS, fluss_state, lake_state, wait_tiered};
@@ -354,6 +357,9 @@ async fn primary_key_tables_older_than_their_log_start_from_their_kv_snapshots()
                 &h,
             )
             .await;
+            if step == 0 && *format == "paimon" {
+                assert_from_snapshots_alone(&c, path, &what);
+            }
         }
     }
     let log = h.log();
@@ -373,22 +379,37 @@ async fn primary_key_tables_older_than_their_log_start_from_their_kv_snapshots()
     data::create_table(&admin, &gone, &descriptor(1, true, false, None)).await;
     write(&conn, &gone, false, 0, &mut rng, &mut gone_model).await;
     wait_snapshotted(&admin, &gone).await;
+    let go = std::env::temp_dir().join(unique_name("kv-snapshot-go"));
+    let stall = format!("kv-snapshot-leased=once-until:{}", go.display());
     let mut h = HostProcess::spawn_with_env(
         &host_args(&["--tiering.kv-snapshot.lease-duration", "2s"]),
         &format!("{id}-gone-host"),
-        &[(
-            fluss_lake_host::failpoints::ENV,
-            "kv-snapshot-leased=sleep-once:40000",
-        )],
+        &[(fluss_lake_host::failpoints::ENV, &stall)],
     );
     let deadline = Instant::now() + Duration::from_secs(120);
     while !h.log().contains("failpoint kv-snapshot-leased: stalling") {
         assert!(Instant::now() < deadline, "never stalled:\n{}", h.log());
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let leased = latest_snapshots(&admin, &gone).await[&(None, 0)].0.unwrap();
+    // The snapshot the host leased, as it said when it began.
+    let log = h.log();
+    let leased: i64 = log
+        .lines()
+        .find(|l| {
+            l.contains("never tiered from its KV snapshot") && l.contains(&format!("table={gone} "))
+        })
+        .and_then(|l| {
+            l.split(" snapshot=")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no snapshot read of {gone}:\n{log}"));
+    // Writes until the cluster deletes it (its lease expired, newer snapshots replace it).
     let table_id = admin.get_table_info(&gone).await.unwrap().get_table_id();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(120);
     let mut round = 1;
     while admin
         .get_kv_snapshot_metadata(table_id, None, 0, leased)
@@ -397,12 +418,17 @@ async fn primary_key_tables_older_than_their_log_start_from_their_kv_snapshots()
     {
         assert!(
             Instant::now() < deadline,
-            "the cluster kept snapshot {leased} 30 s after its lease expired"
+            "the cluster kept snapshot {leased} 120 s after its lease expired"
         );
         write(&conn, &gone, false, round, &mut rng, &mut gone_model).await;
         round += 1;
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    // The latest snapshot now holds every write: the round that reads it commits the table
+    // whole, from it alone (a round committing the leased snapshot's offset would read the
+    // writes since from the changelog).
+    wait_snapshotted(&admin, &gone).await;
+    std::fs::write(&go, b"").unwrap();
     let what = format!("{gone} after its leased snapshot {leased} was deleted");
     assert_lake(
         &c,
@@ -428,5 +454,21 @@ async fn primary_key_tables_older_than_their_log_start_from_their_kv_snapshots()
         said[0]
     );
     assert!(!log.contains("tiering round failed"), "{log}");
+    assert_from_snapshots_alone(&c, &gone, &what);
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+    let _ = std::fs::remove_file(&go);
+    cluster::stop_kv_cluster();
+}
+
+/// Every row of the Paimon table came from KV snapshots: offset -1, as Java writes them.
+fn assert_from_snapshots_alone(c: &ClusterInfo, path: &TablePath, what: &str) {
+    let rows = paimon::rows(&c.paimon_warehouse, "fluss", path.table(), None);
+    let from_log: Vec<&Value> = rows.iter().filter(|r| r["__offset"] != -1).collect();
+    assert!(
+        !rows.is_empty() && from_log.is_empty(),
+        "{what}: {} of {} rows did not come from a KV snapshot, e.g. {:?}",
+        from_log.len(),
+        rows.len(),
+        from_log.first()
+    );
 }

@@ -28,6 +28,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::remote_dir::{RemotePath, RemoteStorage};
 
+/// Encoded row bytes a batch of snapshot rows holds at most (besides its row count): wide rows
+/// make smaller batches, as the round's gathering of log batches does (4 MiB).
+const MAX_BATCH_VALUE_BYTES: usize = 4 << 20;
+
 /// Snapshots tried for one bucket before its split fails: the planned one, then the bucket's
 /// latest each time the one tried is gone (its lease expired, or it was replaced before it was
 /// leased).
@@ -141,10 +145,11 @@ impl Drop for CopyDir {
 }
 
 /// Reads the rows of `at`'s snapshot, or of the bucket's latest one when that one is gone
-/// before its files are copied, into batches of at most `batch_rows` rows of `decoder`'s
-/// table, sent to `tx` in key order. Returns the snapshot read: the bucket is tiered up to its
-/// log offset. Nothing is sent before every file of the snapshot read is copied, so a snapshot
-/// given up sent no row.
+/// before its files are copied, into batches of at most `batch_rows` rows (and about
+/// [`MAX_BATCH_VALUE_BYTES`]) of `decoder`'s table, sent to `tx` in key order. Returns the
+/// snapshot read: the bucket is tiered up to its log offset. Nothing is sent before every file
+/// of the snapshot read is copied, so a snapshot given up sent no row; a `tx` closed before
+/// the last row is [`ErrorKind::Cancelled`], never a snapshot read.
 pub async fn read(
     admin: Arc<FlussAdmin>,
     access: &SnapshotAccess,
@@ -167,8 +172,9 @@ pub async fn read(
                     .filter(|s| s.snapshot_id != source.snapshot_id);
                 let Some(newer) = newer else { return Err(gone) };
                 tracing::warn!(
-                    "{gone}; reading the bucket's latest one, {}, instead",
-                    newer.snapshot_id
+                    "{gone}; reading the bucket's latest one, {} (up to offset {}), instead",
+                    newer.snapshot_id,
+                    newer.log_offset
                 );
                 source = newer;
                 attempt += 1;
@@ -215,8 +221,9 @@ impl Drop for Lease {
     }
 }
 
-/// Leases `source`, copies its files into `dir`, and drops the lease. Returns the snapshot
-/// as the cluster describes it. A snapshot that no longer exists is [`ErrorKind::NotFound`].
+/// Leases `source`, copies its table files into `dir` while renewing the lease, and drops the
+/// lease. Returns the snapshot as the cluster describes it. A snapshot that no longer exists
+/// is [`ErrorKind::NotFound`].
 async fn copy_files(
     admin: &Arc<FlussAdmin>,
     access: &SnapshotAccess,
@@ -228,10 +235,11 @@ async fn copy_files(
     let what = at.describe(source);
     let gone = |why: String| Error::new(ErrorKind::NotFound, format!("{what} is gone ({why})"));
     let lease_id = format!("fluss-lake-host-{}", uuid::Uuid::new_v4());
-    let leased = admin
-        .create_kv_snapshot_lease(
+    let duration_ms = i64::try_from(access.lease_duration.as_millis()).unwrap_or(i64::MAX);
+    let acquire = || {
+        admin.create_kv_snapshot_lease(
             &lease_id,
-            i64::try_from(access.lease_duration.as_millis()).unwrap_or(i64::MAX),
+            duration_ms,
             vec![KvSnapshotLeaseForTable {
                 table_id: at.table_id,
                 bucket_snapshots: vec![KvSnapshotLeaseForBucket {
@@ -241,63 +249,90 @@ async fn copy_files(
                 }],
             }],
         )
-        .await
-        .map_err(|e| Error::new(ErrorKind::Fluss, format!("{what}: cannot lease it: {e}")))?;
+    };
+    // The guard comes first: a request interrupted after the cluster took it (a cancelled
+    // split, a lost answer) still has its lease dropped. Dropping an unknown lease is harmless.
     let lease = Lease {
         admin: admin.clone(),
-        id: Some(lease_id),
+        id: Some(lease_id.clone()),
         what: what.clone(),
     };
+    let leased = acquire()
+        .await
+        .map_err(|e| Error::new(ErrorKind::Fluss, format!("{what}: cannot lease it: {e}")))?;
     if !leased.unavailable_snapshots.is_empty() {
         return Err(gone("the cluster cannot lease it".into()));
     }
     if attempt == 1 {
         failpoints::hit(failpoints::KV_SNAPSHOT_LEASED).await;
     }
-    // Asked for under the lease: an answer proves the snapshot outlived the lease's start,
-    // so its files stay until the lease ends.
-    let metadata = admin
-        .get_kv_snapshot_metadata(at.table_id, at.partition_id, at.bucket, source.snapshot_id)
-        .await
-        .map_err(|e| {
-            if e.api_error() == Some(fluss::rpc::FlussError::KvSnapshotNotExist) {
-                gone(e.to_string())
-            } else {
-                Error::new(
-                    ErrorKind::Fluss,
-                    format!("{what}: cannot list its files: {e}"),
-                )
-            }
-        })?;
-    for f in &metadata.snapshot_files {
-        let name = plain_file_name(&f.local_file_name).ok_or_else(|| {
-            Error::new(
-                ErrorKind::Protocol,
-                format!(
-                    "{what}: the file name '{}' is not a plain file name",
-                    f.local_file_name
-                ),
-            )
-        })?;
-        let remote = RemotePath::parse(&f.remote_path).ok_or_else(|| {
-            Error::new(
-                ErrorKind::Protocol,
-                format!("{what}: '{}' is not a remote path", f.remote_path),
-            )
-        })?;
-        access
-            .storage
-            .download(&remote, &dir.join(name))
+    let copy = async {
+        // Asked for under the lease: an answer means the snapshot was still registered once
+        // the lease existed. (A snapshot being replaced at that moment may still lose its files;
+        // a copy then finds them missing, which is the same "gone".)
+        let metadata = admin
+            .get_kv_snapshot_metadata(at.table_id, at.partition_id, at.bucket, source.snapshot_id)
             .await
-            .map_err(|e| match e.kind() {
-                ErrorKind::NotFound => gone(format!("{} {}", f.remote_path, e.message())),
-                kind => Error::new(kind, format!("{what}: {} {}", f.remote_path, e.message())),
+            .map_err(|e| {
+                if e.api_error() == Some(fluss::rpc::FlussError::KvSnapshotNotExist) {
+                    gone(e.to_string())
+                } else {
+                    Error::new(
+                        ErrorKind::Fluss,
+                        format!("{what}: cannot list its files: {e}"),
+                    )
+                }
             })?;
-    }
+        for f in &metadata.snapshot_files {
+            let name = plain_file_name(&f.local_file_name).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Protocol,
+                    format!(
+                        "{what}: the file name '{}' is not a plain file name",
+                        f.local_file_name
+                    ),
+                )
+            })?;
+            // Only the tables are read ([`sst::MergedView`]): RocksDB's MANIFEST, OPTIONS and
+            // CURRENT are not copied.
+            if !name.ends_with(".sst") {
+                continue;
+            }
+            let remote = RemotePath::parse(&f.remote_path).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Protocol,
+                    format!("{what}: '{}' is not a remote path", f.remote_path),
+                )
+            })?;
+            access
+                .storage
+                .download(&remote, &dir.join(name))
+                .await
+                .map_err(|e| match e.kind() {
+                    ErrorKind::NotFound => gone(format!("{} {}", f.remote_path, e.message())),
+                    kind => Error::new(kind, format!("{what}: {} {}", f.remote_path, e.message())),
+                })?;
+        }
+        Ok::<i64, Error>(metadata.log_offset)
+    };
+    // Renewed while the files are copied: a copy longer than the lease keeps its snapshot.
+    let renew = async {
+        let every = (access.lease_duration / 3).max(Duration::from_secs(1));
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(e) = acquire().await {
+                tracing::warn!(lease = lease_id, "could not renew the lease of {what}: {e}");
+            }
+        }
+    };
+    let log_offset = tokio::select! {
+        copied = copy => copied?,
+        _ = renew => unreachable!("the renewal never ends"),
+    };
     lease.drop_now().await;
     Ok(SnapshotSource {
         snapshot_id: source.snapshot_id,
-        log_offset: metadata.log_offset,
+        log_offset,
     })
 }
 
@@ -315,24 +350,38 @@ fn decode(
     tx: &mpsc::Sender<RecordBatch>,
 ) -> Result<()> {
     let mut pending: Vec<Vec<u8>> = Vec::with_capacity(batch_rows);
+    let mut pending_bytes = 0;
     let send = |pending: &mut Vec<Vec<u8>>| -> Result<bool> {
         if pending.is_empty() {
             return Ok(true);
         }
         let batch = decoder.batch(pending.iter().map(Vec::as_slice))?;
         pending.clear();
-        // A closed channel: the split was abandoned.
         Ok(tx.blocking_send(batch).is_ok())
     };
     for entry in sst::MergedView::open(dir)? {
         let (_, value) = entry?;
+        pending_bytes += value.len();
         pending.push(value);
-        if pending.len() == batch_rows && !send(&mut pending)? {
-            return Ok(());
+        if pending.len() == batch_rows || pending_bytes >= MAX_BATCH_VALUE_BYTES {
+            pending_bytes = 0;
+            if !send(&mut pending)? {
+                return Err(abandoned());
+            }
         }
     }
-    send(&mut pending)?;
+    if !send(&mut pending)? {
+        return Err(abandoned());
+    }
     Ok(())
+}
+
+/// A closed channel: the split was abandoned, and what was read is no whole snapshot.
+fn abandoned() -> Error {
+    Error::new(
+        ErrorKind::Cancelled,
+        "the split ended before the snapshot was read",
+    )
 }
 
 #[cfg(test)]

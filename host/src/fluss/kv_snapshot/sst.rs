@@ -164,7 +164,7 @@ impl SstFile {
     fn check_properties(&mut self, metaindex: BlockHandle) -> Result<()> {
         let meta = self.read_block(metaindex)?;
         let mut properties = None;
-        for entry in BlockIter::new(&meta, false).map_err(|w| corrupt(&self.path, w))? {
+        for entry in BlockIter::new(meta.as_slice(), false).map_err(|w| corrupt(&self.path, w))? {
             let (key, value) = entry.map_err(|w| corrupt(&self.path, w))?;
             match key.as_slice() {
                 b"rocksdb.properties" => {
@@ -188,7 +188,7 @@ impl SstFile {
             let mut pos = 0;
             varint(v, &mut pos)
         };
-        for entry in BlockIter::new(&block, false).map_err(|w| corrupt(&self.path, w))? {
+        for entry in BlockIter::new(block.as_slice(), false).map_err(|w| corrupt(&self.path, w))? {
             let (key, value) = entry.map_err(|w| corrupt(&self.path, w))?;
             match key.as_slice() {
                 b"rocksdb.comparator" if value != b"leveldb.BytewiseComparator" => {
@@ -300,9 +300,23 @@ impl SstFile {
         let index = self.read_block(self.index)?;
         let mut handles = Vec::new();
         let mut previous: Option<BlockHandle> = None;
-        let iter = BlockIter::new(&index, self.delta_index).map_err(|w| corrupt(&self.path, w))?;
+        let iter = BlockIter::new(index.as_slice(), self.delta_index)
+            .map_err(|w| corrupt(&self.path, w))?;
+        // As for data blocks: entries repeating a long key are refused past a bound.
+        let mut budget = index
+            .len()
+            .saturating_mul(BLOCK_EXPANSION)
+            .max(MIN_BLOCK_BUDGET);
         for entry in iter.with_restart_flags() {
-            let (_, value, at_restart) = entry.map_err(|w| corrupt(&self.path, w))?;
+            let (key, value, at_restart) = entry.map_err(|w| corrupt(&self.path, w))?;
+            budget = budget
+                .checked_sub(key.len() + value.len() + 32)
+                .ok_or_else(|| {
+                    corrupt(
+                        &self.path,
+                        "an index whose entries expand past twice its size",
+                    )
+                })?;
             let mut pos = 0;
             let handle = if !self.delta_index || at_restart {
                 BlockHandle::decode(value, &mut pos)
@@ -321,6 +335,16 @@ impl SstFile {
                 })
             }
             .ok_or_else(|| corrupt(&self.path, "a malformed index entry"))?;
+            // Blocks follow one another: an index naming one twice, or out of order, would
+            // repeat rows (or decompress one block over and over).
+            if let Some(p) = previous
+                && p.offset.saturating_add(p.size) >= handle.offset
+            {
+                return Err(corrupt(
+                    &self.path,
+                    "an index whose blocks overlap or are out of order",
+                ));
+            }
             handles.push(handle);
             previous = Some(handle);
         }
@@ -333,7 +357,9 @@ impl SstFile {
         Ok(SstEntries {
             sst: self,
             blocks: blocks.into_iter(),
-            current: Vec::new().into_iter(),
+            current: None,
+            budget: 0,
+            last: None,
         })
     }
 }
@@ -347,69 +373,120 @@ pub struct Entry {
     pub value: Vec<u8>,
 }
 
-/// A table's entries, one data block decoded at a time.
+/// A table's entries, read from one data block at a time, one entry at a time: memory holds
+/// the block and the entry, whatever the block's entries expand to.
 pub struct SstEntries {
     sst: SstFile,
     blocks: std::vec::IntoIter<BlockHandle>,
-    current: std::vec::IntoIter<Entry>,
+    current: Option<BlockIter<Vec<u8>>>,
+    /// Key and value bytes the current block may still yield: prefix compression lets a small
+    /// block repeat a long key many times; real blocks stay far below this.
+    budget: usize,
+    /// The last entry's (user key, sequence number): entries come in key order, newest first.
+    last: Option<(Vec<u8>, u64)>,
 }
+
+/// How many times its own size a block's entries may expand to (keys repeat their shared
+/// prefixes), besides [`MIN_BLOCK_BUDGET`].
+const BLOCK_EXPANSION: usize = 256;
+const MIN_BLOCK_BUDGET: usize = 1 << 20;
 
 impl Iterator for SstEntries {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Result<Entry>> {
+        let next = self.next_entry();
+        if matches!(next, Some(Err(_))) {
+            // Nothing after an error.
+            self.blocks = Vec::new().into_iter();
+            self.current = None;
+        }
+        next
+    }
+}
+
+impl SstEntries {
+    fn next_entry(&mut self) -> Option<Result<Entry>> {
+        let path = &self.sst.path;
         loop {
-            if let Some(e) = self.current.next() {
-                return Some(Ok(e));
+            if let Some(block) = &mut self.current {
+                match block.next_entry() {
+                    Some(Ok((internal, value, _))) => {
+                        let value = block.bytes()[value].to_vec();
+                        match self.budget.checked_sub(internal.len() + value.len()) {
+                            Some(left) => self.budget = left,
+                            None => {
+                                return Some(Err(corrupt(
+                                    path,
+                                    format!(
+                                        "a block whose entries expand past {BLOCK_EXPANSION} times its size"
+                                    ),
+                                )));
+                            }
+                        }
+                        let e = match entry(path, internal, value) {
+                            Ok(e) => e,
+                            Err(e) => return Some(Err(e)),
+                        };
+                        let in_order = self.last.as_ref().is_none_or(|(key, sequence)| {
+                            (key.as_slice(), std::cmp::Reverse(*sequence))
+                                < (e.key.as_slice(), std::cmp::Reverse(e.sequence))
+                        });
+                        if !in_order {
+                            return Some(Err(corrupt(path, "entries out of key order")));
+                        }
+                        self.last = Some((e.key.clone(), e.sequence));
+                        return Some(Ok(e));
+                    }
+                    Some(Err(w)) => return Some(Err(corrupt(path, w))),
+                    None => self.current = None,
+                }
             }
             let handle = self.blocks.next()?;
-            match self.decode_block(handle) {
-                Ok(entries) => self.current = entries.into_iter(),
-                Err(e) => {
-                    self.blocks = Vec::new().into_iter();
-                    return Some(Err(e));
-                }
+            let block = match self.sst.read_block(handle) {
+                Ok(b) => b,
+                Err(e) => return Some(Err(e)),
+            };
+            self.budget = block
+                .len()
+                .saturating_mul(BLOCK_EXPANSION)
+                .max(MIN_BLOCK_BUDGET);
+            match BlockIter::new(block, false) {
+                Ok(b) => self.current = Some(b),
+                Err(w) => return Some(Err(corrupt(path, w))),
             }
         }
     }
 }
 
-impl SstEntries {
-    fn decode_block(&self, handle: BlockHandle) -> Result<Vec<Entry>> {
-        let path = &self.sst.path;
-        let block = self.sst.read_block(handle)?;
-        let mut out = Vec::new();
-        for entry in BlockIter::new(&block, false).map_err(|w| corrupt(path, w))? {
-            let (internal, value) = entry.map_err(|w| corrupt(path, w))?;
-            if internal.len() < 8 {
-                return Err(corrupt(path, "an internal key shorter than 8 bytes"));
-            }
-            let (key, trailer) = internal.split_at(internal.len() - 8);
-            let packed = u64::from_le_bytes(trailer.try_into().unwrap());
-            let kind = match packed & 0xff {
-                1 => EntryKind::Value,
-                0 | 7 => EntryKind::Deletion,
-                2 => return Err(unsupported(path, "it holds merge operands")),
-                other => {
-                    return Err(unsupported(path, format!("an entry of value type {other}")));
-                }
-            };
-            out.push(Entry {
-                key: key.to_vec(),
-                sequence: packed >> 8,
-                kind,
-                value: value.to_vec(),
-            });
-        }
-        Ok(out)
+/// A data block's entry: its internal key (user key, then sequence number and kind) and value.
+fn entry(path: &Path, mut internal: Vec<u8>, value: Vec<u8>) -> Result<Entry> {
+    if internal.len() < 8 {
+        return Err(corrupt(path, "an internal key shorter than 8 bytes"));
     }
+    let trailer = internal.split_off(internal.len() - 8);
+    let packed = u64::from_le_bytes(trailer.as_slice().try_into().unwrap());
+    let kind = match packed & 0xff {
+        1 => EntryKind::Value,
+        0 | 7 => EntryKind::Deletion,
+        2 => return Err(unsupported(path, "it holds merge operands")),
+        other => return Err(unsupported(path, format!("an entry of value type {other}"))),
+    };
+    Ok(Entry {
+        key: internal,
+        sequence: packed >> 8,
+        kind,
+        value,
+    })
 }
 
 /// The entries of one block: keys prefix-compressed against the previous one, restart points
 /// at the end. With `values_are_handles` (a delta-encoded index), entries between restart points
 /// carry no value length: their value runs to the next entry (a varint).
-struct BlockIter<'a> {
-    data: &'a [u8],
+struct BlockIter<D: AsRef<[u8]>> {
+    /// The block, its restart array included (`end` is where the entries end).
+    data: D,
+    end: usize,
     /// Offsets of the restart points.
     restarts: Vec<usize>,
     pos: usize,
@@ -417,13 +494,17 @@ struct BlockIter<'a> {
     values_are_handles: bool,
 }
 
-impl<'a> BlockIter<'a> {
-    fn new(block: &'a [u8], values_are_handles: bool) -> std::result::Result<Self, String> {
-        let n = block.len();
+/// A block entry: its key, where its value is in the block, and whether the value is whole.
+type RawEntry = std::result::Result<(Vec<u8>, std::ops::Range<usize>, bool), String>;
+
+impl<D: AsRef<[u8]>> BlockIter<D> {
+    fn new(block: D, values_are_handles: bool) -> std::result::Result<Self, String> {
+        let bytes = block.as_ref();
+        let n = bytes.len();
         if n < 4 {
             return Err("a block shorter than its restart count".into());
         }
-        let word = u32::from_le_bytes(block[n - 4..].try_into().unwrap());
+        let word = u32::from_le_bytes(bytes[n - 4..].try_into().unwrap());
         if word & 0x8000_0000 != 0 {
             return Err("a data block with a hash index (not read)".into());
         }
@@ -434,11 +515,12 @@ impl<'a> BlockIter<'a> {
         let restarts = (0..count)
             .map(|i| {
                 let at = end + 4 * i;
-                u32::from_le_bytes(block[at..at + 4].try_into().unwrap()) as usize
+                u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize
             })
             .collect();
         Ok(BlockIter {
-            data: &block[..end],
+            data: block,
+            end,
             restarts,
             pos: 0,
             key: Vec::new(),
@@ -446,19 +528,18 @@ impl<'a> BlockIter<'a> {
         })
     }
 
-    /// Each entry with whether its value is whole: a full block handle in a delta-encoded
-    /// index (the key shares nothing with the previous one), else any entry at a restart point.
-    fn with_restart_flags(self) -> WithRestarts<'a> {
-        WithRestarts(self)
+    /// The block's entries, without its restart array.
+    fn bytes(&self) -> &[u8] {
+        &self.data.as_ref()[..self.end]
     }
 
-    fn next_entry(&mut self) -> Option<RawEntry<'a>> {
-        if self.pos >= self.data.len() {
+    fn next_entry(&mut self) -> Option<RawEntry> {
+        let data = &self.data.as_ref()[..self.end];
+        if self.pos >= data.len() {
             return None;
         }
         let at_restart = self.restarts.binary_search(&self.pos).is_ok();
         let mut pos = self.pos;
-        let data = self.data;
         let parsed = (|| {
             let shared = varint(data, &mut pos)? as usize;
             let non_shared = varint(data, &mut pos)? as usize;
@@ -503,30 +584,39 @@ impl<'a> BlockIter<'a> {
         self.pos = value_end;
         Some(Ok((
             self.key.clone(),
-            &data[pos..value_end],
+            pos..value_end,
             full_handle || (value_len.is_some() && at_restart),
         )))
     }
 }
 
-impl<'a> Iterator for BlockIter<'a> {
-    type Item = std::result::Result<(Vec<u8>, &'a [u8]), String>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_entry().map(|r| r.map(|(k, v, _)| (k, v)))
+impl<'a> BlockIter<&'a [u8]> {
+    /// Each entry with whether its value is whole: a full block handle in a delta-encoded
+    /// index (the key shares nothing with the previous one), else any entry at a restart point.
+    fn with_restart_flags(self) -> WithRestarts<'a> {
+        WithRestarts(self)
     }
 }
 
-struct WithRestarts<'a>(BlockIter<'a>);
-
-/// A block entry: its key, its value, and whether the value is whole.
-type RawEntry<'a> = std::result::Result<(Vec<u8>, &'a [u8], bool), String>;
-
-impl<'a> Iterator for WithRestarts<'a> {
-    type Item = RawEntry<'a>;
+impl<'a> Iterator for BlockIter<&'a [u8]> {
+    type Item = std::result::Result<(Vec<u8>, &'a [u8]), String>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.next_entry()
+        let data: &'a [u8] = self.data;
+        self.next_entry().map(|r| r.map(|(k, v, _)| (k, &data[v])))
+    }
+}
+
+struct WithRestarts<'a>(BlockIter<&'a [u8]>);
+
+impl<'a> Iterator for WithRestarts<'a> {
+    type Item = std::result::Result<(Vec<u8>, &'a [u8], bool), String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let data: &'a [u8] = self.0.data;
+        self.0
+            .next_entry()
+            .map(|r| r.map(|(k, v, whole)| (k, &data[v], whole)))
     }
 }
 

@@ -93,8 +93,15 @@ impl ValueDecoder {
         })
     }
 
-    /// One batch of the `values` (each a whole KV value).
+    /// One batch of the `values` (each a whole KV value). fluss-rs's row decoder trusts the
+    /// lengths a row states (it panics past the row's end): a row it cannot read is one error
+    /// naming the snapshot, not a crashed thread.
     pub fn batch<'a>(&self, values: impl IntoIterator<Item = &'a [u8]>) -> Result<RecordBatch> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.decode_batch(values)))
+            .unwrap_or_else(|_| Err(fluss("a row that is not a valid Fluss row")))
+    }
+
+    fn decode_batch<'a>(&self, values: impl IntoIterator<Item = &'a [u8]>) -> Result<RecordBatch> {
         let mut builder = RowAppendRecordBatchBuilder::new(&self.row_type).map_err(fluss)?;
         for value in values {
             let (id, row) = value
@@ -201,5 +208,11 @@ mod tests {
         );
         let e = decoder().batch([&[1u8][..]]).unwrap_err();
         assert!(e.message().contains("shorter than its schema id"), "{e}");
+        // Rows cut short anywhere: one error each, never a panic.
+        let whole = value(1, 7, Some("a name of some length"), Some(1));
+        for len in 2..whole.len() {
+            let e = decoder().batch([&whole[..len]]).unwrap_err();
+            assert!(e.message().starts_with("KV snapshot value: "), "{len}: {e}");
+        }
     }
 }
