@@ -73,10 +73,18 @@ stop_clusters() {
     [[ -f "$pf" ]] && cluster/prometheus/stop.sh --dir "$(dirname "$pf")" >/dev/null 2>&1 || true
   done
 }
+# Stops a process and its descendants, children first.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
 finish() {
   local rc=$?
   end_step
-  for job in $(jobs -p); do kill "$job" 2>/dev/null || true; done
+  # Each job with everything it started (a test process left running would go on restarting
+  # the clusters stopped below).
+  for job in $(jobs -p); do kill_tree "$job"; done
   stop_clusters
   if [[ -f "$LOGS/cargo-test.log" ]]; then
     printf '\n==> the slowest tests\n'

@@ -930,6 +930,18 @@ mod tests {
             ))
             .is_err()
         );
+        // A KV snapshot lease shorter than a second would lapse before its renewal.
+        assert!(
+            HostConfig::from_args(args(
+                "host --fluss.bootstrap.servers h:1 --plugin p --tiering.kv-snapshot.lease-duration 500ms"
+            ))
+            .is_err()
+        );
+        let c = HostConfig::from_args(args(
+            "host --fluss.bootstrap.servers h:1 --plugin p --tiering.kv-snapshot.lease-duration 2s",
+        ))
+        .unwrap();
+        assert_eq!(c.kv_snapshot_lease_duration, Duration::from_secs(2));
     }
 
     /// A config file of its own (the config tests here and in [`file`]), removed on drop.
