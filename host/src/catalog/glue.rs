@@ -938,16 +938,7 @@ impl Inner {
     /// The error for a request that got no answer: only a failure to connect proves an
     /// update was never sent.
     fn transport(&self, op: Op, e: &reqwest::Error) -> Error {
-        let mut why = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            why.push_str(": ");
-            why.push_str(&s.to_string());
-            source = s.source();
-        }
-        let why = self
-            .redactor
-            .apply(clean_message(&why, super::rest::MAX_MESSAGE_CHARS));
+        let why = self.redactor.apply(super::rest::transport_why(e));
         let uri = self.uri();
         if e.is_connect() {
             return Error::new(

@@ -10,6 +10,13 @@ pub const SEGMENTS: &str = "fluss-lake-host-segments-";
 /// KV snapshot files ([`super::kv_snapshot`]).
 pub const KV_SNAPSHOTS: &str = "fluss-lake-host-kv-";
 
+/// A new copy directory in `parent`, named `<prefix><pid>-<random>`, removed when dropped.
+pub fn create(parent: &Path, prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}{}-", std::process::id()))
+        .tempdir_in(parent)
+}
+
 /// Removes the copy directories that hosts no longer running left in `parent`. Only where
 /// `/proc` tells which processes run.
 pub fn remove_stale(parent: &Path) {

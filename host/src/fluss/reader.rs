@@ -225,10 +225,7 @@ async fn read_snapshot(
                 timestamps: vec![-1; n],
             };
             if tx.send(batch).await.is_err() {
-                return Err(Error::new(
-                    ErrorKind::Cancelled,
-                    "the split ended before the snapshot was read",
-                ));
+                return Err(kv_snapshot::abandoned());
             }
         }
         Ok::<(), Error>(())

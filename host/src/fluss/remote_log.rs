@@ -35,19 +35,12 @@ impl SegmentReader {
     pub fn new(storage: Arc<RemoteStorage>) -> Result<Self> {
         let parent = std::env::temp_dir();
         local_copies::remove_stale(&parent);
-        let dir = tempfile::Builder::new()
-            .prefix(&format!(
-                "{}{}-",
-                local_copies::SEGMENTS,
-                std::process::id()
-            ))
-            .tempdir_in(&parent)
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Config,
-                    format!("cannot create a local directory for remote log segments: {e}"),
-                )
-            })?;
+        let dir = local_copies::create(&parent, local_copies::SEGMENTS).map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("cannot create a local directory for remote log segments: {e}"),
+            )
+        })?;
         Ok(Self {
             storage,
             dir,

@@ -15,7 +15,7 @@ pub mod sst;
 pub mod values;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
+use crate::fluss::local_copies;
 use crate::fluss::remote_dir::{RemotePath, RemoteStorage};
 
 /// Encoded row bytes a batch of snapshot rows holds at most (besides its row count): wide rows
@@ -117,33 +118,6 @@ pub async fn latest(
         .collect())
 }
 
-/// A local directory removed when dropped.
-struct CopyDir(PathBuf);
-
-impl CopyDir {
-    fn create() -> Result<Self> {
-        let dir = CopyDir(std::env::temp_dir().join(format!(
-            "{}{}-{}",
-            crate::fluss::local_copies::KV_SNAPSHOTS,
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        )));
-        std::fs::create_dir_all(&dir.0).map_err(|e| {
-            Error::new(
-                ErrorKind::Storage,
-                format!("cannot create {}: {e}", dir.0.display()),
-            )
-        })?;
-        Ok(dir)
-    }
-}
-
-impl Drop for CopyDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Reads the rows of `at`'s snapshot, or of the bucket's latest one when that one is gone
 /// before its files are copied, into batches of at most `batch_rows` rows (and about
 /// [`MAX_BATCH_VALUE_BYTES`]) of `decoder`'s table, sent to `tx` in key order. Returns the
@@ -161,8 +135,16 @@ pub async fn read(
     let mut source = at.source;
     let mut attempt = 1;
     let (dir, source) = loop {
-        let dir = CopyDir::create()?;
-        match copy_files(&admin, access, at, source, &dir.0, attempt).await {
+        // Removed when dropped: after decoding, or before the next attempt.
+        let dir = local_copies::create(&std::env::temp_dir(), local_copies::KV_SNAPSHOTS).map_err(
+            |e| {
+                Error::new(
+                    ErrorKind::Storage,
+                    format!("cannot create a local directory for KV snapshot files: {e}"),
+                )
+            },
+        )?;
+        match copy_files(&admin, access, at, source, dir.path(), attempt).await {
             Ok(copied) => break (dir, copied),
             Err(gone) if gone.kind() == ErrorKind::NotFound && attempt < MAX_ATTEMPTS => {
                 let newer = latest(&admin, &at.path, at.partition_name.as_deref())
@@ -182,7 +164,7 @@ pub async fn read(
             Err(e) => return Err(e),
         }
     };
-    let path = dir.0.clone();
+    let path = dir.path().to_path_buf();
     tokio::task::spawn_blocking(move || decode(&path, &decoder, batch_rows.max(1), &tx))
         .await
         .map_err(|e| Error::new(ErrorKind::Internal, format!("snapshot decoder failed: {e}")))??;
@@ -377,7 +359,7 @@ fn decode(
 }
 
 /// A closed channel: the split was abandoned, and what was read is no whole snapshot.
-fn abandoned() -> Error {
+pub(crate) fn abandoned() -> Error {
     Error::new(
         ErrorKind::Cancelled,
         "the split ended before the snapshot was read",
