@@ -46,6 +46,10 @@ pub enum ErrorKind {
     Fluss,
     /// Object storage failed.
     Storage,
+    /// A bucket's log no longer holds the offsets after the lake's: `table.log.ttl` (or an
+    /// unclean leader election) removed rows the lake never received. Tiering the bucket on
+    /// would commit a silent gap, so it stops until an operator chooses a way out.
+    LogGap,
     /// The round was cancelled (shutdown, max duration).
     Cancelled,
     /// The table needs a feature this host version does not implement yet.
@@ -82,6 +86,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Busy => "location busy",
             ErrorKind::Fluss => "fluss error",
             ErrorKind::Storage => "storage error",
+            ErrorKind::LogGap => "log gap",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::NotFound => "not found",
@@ -112,6 +117,7 @@ impl ErrorKind {
             ErrorKind::Busy => "busy",
             ErrorKind::Fluss => "fluss",
             ErrorKind::Storage => "storage",
+            ErrorKind::LogGap => "log_gap",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::NotFound => "not_found",

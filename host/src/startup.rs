@@ -143,6 +143,7 @@ pub async fn connect(
         catalogs: Default::default(),
         cluster,
         refused_maintenance: Default::default(),
+        log_gaps: Default::default(),
         maintenance: Default::default(),
         stopping: Default::default(),
     }))

@@ -344,10 +344,20 @@ pub fn lease_kv_snapshots(format: &str) -> Lease {
     lease_index(KV_CLUSTER, format)
 }
 
-/// Stops [`KV_CLUSTER`] (its only test is done with it): its JVMs leave the machine to the
-/// suite's other tests.
-pub fn stop_kv_cluster() {
-    let _ = run("cluster/stop.sh", KV_CLUSTER, &[], &[]);
+/// The tests that lease [`KV_CLUSTER`]: `tiering::kv_snapshots` and `tiering::log_gaps`.
+const KV_CLUSTER_TESTS: usize = 2;
+
+/// How many of [`KV_CLUSTER_TESTS`] this test process has seen end.
+static KV_CLUSTER_TESTS_DONE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// A test is done with [`KV_CLUSTER`]: the last of its tests stops it, so its JVMs leave the
+/// machine to the suite's other tests without the other test restarting it.
+pub fn done_with_kv_cluster() {
+    let done = KV_CLUSTER_TESTS_DONE.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    if done == KV_CLUSTER_TESTS {
+        let _ = run("cluster/stop.sh", KV_CLUSTER, &[], &[]);
+    }
 }
 
 /// The lines cluster `index` adds to its `server.yaml`.

@@ -227,6 +227,28 @@ pub struct Cli {
     /// gone before that (its lease expired) is given up for the bucket's latest one.
     #[arg(long = "tiering.kv-snapshot.lease-duration", value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
     pub kv_snapshot_lease_duration: Duration,
+
+    /// What a round does with a tiered bucket whose log no longer holds the offsets after
+    /// the lake's (`table.log.ttl` expired them while no host tiered it): `refuse` stops that
+    /// bucket with an error naming the lost range until an operator chooses; `accept` tiers a
+    /// log table's bucket on from the log start and records the skipped range in the lake
+    /// snapshot (`fluss-log-gap`). A table's custom property `lake.tiering.on-log-gap`
+    /// overrides this for that table. A primary-key bucket is always refused.
+    #[arg(
+        long = "tiering.on-log-gap",
+        value_name = "POLICY",
+        default_value = "refuse"
+    )]
+    pub on_log_gap: OnLogGap,
+}
+
+/// `--tiering.on-log-gap` and the table property `lake.tiering.on-log-gap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnLogGap {
+    /// The bucket is not tiered; every round names the lost range.
+    Refuse,
+    /// A log table's bucket goes on from the log start; the lost range is recorded.
+    Accept,
 }
 
 /// `--log.format`.
@@ -297,6 +319,7 @@ pub struct HostConfig {
     pub plugin_memory_limit: usize,
     pub rpc_timeout: Duration,
     pub kv_snapshot_lease_duration: Duration,
+    pub on_log_gap: OnLogGap,
     pub state_dir: PathBuf,
     pub shutdown_grace_period: Duration,
     pub maintenance_idle_interval: Duration,
@@ -422,6 +445,7 @@ impl HostConfig {
             plugin_memory_limit: cli.plugin_memory_limit,
             rpc_timeout: cli.rpc_timeout,
             kv_snapshot_lease_duration: cli.kv_snapshot_lease_duration,
+            on_log_gap: cli.on_log_gap,
             state_dir,
             shutdown_grace_period: cli.shutdown_grace_period,
             maintenance_idle_interval: cli.maintenance_idle_interval,
@@ -942,6 +966,21 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(c.kv_snapshot_lease_duration, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn log_gaps_are_refused_unless_accepted_by_name() {
+        let parse = |extra: &str| {
+            HostConfig::from_args(args(&format!(
+                "host --fluss.bootstrap.servers h:1 --plugin p {extra}"
+            )))
+        };
+        assert_eq!(parse("").unwrap().on_log_gap, OnLogGap::Refuse);
+        assert_eq!(
+            parse("--tiering.on-log-gap accept").unwrap().on_log_gap,
+            OnLogGap::Accept
+        );
+        assert!(parse("--tiering.on-log-gap skip").is_err());
     }
 
     /// A config file of its own (the config tests here and in [`file`]), removed on drop.

@@ -240,6 +240,24 @@ fn fluss_err<'a>(
     range: &'a BucketRange,
 ) -> impl FnOnce(fluss::error::Error) -> Error + 'a {
     move |e| {
+        if e.api_error() == Some(fluss::rpc::FlussError::LogOffsetOutOfRangeException) {
+            // The log no longer holds the range's start: rows the lake never received are
+            // gone. Planning names the lost range once it knows the log start.
+            return Error::new(
+                ErrorKind::LogGap,
+                format!(
+                    "{path} bucket {}{}: offset {} is no longer in the log",
+                    range.bucket,
+                    range
+                        .partition_name
+                        .as_deref()
+                        .map(|p| format!(" of partition {p}"))
+                        .unwrap_or_default(),
+                    range.start
+                ),
+            )
+            .with_source(e);
+        }
         Error::new(
             ErrorKind::Fluss,
             format!("{what} {path} bucket {}", range.bucket),

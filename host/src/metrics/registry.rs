@@ -136,6 +136,8 @@ pub struct Metrics {
     round_duration: Histograms<TableLabels>,
     commit_duration: Histograms<TableLabels>,
     lag_records: Gauges<TableLabels>,
+    log_gap_records: Gauges<TableLabels>,
+    log_gap_skipped_records: Counters<TableLabels>,
     freshness: FloatGauges<TableLabels>,
     last_commit_age: FloatGauges<TableLabels>,
     lake_size: Gauges<TableLabels>,
@@ -253,6 +255,16 @@ impl Metrics {
                 "table_lag_records",
                 "Fluss high watermark minus lake offset, summed over buckets, as of the last round (planned, then what its commit left)",
                 Gauges::default()
+            ),
+            log_gap_records: reg!(
+                "table_log_gap_records",
+                "Records lost to the lake in buckets refused because their log now starts after the lake's offset (table.log.ttl expired them untiered), as of the last round; 0 when none",
+                Gauges::default()
+            ),
+            log_gap_skipped_records: reg!(
+                "table_log_gap_skipped_records",
+                "Records of log gaps the table accepts that committed rounds tiered past (recorded in the lake snapshot's fluss-log-gap)",
+                Counters::default()
             ),
             freshness: reg!(
                 "table_freshness_seconds",
@@ -461,6 +473,7 @@ impl Metrics {
 
     fn remove_table_gauges(&self, labels: &TableLabels) {
         self.lag_records.remove(labels);
+        self.log_gap_records.remove(labels);
         self.freshness.remove(labels);
         self.last_commit_age.remove(labels);
         self.lake_size.remove(labels);
@@ -610,6 +623,22 @@ impl TableMetrics {
             .lag_records
             .get_or_create(&self.labels)
             .set(i64::try_from(records).unwrap_or(i64::MAX));
+    }
+
+    /// Records lost in the buckets the last round refused for a log gap.
+    pub fn log_gap(&self, records: u64) {
+        self.m
+            .log_gap_records
+            .get_or_create(&self.labels)
+            .set(i64::try_from(records).unwrap_or(i64::MAX));
+    }
+
+    /// A committed round tiered past accepted log gaps of `records` records.
+    pub fn log_gap_skipped(&self, records: u64) {
+        self.m
+            .log_gap_skipped_records
+            .get_or_create(&self.labels)
+            .inc_by(records);
     }
 
     /// A committed round: what it wrote, how long its commit took, the newest record it

@@ -25,9 +25,10 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::FLUSS_OFFSETS_PROPERTY;
 use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
 use super::maintenance::Keep;
+use super::splits::LogGap;
+use super::{FLUSS_LOG_GAP_PROPERTY, FLUSS_OFFSETS_PROPERTY};
 use super::{fluss_commit, recovery};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
@@ -40,6 +41,9 @@ use crate::plugin::{PluginInstance, wit};
 pub struct RoundWrites {
     pub results: Vec<SplitResult>,
     pub planned_snapshot: Option<i64>,
+    /// Log gaps the table accepts that this round tiers past: recorded in the lake snapshot's
+    /// [`FLUSS_LOG_GAP_PROPERTY`] so that the lost ranges stay visible in the lake.
+    pub skipped_gaps: Vec<LogGap>,
 }
 
 /// Deletes the files of write results that will never be committed (best effort).
@@ -95,6 +99,7 @@ pub async fn commit_round(
     let RoundWrites {
         mut results,
         planned_snapshot,
+        skipped_gaps,
     } = writes;
     let rows: u64 = results.iter().map(|r| r.rows).sum();
     if results
@@ -138,7 +143,11 @@ pub async fn commit_round(
         }
     };
 
-    let properties = vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone())];
+    let mut properties = vec![(FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone())];
+    if !skipped_gaps.is_empty() {
+        let gaps: Vec<String> = skipped_gaps.iter().map(ToString::to_string).collect();
+        properties.push((FLUSS_LOG_GAP_PROPERTY.to_string(), gaps.join(",")));
+    }
     // The plugin publishes only on a base with no tiering snapshot newer than the planned one:
     // a round that overlapped this one (fenced, or of another host) cannot be tiered twice.
     // Under the table's metastore lock where its writers commit under one; a lock not

@@ -21,6 +21,7 @@ use crate::plugin::table_catalog::TableCatalogScope;
 use crate::plugin::{Plugin, PluginSet, wit};
 use crate::tiering::maintenance::{Keep, MaintenanceLedger, RefusedMaintenance};
 use crate::tiering::routing::Route;
+use crate::tiering::splits::LogGapSuspects;
 use crate::warehouse::Warehouses;
 
 /// What every round shares.
@@ -44,6 +45,8 @@ pub struct TieringContext {
     pub catalogs: Catalogs,
     /// Tables already told that their plugin does not maintain tables.
     pub refused_maintenance: RefusedMaintenance,
+    /// Tables whose log was found shorter than their lake expected.
+    pub log_gaps: LogGapSuspects,
     /// What each table's last commit asked Fluss to keep and when it was last maintained:
     /// decides whether a round with nothing to commit maintains the table.
     pub maintenance: MaintenanceLedger,

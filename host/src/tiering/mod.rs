@@ -35,3 +35,6 @@ pub mod splits;
 pub const COMMIT_USER: &str = "__fluss_lake_tiering";
 /// The lake snapshot property holding the path of the Fluss offsets file.
 pub const FLUSS_OFFSETS_PROPERTY: &str = "fluss-offsets";
+/// The lake snapshot property listing the log ranges a round skipped because the table
+/// accepts log gaps (`[partition/]bucket:from-to`, comma-separated); absent when none.
+pub const FLUSS_LOG_GAP_PROPERTY: &str = "fluss-log-gap";

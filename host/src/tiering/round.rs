@@ -125,8 +125,20 @@ async fn tier(
 
     let (planned_snapshot, plan) = plan_splits(&ctx, assignment, &resolved.info).await?;
     for refused in &plan.refused {
-        tracing::warn!(table = %assignment.path, "bucket not tiered: {refused}");
+        if refused.kind() == ErrorKind::LogGap {
+            tracing::error!(table = %assignment.path, "bucket not tiered: {refused}");
+        } else {
+            tracing::warn!(table = %assignment.path, "bucket not tiered: {refused}");
+        }
     }
+    m.log_gap(
+        plan.gaps
+            .iter()
+            .filter(|g| !g.accepted)
+            .map(|g| g.records())
+            .sum(),
+    );
+    let accepted_gaps: Vec<splits::LogGap> = plan.gaps.into_iter().filter(|g| g.accepted).collect();
     let ranges = plan.splits;
     let to_do: u64 = ranges.iter().map(records_to_do).sum();
     m.lag(to_do);
@@ -184,6 +196,10 @@ async fn tier(
         Ok(r) => r,
         Err((e, written)) => {
             commit::abort_written(&mut control, &resolved, written).await;
+            if e.kind() == ErrorKind::LogGap {
+                // The next round asks for the log starts and names the lost range.
+                ctx.log_gaps.suspect(assignment.table_id);
+            }
             return Err(e);
         }
     };
@@ -214,15 +230,32 @@ async fn tier(
             None => records_to_do(&r.range),
         })
         .sum();
+    // Only the gaps of buckets this round moves past are the lake snapshot's to record.
+    let skipped_gaps: Vec<splits::LogGap> = accepted_gaps
+        .into_iter()
+        .filter(|g| {
+            results.iter().any(|r| {
+                r.end_offset.is_some()
+                    && r.range.bucket == g.bucket
+                    && r.range.partition_name == g.partition
+            })
+        })
+        .collect();
+    let skipped: u64 = skipped_gaps.iter().map(|g| g.records()).sum();
     let writes = RoundWrites {
         results,
         planned_snapshot,
+        skipped_gaps,
     };
     let commit_started = Instant::now();
     let mut outcome =
         commit::commit_round(&ctx, assignment, &resolved, &mut control, writes, &cancel).await?;
     outcome.force_finished = forced;
     if outcome.snapshot_id.is_some() {
+        if skipped > 0 {
+            tracing::warn!(table = %assignment.path, records = skipped, "tiered past log gaps the table accepts; the lake snapshot records them in fluss-log-gap");
+            m.log_gap_skipped(skipped);
+        }
         m.committed(&CommittedRound {
             commit_duration: commit_started.elapsed(),
             files: resolved.storage.quota().objects_written(),
@@ -280,25 +313,26 @@ async fn plan_splits(
     } else {
         vec![(None, table_buckets)]
     };
+    let kind = splits::TableKind::of(info, ctx.config.on_log_gap)?;
+    let with_log_start = kind.primary_key || ctx.log_gaps.is_suspect(assignment.table_id);
     let mut inputs = Vec::with_capacity(partitions.len());
     for (partition, buckets) in partitions {
         let name = partition.as_ref().map(|(_, n)| n.as_str());
         let latest = offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Latest).await?;
-        let (earliest, kv_snapshots) = if info.has_primary_key() {
-            let earliest =
-                offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Earliest).await?;
-            // Only buckets never tiered start from a snapshot: ask only when there are some.
-            let pid = partition.as_ref().map(|(id, _)| *id);
-            let untiered = (0..buckets).any(|b| !tiered.buckets.contains_key(&(pid, b)));
-            let snapshots = if untiered {
+        let earliest = if with_log_start {
+            Some(offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Earliest).await?)
+        } else {
+            None
+        };
+        // Only primary-key buckets never tiered start from a snapshot: ask only when there
+        // are some.
+        let pid = partition.as_ref().map(|(id, _)| *id);
+        let kv_snapshots =
+            if kind.primary_key && (0..buckets).any(|b| !tiered.buckets.contains_key(&(pid, b))) {
                 Some(kv_snapshot::latest(&admin, path, name).await?)
             } else {
                 None
             };
-            (Some(earliest), snapshots)
-        } else {
-            (None, None)
-        };
         inputs.push(splits::PartitionOffsets {
             partition,
             buckets,
@@ -307,7 +341,13 @@ async fn plan_splits(
             kv_snapshots,
         });
     }
-    Ok((tiered.snapshot_id, splits::plan(&tiered, &inputs)))
+    let plan = splits::plan(&tiered, &inputs, kind);
+    if plan.gaps.is_empty() {
+        ctx.log_gaps.clear(assignment.table_id);
+    } else {
+        ctx.log_gaps.suspect(assignment.table_id);
+    }
+    Ok((tiered.snapshot_id, plan))
 }
 
 /// Looks the table up, checks it is still the table that was assigned, routes it to a

@@ -11,6 +11,12 @@
 //! is refused with a clear error until the cluster takes a snapshot, and the table's other
 //! buckets are tiered as usual.
 //!
+//! A bucket already tiered resumes at the lake's offset. When its log no longer starts there
+//! (`table.log.ttl` expired rows the lake never received), tiering it on would commit a
+//! silent gap: it is refused with an error naming the lost range, unless the table accepts
+//! gaps, in which case a log table's bucket goes on from the log start and the gap is kept
+//! with the plan for the lake snapshot to record.
+//!
 //! Splits come out ordered by lag, most behind first, ties in random order: a round that
 //! reaches its freshness stops its splits where they are, so a fixed (partition, bucket)
 //! order would start the same buckets every round and starve the rest. By lag, the buckets
@@ -18,6 +24,7 @@
 
 use std::collections::HashMap;
 
+use crate::config::OnLogGap;
 use crate::error::{Error, ErrorKind};
 use crate::fluss::kv_snapshot::SnapshotSource;
 use crate::fluss::offsets::TieredOffsets;
@@ -33,7 +40,8 @@ pub struct PartitionOffsets {
     pub buckets: i32,
     /// High watermark per bucket.
     pub latest: HashMap<i32, i64>,
-    /// Log start offset per bucket; only needed (and fetched) for primary-key tables.
+    /// Log start offset per bucket; fetched for primary-key tables, and for log tables whose
+    /// reads found the log shorter than the lake expected.
     pub earliest: Option<HashMap<i32, i64>>,
     /// The latest KV snapshot per bucket; only fetched for primary-key tables with a bucket
     /// never tiered.
@@ -46,12 +54,104 @@ pub struct Plan {
     pub splits: Vec<BucketRange>,
     /// Buckets with rows to tier that this host cannot read, with why.
     pub refused: Vec<Error>,
+    /// Buckets whose log starts after the lake's offset, refused or accepted.
+    pub gaps: Vec<LogGap>,
+}
+
+/// A tiered bucket whose log lost the rows from the lake's offset to its log start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogGap {
+    pub partition: Option<String>,
+    pub bucket: i32,
+    /// The offset the lake holds the bucket up to (exclusive).
+    pub lake_offset: i64,
+    /// Where the log starts now.
+    pub log_start: i64,
+    /// Tiered on from `log_start` (the table accepts gaps), not refused.
+    pub accepted: bool,
+}
+
+impl LogGap {
+    /// Records lost to the lake.
+    pub fn records(&self) -> u64 {
+        u64::try_from(self.log_start - self.lake_offset).unwrap_or(0)
+    }
+}
+
+/// How the lake snapshot records the gaps a round skipped: `[partition/]bucket:from-to`,
+/// comma-separated.
+impl std::fmt::Display for LogGap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(p) = &self.partition {
+            write!(f, "{p}/")?;
+        }
+        write!(f, "{}:{}-{}", self.bucket, self.lake_offset, self.log_start)
+    }
+}
+
+/// What split generation needs to know of the table itself.
+#[derive(Debug, Clone, Copy)]
+pub struct TableKind {
+    pub primary_key: bool,
+    pub on_log_gap: OnLogGap,
+}
+
+/// Tables whose reads found their log shorter than the lake expected. A log table's round
+/// asks Fluss for its buckets' log starts only while it is one of them (a primary-key
+/// table's round always does), so the common case costs no extra request; a plan that finds
+/// no gap clears it.
+#[derive(Debug, Default)]
+pub struct LogGapSuspects(std::sync::Mutex<std::collections::HashSet<i64>>);
+
+impl LogGapSuspects {
+    fn set(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<i64>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn suspect(&self, table_id: i64) {
+        self.set().insert(table_id);
+    }
+
+    pub fn is_suspect(&self, table_id: i64) -> bool {
+        self.set().contains(&table_id)
+    }
+
+    pub fn clear(&self, table_id: i64) {
+        self.set().remove(&table_id);
+    }
+}
+
+/// The table's custom property that overrides `--tiering.on-log-gap` for it.
+pub const ON_LOG_GAP_PROPERTY: &str = "lake.tiering.on-log-gap";
+
+impl TableKind {
+    /// The table's kind, with its own gap policy if it sets [`ON_LOG_GAP_PROPERTY`].
+    pub fn of(
+        info: &fluss::metadata::TableInfo,
+        host_policy: OnLogGap,
+    ) -> crate::error::Result<Self> {
+        use clap::ValueEnum;
+        let on_log_gap = match info.get_custom_properties().get(ON_LOG_GAP_PROPERTY) {
+            None => host_policy,
+            Some(v) => OnLogGap::from_str(v.trim(), true).map_err(|_| {
+                Error::new(
+                    ErrorKind::Config,
+                    format!("{}: custom property '{ON_LOG_GAP_PROPERTY}' is '{v}', not 'refuse' or 'accept'", info.table_path),
+                )
+            })?,
+        };
+        Ok(Self {
+            primary_key: info.has_primary_key(),
+            on_log_gap,
+        })
+    }
 }
 
 /// All splits of a round.
-pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
+pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets], table: TableKind) -> Plan {
     let mut splits = Vec::new();
     let mut refused = Vec::new();
+    let mut gaps = Vec::new();
     for p in partitions {
         let pid = p.partition.as_ref().map(|(id, _)| *id);
         for bucket in 0..p.buckets {
@@ -74,6 +174,41 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
                 .earliest
                 .as_ref()
                 .map(|e| e.get(&bucket).copied().unwrap_or(0));
+            if let (Some(lake_offset), Some(log_start)) = (committed, log_start)
+                && log_start > lake_offset
+            {
+                let accepted = !table.primary_key && table.on_log_gap == OnLogGap::Accept;
+                let gap = LogGap {
+                    partition: range.partition_name.clone(),
+                    bucket,
+                    lake_offset,
+                    log_start,
+                    accepted,
+                };
+                if accepted {
+                    range.start = log_start;
+                } else {
+                    let way_out = if table.primary_key {
+                        "a primary-key bucket cannot skip changelog rows"
+                    } else {
+                        "to tier it on from the log start, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'"
+                    };
+                    refused.push(Error::new(
+                        ErrorKind::LogGap,
+                        format!(
+                            "bucket {bucket}{}: the lake holds it up to offset {lake_offset} but its log now starts at {log_start}; \
+                             offsets {lake_offset}..{log_start} ({} records) are lost to the lake and the bucket is not tiered \
+                             ({way_out}; docs/operations.md, \"Log gaps\")",
+                            of_partition(),
+                            gap.records()
+                        ),
+                    ));
+                }
+                gaps.push(gap);
+                if !accepted {
+                    continue;
+                }
+            }
             if committed.is_none()
                 && let Some(source) = p.kv_snapshots.as_ref().and_then(|s| s.get(&bucket))
             {
@@ -96,6 +231,7 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
                 range.start = EARLIEST_OFFSET;
                 range.stop = source.log_offset;
             } else if committed.is_none()
+                && table.primary_key
                 && let Some(start) = log_start
             {
                 if start > 0 {
@@ -115,7 +251,11 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
         }
     }
     order_by_lag(&mut splits, &std::collections::hash_map::RandomState::new());
-    Plan { splits, refused }
+    Plan {
+        splits,
+        refused,
+        gaps,
+    }
 }
 
 /// How far behind a split's bucket is: rows between its start and stop (from 0 when it
@@ -165,6 +305,21 @@ fn split_for_bucket(
 mod tests {
     use super::*;
 
+    fn log_plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
+        plan(tiered, partitions, kind(false, OnLogGap::Refuse))
+    }
+
+    fn pk_plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets]) -> Plan {
+        plan(tiered, partitions, kind(true, OnLogGap::Refuse))
+    }
+
+    fn kind(primary_key: bool, on_log_gap: OnLogGap) -> TableKind {
+        TableKind {
+            primary_key,
+            on_log_gap,
+        }
+    }
+
     fn tiered(entries: &[(Option<i64>, i32, i64)]) -> TieredOffsets {
         TieredOffsets {
             snapshot_id: Some(1),
@@ -194,7 +349,7 @@ mod tests {
 
     #[test]
     fn never_tiered_buckets_start_at_earliest() {
-        let splits = plan(
+        let splits = log_plan(
             &TieredOffsets::default(),
             &table(&[(0, 10), (1, 0), (2, 5)], 3),
         )
@@ -211,13 +366,13 @@ mod tests {
     #[test]
     fn tiered_buckets_resume_and_caught_up_buckets_are_skipped() {
         let t = tiered(&[(None, 0, 4), (None, 1, 7), (None, 2, 9)]);
-        let splits = plan(&t, &table(&[(0, 10), (1, 7), (2, 5)], 3)).splits;
+        let splits = log_plan(&t, &table(&[(0, 10), (1, 7), (2, 5)], 3)).splits;
         assert_eq!(splits, vec![range(0, 4, 10, 3)]);
     }
 
     #[test]
     fn partially_tiered_table_mixes_both() {
-        let splits = plan(&tiered(&[(None, 0, 1)]), &table(&[(0, 3), (1, 3)], 2)).splits;
+        let splits = log_plan(&tiered(&[(None, 0, 1)]), &table(&[(0, 3), (1, 3)], 2)).splits;
         assert_eq!(
             splits,
             vec![range(1, EARLIEST_OFFSET, 3, 2), range(0, 1, 3, 2)]
@@ -226,7 +381,7 @@ mod tests {
 
     #[test]
     fn buckets_missing_from_list_offsets_get_no_split() {
-        let splits = plan(&TieredOffsets::default(), &table(&[(1, 9)], 3)).splits;
+        let splits = log_plan(&TieredOffsets::default(), &table(&[(1, 9)], 3)).splits;
         assert_eq!(splits, vec![range(1, EARLIEST_OFFSET, 9, 3)]);
     }
 
@@ -249,7 +404,7 @@ mod tests {
             },
         ];
         // partition 11 bucket 0 is caught up; partition 12 was never tiered.
-        let splits = plan(&tiered(&[(Some(11), 0, 5), (Some(11), 1, 1)]), &parts).splits;
+        let splits = log_plan(&tiered(&[(Some(11), 0, 5), (Some(11), 1, 1)]), &parts).splits;
         let got: Vec<_> = splits
             .iter()
             .map(|r| {
@@ -292,7 +447,7 @@ mod tests {
                 kv_snapshots: None,
             },
         ];
-        let mut got: Vec<_> = plan(&TieredOffsets::default(), &parts)
+        let mut got: Vec<_> = log_plan(&TieredOffsets::default(), &parts)
             .splits
             .iter()
             .map(|r| (r.partition_id, r.bucket, r.buckets))
@@ -313,14 +468,14 @@ mod tests {
     fn primary_key_buckets_replay_the_whole_changelog_or_are_refused_alone() {
         let mut parts = table(&[(0, 8), (1, 6)], 2);
         parts[0].earliest = Some(HashMap::from([(0, 0), (1, 0)]));
-        let p = plan(&tiered(&[(None, 1, 2)]), &parts);
+        let p = pk_plan(&tiered(&[(None, 1, 2)]), &parts);
         assert_eq!(p.splits, vec![range(0, 0, 8, 2), range(1, 2, 6, 2)]);
         assert!(p.refused.is_empty());
 
         // Bucket 0's log no longer starts at 0 and it has no KV snapshot yet: it is refused
         // until it has one, bucket 1 is still tiered.
         parts[0].earliest = Some(HashMap::from([(0, 3), (1, 0)]));
-        let p = plan(&TieredOffsets::default(), &parts);
+        let p = pk_plan(&TieredOffsets::default(), &parts);
         assert_eq!(p.splits, vec![range(1, 0, 6, 2)]);
         let [err] = p.refused.as_slice() else {
             panic!("{:?}", p.refused)
@@ -329,7 +484,7 @@ mod tests {
         assert!(err.message().contains("bucket 0"), "{err}");
         assert!(err.message().contains("no KV snapshot of it yet"), "{err}");
         // Once tiered, a bucket resumes from the lake whatever the log start is.
-        let p = plan(&tiered(&[(None, 0, 5), (None, 1, 6)]), &parts);
+        let p = pk_plan(&tiered(&[(None, 0, 5), (None, 1, 6)]), &parts);
         assert!(p.refused.is_empty());
     }
 
@@ -344,17 +499,17 @@ mod tests {
         parts[0].kv_snapshots = Some(HashMap::from([(0, snapshot)]));
         // Bucket 0 (never tiered) reads its snapshot up to its log offset; bucket 1 (no
         // snapshot, whole log) replays its changelog.
-        let p = plan(&TieredOffsets::default(), &parts);
+        let p = pk_plan(&TieredOffsets::default(), &parts);
         assert!(p.refused.is_empty(), "{:?}", p.refused);
         let mut from_snapshot = range(0, EARLIEST_OFFSET, 5, 2);
         from_snapshot.snapshot = Some(snapshot);
         assert_eq!(p.splits, vec![range(1, 0, 6, 2), from_snapshot]);
         // A bucket tiered before continues from the lake, snapshot or not.
-        let p = plan(&tiered(&[(None, 0, 6), (None, 1, 6)]), &parts);
+        let p = pk_plan(&tiered(&[(None, 0, 6), (None, 1, 6)]), &parts);
         assert_eq!(p.splits, vec![range(0, 6, 8, 2)]);
         // A snapshot older than the log start would leave a gap: refused until a newer one.
         parts[0].earliest = Some(HashMap::from([(0, 6), (1, 0)]));
-        let p = plan(&TieredOffsets::default(), &parts);
+        let p = pk_plan(&TieredOffsets::default(), &parts);
         assert_eq!(p.splits, vec![range(1, 0, 6, 2)]);
         let [err] = p.refused.as_slice() else {
             panic!("{:?}", p.refused)
@@ -362,10 +517,65 @@ mod tests {
         assert!(err.message().contains("older than its changelog"), "{err}");
     }
 
+    /// A tiered bucket whose log now starts past the lake's offset is never read from the
+    /// log start silently: refused naming the lost range, or (a log table that accepts gaps)
+    /// tiered from the log start with the gap kept for the lake snapshot.
+    #[test]
+    fn buckets_whose_log_starts_past_the_lake_are_refused_or_skip_the_named_gap() {
+        let mut parts = table(&[(0, 90), (1, 50)], 2);
+        parts[0].partition = Some((7, "2024".to_string()));
+        parts[0].earliest = Some(HashMap::from([(0, 40), (1, 10)]));
+        let t = TieredOffsets {
+            snapshot_id: Some(1),
+            buckets: HashMap::from([((Some(7), 0), 25), ((Some(7), 1), 12)]),
+        };
+        let mut bucket1 = range(1, 12, 50, 2);
+        bucket1.partition_id = Some(7);
+        bucket1.partition_name = Some("2024".to_string());
+
+        for primary_key in [false, true] {
+            let p = plan(&t, &parts, kind(primary_key, OnLogGap::Refuse));
+            assert_eq!(p.splits, vec![bucket1.clone()], "bucket 1 is tiered on");
+            let [err] = p.refused.as_slice() else {
+                panic!("{:?}", p.refused)
+            };
+            assert_eq!(err.kind(), ErrorKind::LogGap);
+            for part in ["bucket 0 of partition 2024", "25..40 (15 records)"] {
+                assert!(err.message().contains(part), "{err}");
+            }
+            assert_eq!(p.gaps.len(), 1);
+            assert!(!p.gaps[0].accepted);
+        }
+
+        let p = plan(&t, &parts, kind(false, OnLogGap::Accept));
+        assert!(p.refused.is_empty(), "{:?}", p.refused);
+        let mut bucket0 = range(0, 40, 90, 2);
+        bucket0.partition_id = Some(7);
+        bucket0.partition_name = Some("2024".to_string());
+        assert_eq!(p.splits, vec![bucket0, bucket1.clone()]);
+        assert_eq!(p.gaps[0].to_string(), "2024/0:25-40");
+        assert!(p.gaps[0].accepted);
+        assert_eq!(p.gaps[0].records(), 15);
+
+        // A primary-key table's changelog cannot skip rows: refused whatever the policy.
+        let p = plan(&t, &parts, kind(true, OnLogGap::Accept));
+        assert_eq!(p.splits, vec![bucket1]);
+        assert_eq!(p.refused[0].kind(), ErrorKind::LogGap);
+        // A bucket never tiered has no lake offset, so no gap: a log table starts at the log
+        // start, as in Java.
+        let p = plan(
+            &TieredOffsets::default(),
+            &parts,
+            kind(false, OnLogGap::Refuse),
+        );
+        assert!(p.gaps.is_empty() && p.refused.is_empty());
+        assert!(p.splits.iter().all(|r| r.start == EARLIEST_OFFSET));
+    }
+
     #[test]
     fn splits_are_ordered_most_lagging_first() {
         let t = tiered(&[(None, 0, 90), (None, 1, 10), (None, 2, 50)]);
-        let p = plan(&t, &table(&[(0, 100), (1, 100), (2, 100), (3, 30)], 4));
+        let p = log_plan(&t, &table(&[(0, 100), (1, 100), (2, 100), (3, 30)], 4));
         let order: Vec<i32> = p.splits.iter().map(|r| r.bucket).collect();
         assert_eq!(order, vec![1, 2, 3, 0]);
     }
@@ -384,7 +594,7 @@ mod tests {
         for _round in 0..8 {
             high_watermark += 100;
             let latest: Vec<(i32, i64)> = (0..buckets).map(|b| (b, high_watermark)).collect();
-            let p = plan(&t, &table(&latest, buckets));
+            let p = log_plan(&t, &table(&latest, buckets));
             // Only three splits start before the round reaches its freshness, each getting
             // through 400 offsets.
             for r in p.splits.iter().take(3) {

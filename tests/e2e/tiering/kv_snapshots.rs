@@ -457,7 +457,8 @@ async fn primary_key_tables_older_than_their_log_start_from_their_kv_snapshots()
     assert_from_snapshots_alone(&c, &gone, &what);
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
     let _ = std::fs::remove_file(&go);
-    cluster::stop_kv_cluster();
+    drop(c);
+    cluster::done_with_kv_cluster();
 }
 
 /// Every row of the Paimon table came from KV snapshots: offset -1, as Java writes them.

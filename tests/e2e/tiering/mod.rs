@@ -9,6 +9,7 @@ mod iceberg_hive;
 mod iceberg_rest;
 mod kv_snapshots;
 mod lance;
+mod log_gaps;
 mod merge_engines;
 mod mixed_evil_plugins;
 mod mixed_formats;

@@ -2066,11 +2066,13 @@ impl LogFetcher {
                     return Ok(None);
                 }
                 FetchErrorAction::LogOffsetOutOfRange => {
-                    return Err(Error::UnexpectedError {
-                        message: format!(
-                            "The fetching offset {fetch_offset} is out of range: {error_message}"
-                        ),
-                        source: None,
+                    return Err(Error::FlussAPIError {
+                        api_error: ApiError {
+                            code: api_error.code,
+                            message: format!(
+                                "The fetching offset {fetch_offset} is out of range for bucket {table_bucket}: {error_message}"
+                            ),
+                        },
                     });
                 }
                 FetchErrorAction::Authorization => {
