@@ -36,6 +36,9 @@ pub enum WorkloadKind {
     Partitioned,
     /// 50 small log tables at once (3 buckets, 20k rows each).
     ManyTables,
+    /// A log table of 200 partitions × 8 buckets, 400 rows in each bucket (640k rows): 1,600
+    /// splits, where each split's fixed cost dominates.
+    Splits,
     /// A writer at a fixed rate for several minutes; freshness percentiles.
     Steady,
 }
@@ -48,6 +51,7 @@ impl WorkloadKind {
             WorkloadKind::Pk => "pk",
             WorkloadKind::Partitioned => "partitioned",
             WorkloadKind::ManyTables => "many-tables",
+            WorkloadKind::Splits => "splits",
             WorkloadKind::Steady => "steady",
         }
     }
@@ -67,6 +71,8 @@ pub struct Sizes {
     pub rows_per_partition: usize,
     pub tables: usize,
     pub rows_per_table: usize,
+    /// Partitions of the splits workload (8 buckets, 3,200 rows each).
+    pub split_partitions: usize,
     /// Rows per second of the steady writer.
     pub steady_rate: usize,
     pub steady_seconds: u64,
@@ -85,6 +91,7 @@ impl Sizes {
             // Fewer tables below scale 1, so a smoke run stays short.
             tables: ((50.0 * scale.min(1.0).sqrt()).round() as usize).max(2),
             rows_per_table: n(20_000.0, 100),
+            split_partitions: n(200.0, 4).min(200),
             steady_rate: n(20_000.0, 200),
             steady_seconds: ((180.0 * scale.min(1.0).sqrt()).round() as u64).max(20),
             steady_freshness_s: 10,
@@ -170,6 +177,24 @@ pub async fn prepare(
                     WRITE_BATCH,
                 )
                 .await;
+            }
+            tables.push(t);
+        }
+        WorkloadKind::Splits => {
+            let t = path("splits");
+            data::create_table(
+                admin,
+                &t,
+                &data::lake_partitioned_log_table(8, Some("id"), &freshness, &["p"]),
+            )
+            .await;
+            last_created = Instant::now();
+            for k in 0..sizes.split_partitions {
+                let value = format!("p{k:03}");
+                let spec: &[(&str, &str)] = &[("p", &value)];
+                data::create_partition(admin, &t, spec).await;
+                data::write_partition_rows(conn, &t, spec, (k * 3_200) as i64, 3_200, 3_200)
+                    .await;
             }
             tables.push(t);
         }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use fluss::client::{FlussConnection, FlussTable};
-use fluss::metadata::TableBucket;
+use fluss::metadata::{TableBucket, TableInfo};
 use fluss::metadata::TablePath;
 use fluss::record::{ChangeType, ScanBatch, ScanRecord};
 use tokio::sync::mpsc;
@@ -91,10 +91,15 @@ impl BucketBatch {
 /// (exclusive): `range.stop`, or for a snapshot split the log offset of the snapshot read (a
 /// newer one than planned when that one was gone). A `tx` closed before the range is consumed
 /// (the writer gave up) ends the read with [`ErrorKind::Cancelled`].
+///
+/// `info` is the table as the round resolved it: the rows are read (and their schema
+/// resolved) as the plugin's writer sees the table, and the split costs no metadata request
+/// (a table's metadata grows with its partitions; asking for it per split made a round's
+/// cost grow with partitions × splits).
 pub async fn read_bucket(
     conn: Arc<FlussConnection>,
     snapshots: SnapshotAccess,
-    path: TablePath,
+    info: TableInfo,
     range: BucketRange,
     poll_timeout: Duration,
     tx: mpsc::Sender<BucketBatch>,
@@ -104,10 +109,8 @@ pub async fn read_bucket(
     {
         return Ok(range.stop);
     }
-    let table = conn
-        .get_table(&path)
-        .await
-        .map_err(fluss_err("cannot open", &path, &range))?;
+    let path = info.get_table_path().clone();
+    let table = FlussTable::new(&conn, conn.get_metadata(), info);
     if let Some(source) = range.snapshot {
         return read_snapshot(&conn, &snapshots, &table, &range, source, &tx).await;
     }

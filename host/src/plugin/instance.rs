@@ -204,6 +204,12 @@ impl PluginInstance {
         })
     }
 
+    /// What the plugin's log lines are prefixed with (an instance reused for another split
+    /// names that split).
+    pub fn set_log_context(&mut self, log_context: String) {
+        self.store.data_mut().log_context = log_context;
+    }
+
     /// Ends calls in progress (and fails later ones) once `cancel` is cancelled.
     pub fn set_cancel(&mut self, cancel: CancellationToken) {
         self.cancel = cancel;

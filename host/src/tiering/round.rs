@@ -679,6 +679,7 @@ async fn write_splits(
     let round = tracing::Span::current();
     let (round_name, span_plugin) = (round_id(assignment), plugin_label(resolved));
     let permits = Arc::new(Semaphore::new(ctx.config.max_concurrent_splits));
+    let instances = Arc::new(IdleInstances::default());
     let mut tasks = JoinSet::new();
     for (index, range) in ranges.into_iter().enumerate() {
         let ctx = ctx.clone();
@@ -689,6 +690,7 @@ async fn write_splits(
         let force_finish = force_finish.clone();
         let table_metrics = observers.metrics.clone();
         let progress = observers.progress.clone();
+        let instances = instances.clone();
         // Its own span, not a child of the round's, carrying the round's fields too: every
         // line of a split names round, table, plugin and bucket on its own.
         let span = tracing::info_span!(
@@ -719,6 +721,7 @@ async fn write_splits(
                 round_ts,
                 metrics: &table_metrics,
                 progress: &progress,
+                instances: &instances,
             };
             split.run(&cancel, &force_finish).await
         };
@@ -795,6 +798,28 @@ fn cancel_all(tasks: &mut JoinSet<Result<SplitResult>>) {
     tasks.abort_all();
 }
 
+/// Plugin instances of a round whose split ended well, for its next splits: a split's fixed
+/// cost is mostly instantiation (a fresh linear memory, the guest's initialisation, and
+/// tearing it all down), so a round of thousands of small splits instantiates at most
+/// `--max-concurrent-splits` times. Each instance is scoped to the round's table, storage and
+/// catalog, so a reused one reaches nothing a fresh one would not; one whose call failed
+/// (trap, limit, error) is dropped, never reused.
+#[derive(Default)]
+struct IdleInstances(std::sync::Mutex<Vec<PluginInstance>>);
+
+impl IdleInstances {
+    fn take(&self) -> Option<PluginInstance> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).pop()
+    }
+
+    fn put(&self, instance: PluginInstance) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(instance);
+    }
+}
+
 /// One bucket range of a round.
 struct SplitTask<'a> {
     ctx: &'a TieringContext,
@@ -805,10 +830,12 @@ struct SplitTask<'a> {
     round_ts: i64,
     metrics: &'a TableMetrics,
     progress: &'a RoundProgress,
+    instances: &'a IdleInstances,
 }
 
 impl SplitTask<'_> {
-    /// Reads the range and writes it through a fresh plugin instance. When `force_finish`
+    /// Reads the range and writes it through a plugin instance of the round (an idle one, or
+    /// a new one), which goes back to `instances` if the split ends well. When `force_finish`
     /// fires, stops after the batch being written and completes the writer: the split then
     /// ends at the last offset actually written.
     async fn run(
@@ -825,19 +852,27 @@ impl SplitTask<'_> {
             round_ts,
             metrics,
             progress,
+            instances,
         } = self;
-        let mut instance = PluginInstance::new(
-            &resolved.plugin,
-            format!(
-                "{} {path} bucket {}",
-                resolved.plugin.format(),
-                range.bucket
-            ),
-        )
-        .await?;
-        instance.set_storage(resolved.storage.clone());
-        instance.set_catalog(resolved.catalog.clone());
-        instance.set_cancel(cancel.clone());
+        let started = Instant::now();
+        let log_context = format!(
+            "{} {path} bucket {}",
+            resolved.plugin.format(),
+            range.bucket
+        );
+        let mut instance = match instances.take() {
+            Some(mut idle) => {
+                idle.set_log_context(log_context);
+                idle
+            }
+            None => {
+                let mut fresh = PluginInstance::new(&resolved.plugin, log_context).await?;
+                fresh.set_storage(resolved.storage.clone());
+                fresh.set_catalog(resolved.catalog.clone());
+                fresh.set_cancel(cancel.clone());
+                fresh
+            }
+        };
         // A writer sees its partition's bucket count (the contract's `writer-context`).
         let writer_ctx = wit::WriterContext {
             table: wit::TableInfo {
@@ -852,6 +887,8 @@ impl SplitTask<'_> {
             config: resolved.plugin_config.clone(),
         };
         let writer = instance.open_writer(&writer_ctx).await?;
+        let opened = started.elapsed();
+        let mut first_batch = None;
 
         // Reading, encoding and writing overlap: reader → encoder → this loop.
         let (raw_tx, raw_rx) = mpsc::channel(CHANNEL_DEPTH);
@@ -862,7 +899,7 @@ impl SplitTask<'_> {
                 storage: ctx.remote_storage.clone(),
                 lease_duration: ctx.config.kv_snapshot_lease_duration,
             },
-            path.clone(),
+            resolved.info.clone(),
             range.clone(),
             ctx.config.poll_timeout,
             raw_tx,
@@ -891,6 +928,7 @@ impl SplitTask<'_> {
                 }
                 batch = rx.recv() => {
                     let Some(batch) = batch else { break };
+                    first_batch.get_or_insert_with(|| started.elapsed());
                     metrics.read(batch.rows as u64, batch.batch.ipc.len() as u64);
                     instance.write(&writer, &batch.batch).await?;
                     let from = written.end_offset.unwrap_or(range.start.max(0));
@@ -914,8 +952,13 @@ impl SplitTask<'_> {
                 Error::new(ErrorKind::Internal, format!("reader task failed: {e}"))
             })??)
         };
+        let read = started.elapsed();
         let write_result = instance.complete(writer).await?;
         tracing::debug!(
+            opened_ms = opened.as_millis() as u64,
+            first_batch_ms = first_batch.map(|d| d.as_millis() as u64),
+            read_ms = read.as_millis() as u64,
+            completed_ms = started.elapsed().as_millis() as u64,
             table = %path,
             bucket = range.bucket,
             rows = written.rows,
@@ -925,6 +968,7 @@ impl SplitTask<'_> {
             plugin_memory_bytes = instance.memory_bytes(),
             "split written"
         );
+        instances.put(instance);
         Ok(SplitResult {
             range,
             end_offset,

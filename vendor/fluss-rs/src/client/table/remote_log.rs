@@ -368,8 +368,27 @@ enum DownloadResult {
 /// Production implementation of RemoteLogFetcher that downloads from actual storage
 struct ProductionFetcher {
     credentials_rx: CredentialsReceiver,
-    local_log_dir: Arc<TempDir>,
+    local_log_dir: Arc<LazyLogDir>,
     remote_log_read_concurrency: usize,
+}
+
+/// The directory segments are downloaded into, created on the first download (patched: a
+/// scanner whose segments an application's fetcher reads, or that reads no remote segment,
+/// creates and deletes no directory).
+#[derive(Default)]
+struct LazyLogDir(std::sync::OnceLock<TempDir>);
+
+impl LazyLogDir {
+    fn path(&self) -> Result<&Path> {
+        if let Some(dir) = self.0.get() {
+            return Ok(dir.path());
+        }
+        let dir = TempDir::with_prefix("fluss-remote-logs")?;
+        // A concurrent first download may have set one already: its directory is used and
+        // this one removed.
+        let _ = self.0.set(dir);
+        Ok(self.0.get().expect("set above").path())
+    }
 }
 
 impl RemoteLogFetcher for ProductionFetcher {
@@ -387,7 +406,7 @@ impl RemoteLogFetcher for ProductionFetcher {
 
         Box::pin(async move {
             let local_file_name = segment.local_file_name();
-            let local_file_path = local_log_dir.path().join(&local_file_name);
+            let local_file_path = local_log_dir.path()?.join(&local_file_name);
 
             // Build remote path
             let offset_prefix = format!("{:020}", segment.start_offset);
@@ -858,7 +877,6 @@ pub struct RemoteLogDownloader {
 
 impl RemoteLogDownloader {
     pub(crate) fn new(
-        local_log_dir: TempDir,
         max_prefetch_segments: usize,
         max_concurrent_downloads: usize,
         remote_log_read_concurrency: usize,
@@ -871,7 +889,7 @@ impl RemoteLogDownloader {
             application,
             own: ProductionFetcher {
                 credentials_rx,
-                local_log_dir: Arc::new(local_log_dir),
+                local_log_dir: Arc::new(LazyLogDir::default()),
                 remote_log_read_concurrency,
             },
             tokens,

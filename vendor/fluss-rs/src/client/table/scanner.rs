@@ -57,7 +57,6 @@ use std::{
     },
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
-use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
@@ -1410,7 +1409,6 @@ impl LogFetcher {
         }
         let resolver = Arc::new(resolver);
 
-        let tmp_dir = TempDir::with_prefix("fluss-remote-logs")?;
         let log_fetch_buffer = Arc::new(LogFetchBuffer::new(Arc::clone(&resolver)));
 
         // Create security token manager for background token refresh
@@ -1423,7 +1421,6 @@ impl LogFetcher {
         // The token manager is started when fluss-rs's own reader is first used (patched:
         // an application's reader of `config.remote_log_fetcher` may serve every segment).
         let remote_log_downloader = Arc::new(RemoteLogDownloader::new(
-            tmp_dir,
             config.scanner_remote_log_prefetch_num,
             config.remote_file_download_thread_num,
             config.scanner_remote_log_read_concurrency,
