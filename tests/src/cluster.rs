@@ -93,19 +93,18 @@ impl ClusterInfo {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
-    /// The process id of one of the cluster's servers (`coordinator-server`,
-    /// `tablet-server-0`, ...), from its pid file.
-    /// Sends `signal` (e.g. `-STOP`, `-CONT`) to the coordinator process.
-    pub fn signal_coordinator(&self, signal: &str) {
-        let pid = self.server_pid("coordinator-server");
-        let status = Command::new("kill")
-            .arg(signal)
-            .arg(pid.to_string())
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill {signal} {pid}");
+    /// Sends `signal` (`kill`'s spelling: `-STOP`, `-CONT`, `-KILL`, ...) to one of the
+    /// cluster's servers (`zookeeper`, `coordinator-server`, `tablet-server-<i>`); panics when
+    /// its pid file's process is not that server (it exited, or the pid was reused).
+    pub fn signal(&self, server: &str, signal: &str) {
+        let pid = self.server_pid(server);
+        if let Err(e) = signal_server(server, pid, signal) {
+            panic!("cluster {}: {e}", self.index);
+        }
     }
 
+    /// The process id of one of the cluster's servers (`zookeeper`, `coordinator-server`,
+    /// `tablet-server-0`, ...), from its pid file.
     pub fn server_pid(&self, server: &str) -> u32 {
         let file = self.work_dir.join(format!("pids/{server}.pid"));
         std::fs::read_to_string(&file)
@@ -114,6 +113,45 @@ impl ClusterInfo {
             .parse()
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
     }
+}
+
+/// The main class of a server's JVM, by its pid file's name (`cluster/env.sh`
+/// `main_class_of`).
+fn main_class(server: &str) -> &'static str {
+    match server {
+        "zookeeper" => {
+            "org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.server.quorum.QuorumPeerMain"
+        }
+        "coordinator-server" => "org.apache.fluss.server.coordinator.CoordinatorServer",
+        s if s.starts_with("tablet-server-") => "org.apache.fluss.server.tablet.TabletServer",
+        _ => panic!(
+            "no cluster server is called {server:?} (zookeeper, coordinator-server, tablet-server-<i>)"
+        ),
+    }
+}
+
+/// Whether process `pid` is still `server`: alive, and its command line holds the server's main
+/// class (as `cluster/env.sh` `pid_matches` checks), so a reused pid is never taken for it. A
+/// zombie's command line is empty.
+pub fn is_server(server: &str, pid: u32) -> bool {
+    let main = main_class(server);
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == main.as_bytes()))
+}
+
+/// `kill <signal> <pid>`, once `pid` is checked to be `server`.
+fn signal_server(server: &str, pid: u32, signal: &str) -> Result<(), String> {
+    if !is_server(server, pid) {
+        return Err(format!("{server} (pid {pid}) is not running"));
+    }
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .map_err(|e| format!("kill {signal} {pid}: {e}"))?;
+    if !status.success() {
+        return Err(format!("kill {signal} {pid} ({server}): {status}"));
+    }
+    Ok(())
 }
 
 /// The test cluster whose coordinator listens on `port` (its plain or its SASL listener).
@@ -129,16 +167,11 @@ pub fn index_of_coordinator_port(port: u32) -> Option<usize> {
 /// the command line `cluster/start.sh` gave it.
 pub fn restart_coordinator(index: usize) {
     let info = ClusterInfo::new(index, "none");
-    let pid = info.server_pid("coordinator-server").to_string();
+    let pid = info.server_pid("coordinator-server");
     // The pid file's process, while it is still the coordinator (a reused pid is not).
-    let alive = || {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("CoordinatorServer"))
-    };
+    let alive = || is_server("coordinator-server", pid);
     for (signal, wait) in [("-TERM", 30), ("-KILL", 30)] {
-        if alive() {
-            let _ = Command::new("kill").args([signal, &pid]).status();
-        }
+        let _ = signal_server("coordinator-server", pid, signal);
         let deadline = Instant::now() + Duration::from_secs(wait);
         while alive() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(200));
@@ -563,18 +596,54 @@ fn set_lake_format(index: usize, format: &str) {
     );
 }
 
-/// Freezes the coordinator (SIGSTOP) until dropped (SIGCONT), so a failing test still resumes it.
-pub struct FrozenCoordinator(ClusterInfo);
+/// One of a cluster's servers frozen (SIGSTOP) until dropped (SIGCONT), so a failing test still
+/// resumes it.
+#[must_use = "the server is resumed when the guard is dropped"]
+pub struct Frozen {
+    server: String,
+    pid: u32,
+}
 
-impl FrozenCoordinator {
-    pub fn freeze(c: &ClusterInfo) -> Self {
-        c.signal_coordinator("-STOP");
-        Self(c.clone())
+impl Frozen {
+    /// Freezes `server` (`zookeeper`, `coordinator-server`, `tablet-server-<i>`) of cluster
+    /// `c`; panics when it is not running.
+    pub fn freeze(c: &ClusterInfo, server: &str) -> Self {
+        let pid = c.server_pid(server);
+        if let Err(e) = signal_server(server, pid, "-STOP") {
+            panic!("cluster {}: {e}", c.index);
+        }
+        Frozen {
+            server: server.to_string(),
+            pid,
+        }
+    }
+
+    /// The frozen server's name.
+    pub fn server(&self) -> &str {
+        &self.server
     }
 }
 
-impl Drop for FrozenCoordinator {
+impl Drop for Frozen {
+    /// Resumes the process frozen, unless it is gone (a test killed it meanwhile): never
+    /// panics, as it also runs while a failing test unwinds.
     fn drop(&mut self) {
-        self.0.signal_coordinator("-CONT");
+        if let Err(e) = signal_server(&self.server, self.pid, "-CONT") {
+            eprintln!("not resumed: {e}");
+        }
+    }
+}
+
+/// Freezes the coordinator (SIGSTOP) until dropped (SIGCONT), so a failing test still resumes it.
+#[must_use = "the coordinator is resumed when the guard is dropped"]
+pub struct FrozenCoordinator {
+    _frozen: Frozen,
+}
+
+impl FrozenCoordinator {
+    pub fn freeze(c: &ClusterInfo) -> Self {
+        FrozenCoordinator {
+            _frozen: Frozen::freeze(c, "coordinator-server"),
+        }
     }
 }
