@@ -393,6 +393,77 @@ pub fn done_with_kv_cluster() {
     }
 }
 
+/// The cluster of the chaos driver (`lease_chaos`): outside the pool, started on first use
+/// with [`CHAOS_SHAPE`], so a tablet server can die without its buckets losing their data.
+pub const CHAOS_CLUSTER: usize = 6;
+
+/// [`CHAOS_CLUSTER`]'s tablet servers and its `default.replication.factor`: every bucket has a
+/// replica on each of the two tablet servers.
+pub const CHAOS_SHAPE: Shape = Shape {
+    tablet_servers: 2,
+    replication_factor: 2,
+};
+
+/// How many tablet servers a cluster runs (`cluster/start.sh`'s `TS_COUNT`) and the
+/// replication factor of its tables (`REPLICATION_FACTOR`, `default.replication.factor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub tablet_servers: usize,
+    pub replication_factor: usize,
+}
+
+/// [`CHAOS_CLUSTER`], two tablet servers and every bucket replicated on both, with lake format
+/// `format`, held until the lease is dropped.
+pub fn lease_chaos(format: &str) -> Lease {
+    lease_index(CHAOS_CLUSTER, format)
+}
+
+/// Stops [`CHAOS_CLUSTER`] (the chaos run is done with it): its JVMs leave the machine to the
+/// suite's other tests.
+pub fn stop_chaos_cluster() {
+    let _ = run("cluster/stop.sh", CHAOS_CLUSTER, &[], &[]);
+}
+
+/// The shape cluster `index` is started with: [`CHAOS_SHAPE`] for the chaos cluster, one
+/// tablet server and no replicas for the others.
+fn usual_shape(index: usize) -> Shape {
+    if index == CHAOS_CLUSTER {
+        CHAOS_SHAPE
+    } else {
+        Shape {
+            tablet_servers: 1,
+            replication_factor: 1,
+        }
+    }
+}
+
+/// The shape cluster `index` was started with, from its work directory: its tablet servers'
+/// pid files (`start.sh` writes one per tablet server it starts and removes the old ones) and
+/// its `server.yaml`; `None` when it never started.
+fn running_shape(index: usize) -> Option<Shape> {
+    let work = work_dir(index);
+    let yaml = std::fs::read_to_string(work.join("conf/server.yaml")).ok()?;
+    let replication_factor = yaml
+        .lines()
+        .find_map(|l| l.strip_prefix("default.replication.factor:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    let tablet_servers = std::fs::read_dir(work.join("pids"))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("tablet-server-") && name.ends_with(".pid")
+        })
+        .count();
+    Some(Shape {
+        tablet_servers,
+        replication_factor,
+    })
+}
+
 /// The lines cluster `index` adds to its `server.yaml`.
 fn usual_extra_yaml(index: usize) -> &'static str {
     if index == KV_CLUSTER {
@@ -468,7 +539,16 @@ fn lease_one_of(indices: std::ops::Range<usize>) -> Lease {
 fn prepare(index: usize) -> String {
     let work = work_dir(index);
     let dirty = dirty_marker(index);
-    let up = run("cluster/status.sh", index, &[], &[]).status.success();
+    let shape = usual_shape(index);
+    // status.sh checks TS_COUNT tablet servers (and any other a pid file names).
+    let up = run(
+        "cluster/status.sh",
+        index,
+        &[],
+        &[("TS_COUNT", &shape.tablet_servers.to_string())],
+    )
+    .status
+    .success();
     let yaml = std::fs::read_to_string(work.join("conf/server.yaml")).unwrap_or_default();
     let fixed_format = yaml.lines().any(|l| l.starts_with("datalake."));
     // Clusters started before the SASL listener existed are started again.
@@ -483,8 +563,12 @@ fn prepare(index: usize) -> String {
     let other_storage = std::fs::read_to_string(work.join("storage"))
         .is_ok_and(|s| s.trim() != usual_storage(index))
         || yaml.contains(FREQUENT_KV_SNAPSHOTS) != (index == KV_CLUSTER);
+    // A cluster started with other tablet servers or another replication factor (the chaos
+    // cluster's index started by hand with the defaults, say).
+    let other_shape = running_shape(index) != Some(shape);
     let restart = !up
         || dirty.exists()
+        || other_shape
         || other_storage
         || fixed_format
         || no_sasl
@@ -504,8 +588,9 @@ fn prepare(index: usize) -> String {
 pub const SASL_USERS: &[(&str, &str)] = &[("admin", "admin-pass"), ("tiering", "tiering-pass")];
 
 /// (Re)starts cluster `index` clean, its remote data on `storage` (`local`, `s3`, `gcs`:
-/// `cluster/start.sh`'s `STORAGE`), without a lake format and with every Java lake plugin.
-/// Every cluster also gets a SASL/PLAIN listener.
+/// `cluster/start.sh`'s `STORAGE`), without a lake format and with every Java lake plugin, in
+/// its usual shape (tablet servers, replication factor). Every cluster also gets a SASL/PLAIN
+/// listener.
 fn start_clean(index: usize, storage: &str) {
     start_clean_with(index, storage, "");
 }
@@ -535,6 +620,7 @@ fn start_clean_with(index: usize, storage: &str, extra_yaml: &str) {
     if storage == "s3" {
         crate::s3::server();
     }
+    let shape = usual_shape(index);
     check(
         run(
             "cluster/start.sh",
@@ -545,6 +631,8 @@ fn start_clean_with(index: usize, storage: &str, extra_yaml: &str) {
                 ("SASL_USERS", &sasl_users),
                 ("STORAGE", storage),
                 ("EXTRA_SERVER_YAML", extra_yaml),
+                ("TS_COUNT", &shape.tablet_servers.to_string()),
+                ("REPLICATION_FACTOR", &shape.replication_factor.to_string()),
             ],
         ),
         &format!("starting Fluss cluster {index}"),
