@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fluss::client::{EARLIEST_OFFSET, FlussConnection};
 use fluss::metadata::TablePath;
@@ -24,25 +24,49 @@ pub type LogPos = (Option<String>, i32, i64);
 /// readers' canonical JSON ([`data::canonical_rows`], every column of the Fluss table).
 ///
 /// Read with fluss-rs's record-batch log scanner, every bucket subscribed at the earliest
-/// offset. Panics when the rows are not all read within `timeout` (naming the buckets short of
-/// their end), when a bucket's offsets skip or repeat, or when a partition is dropped while it
-/// is read. Buckets empty when called are left out.
+/// offset. Fluss not answering (a bucket without a leader) is waited out. Panics when the rows
+/// are not all read within `timeout` (naming the buckets short of their end), when a bucket's
+/// offsets skip or repeat, or when a partition is dropped while it is read. Buckets empty when
+/// called are left out.
 pub async fn log_rows(
     conn: &FlussConnection,
     path: &TablePath,
     timeout: Duration,
 ) -> BTreeMap<LogPos, Value> {
+    let deadline = tokio::time::Instant::now() + timeout;
     let admin = conn.get_admin().unwrap();
-    let ends = data::all_log_end_offsets(&admin, path).await;
-    let info = admin.get_table_info(path).await.unwrap();
+    // Asked again while a bucket has no leader (its tablet server died, and the coordinator
+    // has not noticed yet).
+    let ends = by(deadline, path, "the log end offsets", async {
+        let mut said = false;
+        loop {
+            match data::try_all_log_end_offsets(&admin, path).await {
+                Ok(ends) => break ends,
+                Err(e) if !said => {
+                    eprintln!("{path}: log end offsets not answered ({e}); asking again");
+                    said = true;
+                }
+                Err(_) => {}
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+    .await;
+    let info = by(deadline, path, "the table info", admin.get_table_info(path))
+        .await
+        .unwrap();
     let names: HashMap<i64, String> = if info.is_partitioned() {
-        admin
-            .list_partition_infos(path)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|p| (p.get_partition_id(), p.get_partition_name()))
-            .collect()
+        by(
+            deadline,
+            path,
+            "the partition list",
+            admin.list_partition_infos(path),
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.get_partition_id(), p.get_partition_name()))
+        .collect()
     } else {
         HashMap::new()
     };
@@ -61,7 +85,9 @@ pub async fn log_rows(
         .filter(|(_, end)| **end > 0)
         .map(|(key, end)| (*key, (None, *end)))
         .collect();
-    let table = conn.get_table(path).await.unwrap();
+    let table = by(deadline, path, "the table's metadata", conn.get_table(path))
+        .await
+        .unwrap();
     let scanner = table.new_scan().create_record_batch_log_scanner().unwrap();
     let mut plain = HashMap::new();
     let mut partitioned = HashMap::new();
@@ -71,30 +97,39 @@ pub async fn log_rows(
             None => plain.insert(*bucket, EARLIEST_OFFSET),
         };
     }
-    if !plain.is_empty() {
-        scanner.subscribe_buckets(&plain).await.unwrap();
-    }
-    if !partitioned.is_empty() {
-        scanner
-            .subscribe_partition_buckets(&partitioned)
-            .await
-            .unwrap();
-    }
+    let subscribed = async {
+        if !plain.is_empty() {
+            scanner.subscribe_buckets(&plain).await.unwrap();
+        }
+        if !partitioned.is_empty() {
+            scanner
+                .subscribe_partition_buckets(&partitioned)
+                .await
+                .unwrap();
+        }
+    };
+    by(deadline, path, "subscribing the buckets", subscribed).await;
 
     let mut rows = BTreeMap::new();
-    let deadline = Instant::now() + timeout;
     let mut last_error = None;
     while !pending.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "{path}: the log was not read whole within {timeout:?}; (partition id, bucket) -> \
-             (next offset, end) short of their end: {pending:?}; last poll error: {last_error:?}"
-        );
-        let batches = match scanner.poll(Duration::from_secs(1)).await {
-            Ok(batches) => batches,
+        let short = |pending: &HashMap<_, _>, last_error: &Option<String>| {
+            panic!(
+                "{path}: the log was not read whole within {timeout:?}; (partition id, bucket) \
+                 -> (next offset, end) short of their end: {pending:?}; last poll error: \
+                 {last_error:?}"
+            )
+        };
+        if tokio::time::Instant::now() >= deadline {
+            short(&pending, &last_error);
+        }
+        let polled = tokio::time::timeout_at(deadline, scanner.poll(Duration::from_secs(1))).await;
+        let batches = match polled {
+            Err(_) => short(&pending, &last_error),
+            Ok(Ok(batches)) => batches,
             // A leader moving (a tablet server restarted) fails a poll; the next one asks
             // the new leader.
-            Err(e) => {
+            Ok(Err(e)) => {
                 last_error = Some(e.to_string());
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
@@ -130,6 +165,20 @@ pub async fn log_rows(
         }
     }
     rows
+}
+
+/// `ask`'s answer, or a panic naming `what` once `deadline` has passed: an ask sent to a server
+/// that died may never be answered.
+async fn by<T>(
+    deadline: tokio::time::Instant,
+    path: &TablePath,
+    what: &str,
+    ask: impl std::future::Future<Output = T>,
+) -> T {
+    match tokio::time::timeout_at(deadline, ask).await {
+        Ok(answer) => answer,
+        Err(_) => panic!("{path}: {what} was not answered in time"),
+    }
 }
 
 /// The `id` column of [`log_rows`]' rows, by their place in the log.
