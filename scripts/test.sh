@@ -31,6 +31,9 @@ export FLUSS_TEST_CLUSTERS="${FLUSS_TEST_CLUSTERS:-3}"
 S3_CLUSTER=9
 # The KV snapshot tests' cluster (tests/src/cluster.rs KV_CLUSTER), started on first use.
 KV_CLUSTER=7
+# The chaos driver's cluster (tests/src/cluster.rs CHAOS_CLUSTER: two tablet servers,
+# replication factor 2), started on first use.
+CHAOS_CLUSTER=6
 # No S3 client of a test may look for an instance metadata service (the AWS credential chain's
 # last step, at a link-local address): it gets a closed loopback port instead.
 export AWS_METADATA_ENDPOINT=http://127.0.0.1:9 AWS_EC2_METADATA_DISABLED=true
@@ -55,7 +58,7 @@ step() {
   printf '\n==> [%ss] %s\n' "$(( STEP_T0 - T0 ))" "$*"
 }
 stop_clusters() {
-  for i in $(seq 0 $((FLUSS_TEST_CLUSTERS - 1))) "$KV_CLUSTER" "$S3_CLUSTER"; do
+  for i in $(seq 0 $((FLUSS_TEST_CLUSTERS - 1))) "$KV_CLUSTER" "$CHAOS_CLUSTER" "$S3_CLUSTER"; do
     CLUSTER_INDEX=$i cluster/stop.sh >/dev/null 2>&1 || true
   done
   cluster/s3/stop.sh >/dev/null 2>&1 || true

@@ -93,19 +93,18 @@ impl ClusterInfo {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
-    /// The process id of one of the cluster's servers (`coordinator-server`,
-    /// `tablet-server-0`, ...), from its pid file.
-    /// Sends `signal` (e.g. `-STOP`, `-CONT`) to the coordinator process.
-    pub fn signal_coordinator(&self, signal: &str) {
-        let pid = self.server_pid("coordinator-server");
-        let status = Command::new("kill")
-            .arg(signal)
-            .arg(pid.to_string())
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill {signal} {pid}");
+    /// Sends `signal` (`kill`'s spelling: `-STOP`, `-CONT`, `-KILL`, ...) to one of the
+    /// cluster's servers (`zookeeper`, `coordinator-server`, `tablet-server-<i>`); panics when
+    /// its pid file's process is not that server (it exited, or the pid was reused).
+    pub fn signal(&self, server: &str, signal: &str) {
+        let pid = self.server_pid(server);
+        if let Err(e) = signal_server(server, pid, signal) {
+            panic!("cluster {}: {e}", self.index);
+        }
     }
 
+    /// The process id of one of the cluster's servers (`zookeeper`, `coordinator-server`,
+    /// `tablet-server-0`, ...), from its pid file.
     pub fn server_pid(&self, server: &str) -> u32 {
         let file = self.work_dir.join(format!("pids/{server}.pid"));
         std::fs::read_to_string(&file)
@@ -114,6 +113,45 @@ impl ClusterInfo {
             .parse()
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
     }
+}
+
+/// The main class of a server's JVM, by its pid file's name (`cluster/env.sh`
+/// `main_class_of`).
+fn main_class(server: &str) -> &'static str {
+    match server {
+        "zookeeper" => {
+            "org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.server.quorum.QuorumPeerMain"
+        }
+        "coordinator-server" => "org.apache.fluss.server.coordinator.CoordinatorServer",
+        s if s.starts_with("tablet-server-") => "org.apache.fluss.server.tablet.TabletServer",
+        _ => panic!(
+            "no cluster server is called {server:?} (zookeeper, coordinator-server, tablet-server-<i>)"
+        ),
+    }
+}
+
+/// Whether process `pid` is still `server`: alive, and its command line holds the server's main
+/// class (as `cluster/env.sh` `pid_matches` checks), so a reused pid is never taken for it. A
+/// zombie's command line is empty.
+pub fn is_server(server: &str, pid: u32) -> bool {
+    let main = main_class(server);
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == main.as_bytes()))
+}
+
+/// `kill <signal> <pid>`, once `pid` is checked to be `server`.
+fn signal_server(server: &str, pid: u32, signal: &str) -> Result<(), String> {
+    if !is_server(server, pid) {
+        return Err(format!("{server} (pid {pid}) is not running"));
+    }
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .map_err(|e| format!("kill {signal} {pid}: {e}"))?;
+    if !status.success() {
+        return Err(format!("kill {signal} {pid} ({server}): {status}"));
+    }
+    Ok(())
 }
 
 /// The test cluster whose coordinator listens on `port` (its plain or its SASL listener).
@@ -129,16 +167,11 @@ pub fn index_of_coordinator_port(port: u32) -> Option<usize> {
 /// the command line `cluster/start.sh` gave it.
 pub fn restart_coordinator(index: usize) {
     let info = ClusterInfo::new(index, "none");
-    let pid = info.server_pid("coordinator-server").to_string();
+    let pid = info.server_pid("coordinator-server");
     // The pid file's process, while it is still the coordinator (a reused pid is not).
-    let alive = || {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("CoordinatorServer"))
-    };
+    let alive = || is_server("coordinator-server", pid);
     for (signal, wait) in [("-TERM", 30), ("-KILL", 30)] {
-        if alive() {
-            let _ = Command::new("kill").args([signal, &pid]).status();
-        }
+        let _ = signal_server("coordinator-server", pid, signal);
         let deadline = Instant::now() + Duration::from_secs(wait);
         while alive() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(200));
@@ -360,6 +393,77 @@ pub fn done_with_kv_cluster() {
     }
 }
 
+/// The cluster of the chaos driver (`lease_chaos`): outside the pool, started on first use
+/// with [`CHAOS_SHAPE`], so a tablet server can die without its buckets losing their data.
+pub const CHAOS_CLUSTER: usize = 6;
+
+/// [`CHAOS_CLUSTER`]'s tablet servers and its `default.replication.factor`: every bucket has a
+/// replica on each of the two tablet servers.
+pub const CHAOS_SHAPE: Shape = Shape {
+    tablet_servers: 2,
+    replication_factor: 2,
+};
+
+/// How many tablet servers a cluster runs (`cluster/start.sh`'s `TS_COUNT`) and the
+/// replication factor of its tables (`REPLICATION_FACTOR`, `default.replication.factor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub tablet_servers: usize,
+    pub replication_factor: usize,
+}
+
+/// [`CHAOS_CLUSTER`], two tablet servers and every bucket replicated on both, with lake format
+/// `format`, held until the lease is dropped.
+pub fn lease_chaos(format: &str) -> Lease {
+    lease_index(CHAOS_CLUSTER, format)
+}
+
+/// Stops [`CHAOS_CLUSTER`] (the chaos run is done with it): its JVMs leave the machine to the
+/// suite's other tests.
+pub fn stop_chaos_cluster() {
+    let _ = run("cluster/stop.sh", CHAOS_CLUSTER, &[], &[]);
+}
+
+/// The shape cluster `index` is started with: [`CHAOS_SHAPE`] for the chaos cluster, one
+/// tablet server and no replicas for the others.
+fn usual_shape(index: usize) -> Shape {
+    if index == CHAOS_CLUSTER {
+        CHAOS_SHAPE
+    } else {
+        Shape {
+            tablet_servers: 1,
+            replication_factor: 1,
+        }
+    }
+}
+
+/// The shape cluster `index` was started with, from its work directory: its tablet servers'
+/// pid files (`start.sh` writes one per tablet server it starts and removes the old ones) and
+/// its `server.yaml`; `None` when it never started.
+fn running_shape(index: usize) -> Option<Shape> {
+    let work = work_dir(index);
+    let yaml = std::fs::read_to_string(work.join("conf/server.yaml")).ok()?;
+    let replication_factor = yaml
+        .lines()
+        .find_map(|l| l.strip_prefix("default.replication.factor:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    let tablet_servers = std::fs::read_dir(work.join("pids"))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("tablet-server-") && name.ends_with(".pid")
+        })
+        .count();
+    Some(Shape {
+        tablet_servers,
+        replication_factor,
+    })
+}
+
 /// The lines cluster `index` adds to its `server.yaml`.
 fn usual_extra_yaml(index: usize) -> &'static str {
     if index == KV_CLUSTER {
@@ -435,7 +539,16 @@ fn lease_one_of(indices: std::ops::Range<usize>) -> Lease {
 fn prepare(index: usize) -> String {
     let work = work_dir(index);
     let dirty = dirty_marker(index);
-    let up = run("cluster/status.sh", index, &[], &[]).status.success();
+    let shape = usual_shape(index);
+    // status.sh checks TS_COUNT tablet servers (and any other a pid file names).
+    let up = run(
+        "cluster/status.sh",
+        index,
+        &[],
+        &[("TS_COUNT", &shape.tablet_servers.to_string())],
+    )
+    .status
+    .success();
     let yaml = std::fs::read_to_string(work.join("conf/server.yaml")).unwrap_or_default();
     let fixed_format = yaml.lines().any(|l| l.starts_with("datalake."));
     // Clusters started before the SASL listener existed are started again.
@@ -450,8 +563,12 @@ fn prepare(index: usize) -> String {
     let other_storage = std::fs::read_to_string(work.join("storage"))
         .is_ok_and(|s| s.trim() != usual_storage(index))
         || yaml.contains(FREQUENT_KV_SNAPSHOTS) != (index == KV_CLUSTER);
+    // A cluster started with other tablet servers or another replication factor (the chaos
+    // cluster's index started by hand with the defaults, say).
+    let other_shape = running_shape(index) != Some(shape);
     let restart = !up
         || dirty.exists()
+        || other_shape
         || other_storage
         || fixed_format
         || no_sasl
@@ -471,8 +588,9 @@ fn prepare(index: usize) -> String {
 pub const SASL_USERS: &[(&str, &str)] = &[("admin", "admin-pass"), ("tiering", "tiering-pass")];
 
 /// (Re)starts cluster `index` clean, its remote data on `storage` (`local`, `s3`, `gcs`:
-/// `cluster/start.sh`'s `STORAGE`), without a lake format and with every Java lake plugin.
-/// Every cluster also gets a SASL/PLAIN listener.
+/// `cluster/start.sh`'s `STORAGE`), without a lake format and with every Java lake plugin, in
+/// its usual shape (tablet servers, replication factor). Every cluster also gets a SASL/PLAIN
+/// listener.
 fn start_clean(index: usize, storage: &str) {
     start_clean_with(index, storage, "");
 }
@@ -502,6 +620,7 @@ fn start_clean_with(index: usize, storage: &str, extra_yaml: &str) {
     if storage == "s3" {
         crate::s3::server();
     }
+    let shape = usual_shape(index);
     check(
         run(
             "cluster/start.sh",
@@ -512,6 +631,8 @@ fn start_clean_with(index: usize, storage: &str, extra_yaml: &str) {
                 ("SASL_USERS", &sasl_users),
                 ("STORAGE", storage),
                 ("EXTRA_SERVER_YAML", extra_yaml),
+                ("TS_COUNT", &shape.tablet_servers.to_string()),
+                ("REPLICATION_FACTOR", &shape.replication_factor.to_string()),
             ],
         ),
         &format!("starting Fluss cluster {index}"),
@@ -563,18 +684,54 @@ fn set_lake_format(index: usize, format: &str) {
     );
 }
 
-/// Freezes the coordinator (SIGSTOP) until dropped (SIGCONT), so a failing test still resumes it.
-pub struct FrozenCoordinator(ClusterInfo);
+/// One of a cluster's servers frozen (SIGSTOP) until dropped (SIGCONT), so a failing test still
+/// resumes it.
+#[must_use = "the server is resumed when the guard is dropped"]
+pub struct Frozen {
+    server: String,
+    pid: u32,
+}
 
-impl FrozenCoordinator {
-    pub fn freeze(c: &ClusterInfo) -> Self {
-        c.signal_coordinator("-STOP");
-        Self(c.clone())
+impl Frozen {
+    /// Freezes `server` (`zookeeper`, `coordinator-server`, `tablet-server-<i>`) of cluster
+    /// `c`; panics when it is not running.
+    pub fn freeze(c: &ClusterInfo, server: &str) -> Self {
+        let pid = c.server_pid(server);
+        if let Err(e) = signal_server(server, pid, "-STOP") {
+            panic!("cluster {}: {e}", c.index);
+        }
+        Frozen {
+            server: server.to_string(),
+            pid,
+        }
+    }
+
+    /// The frozen server's name.
+    pub fn server(&self) -> &str {
+        &self.server
     }
 }
 
-impl Drop for FrozenCoordinator {
+impl Drop for Frozen {
+    /// Resumes the process frozen, unless it is gone (a test killed it meanwhile): never
+    /// panics, as it also runs while a failing test unwinds.
     fn drop(&mut self) {
-        self.0.signal_coordinator("-CONT");
+        if let Err(e) = signal_server(&self.server, self.pid, "-CONT") {
+            eprintln!("not resumed: {e}");
+        }
+    }
+}
+
+/// Freezes the coordinator (SIGSTOP) until dropped (SIGCONT), so a failing test still resumes it.
+#[must_use = "the coordinator is resumed when the guard is dropped"]
+pub struct FrozenCoordinator {
+    _frozen: Frozen,
+}
+
+impl FrozenCoordinator {
+    pub fn freeze(c: &ClusterInfo) -> Self {
+        FrozenCoordinator {
+            _frozen: Frozen::freeze(c, "coordinator-server"),
+        }
     }
 }

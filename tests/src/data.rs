@@ -443,15 +443,23 @@ pub async fn all_log_end_offsets(
     admin: &FlussAdmin,
     path: &TablePath,
 ) -> HashMap<(Option<i64>, i32), i64> {
-    let info = admin.get_table_info(path).await.unwrap();
+    try_all_log_end_offsets(admin, path).await.unwrap()
+}
+
+/// [`all_log_end_offsets`], failing when Fluss does not answer (a bucket whose leader died and
+/// has no new one yet) instead of panicking.
+pub async fn try_all_log_end_offsets(
+    admin: &FlussAdmin,
+    path: &TablePath,
+) -> fluss::error::Result<HashMap<(Option<i64>, i32), i64>> {
+    let info = admin.get_table_info(path).await?;
     let buckets: Vec<i32> = (0..info.get_num_buckets()).collect();
     let mut out = HashMap::new();
     if info.is_partitioned() {
-        for p in admin.list_partition_infos(path).await.unwrap() {
+        for p in admin.list_partition_infos(path).await? {
             let offsets = admin
                 .list_partition_offsets(path, &p.get_partition_name(), &buckets, OffsetSpec::Latest)
-                .await
-                .unwrap();
+                .await?;
             for (b, o) in offsets {
                 out.insert((Some(p.get_partition_id()), b), o);
             }
@@ -459,13 +467,12 @@ pub async fn all_log_end_offsets(
     } else {
         for (b, o) in admin
             .list_offsets(path, &buckets, OffsetSpec::Latest)
-            .await
-            .unwrap()
+            .await?
         {
             out.insert((None, b), o);
         }
     }
-    out
+    Ok(out)
 }
 
 /// Polls Fluss until its latest lake snapshot covers `expected` ((partition, bucket) → end

@@ -206,6 +206,35 @@ impl HostProcess {
         None
     }
 
+    /// SIGTERM without waiting (the host drains its rounds and exits on its own; poll
+    /// [`exited`](Self::exited) or [`wait_exit`](Self::wait_exit)). Returns whether it was
+    /// sent: not to a host that has exited, whose pid may be another process's by now.
+    pub fn send_term(&mut self) -> bool {
+        if self.child.is_none() || self.exited().is_some() {
+            return false;
+        }
+        send_sigterm(self.pid());
+        true
+    }
+
+    /// Sends `signal` (`kill`'s spelling: `-HUP`, `-STOP`, `-CONT`, ...) to the running host;
+    /// panics when it has exited.
+    pub fn signal(&mut self, signal: &str) {
+        assert!(
+            self.child.is_some() && self.exited().is_none(),
+            "kill {signal}: the host has exited:\n{}",
+            self.log()
+        );
+        let pid = self.pid().to_string();
+        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
+    /// SIGHUP: the host reloads its plugin directories now (see [`install_plugin`]).
+    pub fn sighup(&mut self) {
+        self.signal("-HUP");
+    }
+
     /// SIGTERM, then wait up to `grace`; returns the exit status.
     pub fn terminate(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         let mut child = self.child.take()?;
@@ -323,6 +352,17 @@ pub fn args(bootstrap: &str, plugins: &[PathBuf], extra: &[&str]) -> Vec<String>
     ]);
     a.extend(extra.iter().map(|s| s.to_string()));
     a
+}
+
+/// Installs `bytes` as plugin `name` in a host's `--plugin-dir` the way a deployment does:
+/// written aside (`<name>.wasm.tmp`), then renamed over `<dir>/<name>.wasm`, so the host never
+/// reads a half-written file. A live host loads it on its next directory poll or on SIGHUP
+/// ([`HostProcess::sighup`]).
+pub fn install_plugin(dir: &std::path::Path, name: &str, bytes: &[u8]) {
+    let file = dir.join(format!("{name}.wasm"));
+    let tmp = dir.join(format!("{name}.wasm.tmp"));
+    std::fs::write(&tmp, bytes).unwrap_or_else(|e| panic!("{}: {e}", tmp.display()));
+    std::fs::rename(&tmp, &file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
 }
 
 /// `plugin` (a component's bytes) with a custom section holding `tag` appended: a file with

@@ -10,6 +10,7 @@ pub mod crash;
 pub mod data;
 pub mod delta;
 pub mod flink_tiering;
+pub mod fluss_read;
 pub mod hive;
 pub mod host;
 pub mod iceberg;

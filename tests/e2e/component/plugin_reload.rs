@@ -4,7 +4,6 @@
 //! or conflicting new file is refused with the previous version kept. `mixed_hot_swap.rs`
 //! proves the same through SIGHUP on a live host.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,12 +11,6 @@ use fluss_lake_e2e::{host, repo_root, unique_name};
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::source::{PluginSource, digest};
 use fluss_lake_host::plugin::{PluginInstance, PluginSet};
-
-fn install(dir: &Path, name: &str, bytes: &[u8]) {
-    let tmp = dir.join(format!("{name}.tmp"));
-    std::fs::write(&tmp, bytes).unwrap();
-    std::fs::rename(tmp, dir.join(name)).unwrap();
-}
 
 #[tokio::test]
 async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
@@ -27,7 +20,7 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
     std::fs::create_dir_all(&dir).unwrap();
     let v1 = std::fs::read(host::plugin("paimon")).unwrap();
     let v2 = host::new_version_of(&v1, b"2");
-    install(&dir, "paimon.wasm", &v1);
+    host::install_plugin(&dir, "paimon", &v1);
     let engine = Arc::new(PluginEngine::new(EngineSettings::default()).unwrap());
     let set = PluginSet::load(engine, vec![PluginSource::Dir(dir.clone())], Vec::new())
         .await
@@ -41,7 +34,7 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
     );
 
     // A new version: the next rounds get it; the one handed out before still instantiates.
-    install(&dir, "paimon.wasm", &v2);
+    host::install_plugin(&dir, "paimon", &v2);
     let report = set.reload(false).await;
     assert_eq!(report.loaded.len(), 1, "{report:?}");
     assert_eq!(set.current().get("paimon").unwrap().digest(), digest(&v2));
@@ -49,9 +42,9 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
     assert_eq!(in_flight.info().await.unwrap().format, "paimon");
 
     // A new file adds a format; removing it drops the format.
-    install(
+    host::install_plugin(
         &dir,
-        "lance.wasm",
+        "lance",
         &std::fs::read(host::plugin("lance")).unwrap(),
     );
     assert_eq!(set.reload(false).await.loaded.len(), 1);
@@ -61,7 +54,7 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
     assert!(set.current().get("lance").is_none());
 
     // A broken new version is refused; the loaded one keeps serving.
-    install(&dir, "paimon.wasm", &v2[..v2.len() / 3]);
+    host::install_plugin(&dir, "paimon", &v2[..v2.len() / 3]);
     let report = set.reload(false).await;
     assert_eq!(report.refused.len(), 1, "{report:?}");
     assert!(
@@ -71,8 +64,8 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
     assert_eq!(set.current().get("paimon").unwrap().digest(), digest(&v2));
 
     // So is a second file claiming a format another file serves.
-    install(&dir, "paimon.wasm", &v2);
-    install(&dir, "zz-paimon-again.wasm", &v1);
+    host::install_plugin(&dir, "paimon", &v2);
+    host::install_plugin(&dir, "zz-paimon-again", &v1);
     let report = set.reload(false).await;
     assert!(
         report
@@ -85,11 +78,7 @@ async fn changed_plugin_files_are_swapped_in_and_broken_ones_refused() {
 
     // A new plugin whose version is 300 bytes of three-byte characters loads, its version cut
     // between characters: nothing a plugin returns can panic a reload.
-    install(
-        &dir,
-        "evil.wasm",
-        &host::evil_with_version(&"€".repeat(100)),
-    );
+    host::install_plugin(&dir, "evil", &host::evil_with_version(&"€".repeat(100)));
     let report = set.reload(false).await;
     assert!(
         report.loaded.iter().any(|(p, _)| p.ends_with("evil.wasm")),
@@ -134,7 +123,7 @@ async fn a_plugin_file_replaces_a_builtin_and_removing_it_brings_the_builtin_bac
     );
 
     let v2 = host::new_version_of(&std::fs::read(host::plugin("paimon")).unwrap(), b"file");
-    install(&dir, "paimon.wasm", &v2);
+    host::install_plugin(&dir, "paimon", &v2);
     assert_eq!(set.reload(false).await.loaded.len(), 1);
     let from_file = set.current().get("paimon").unwrap();
     assert!(!from_file.is_builtin());
@@ -205,7 +194,7 @@ async fn huge_files_are_refused_unread_and_hostile_names_are_escaped() {
         .join("target/test-scratch")
         .join(unique_name("hostilefiles"));
     std::fs::create_dir_all(&dir).unwrap();
-    install(&dir, "evil.wasm", &host::evil_with_version("1"));
+    host::install_plugin(&dir, "evil", &host::evil_with_version("1"));
     let engine = Arc::new(PluginEngine::new(EngineSettings::default()).unwrap());
     let set = PluginSet::load(engine, vec![PluginSource::Dir(dir.clone())], Vec::new())
         .await
@@ -301,8 +290,8 @@ async fn planted_compiled_code_is_refused_and_swapped_out_code_evicted() {
         std::fs::read(host::plugin("evil")).unwrap(),
         std::fs::read(host::plugin("test-null")).unwrap(),
     );
-    install(&plugins, "evil.wasm", &evil);
-    install(&plugins, "null.wasm", &null);
+    host::install_plugin(&plugins, "evil", &evil);
+    host::install_plugin(&plugins, "null", &null);
     load().await;
     let names = entries();
     assert_eq!(names.len(), 2, "{names:?}");

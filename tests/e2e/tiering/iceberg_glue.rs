@@ -23,6 +23,7 @@ use bytes::Bytes;
 use fluss::client::FlussConnection;
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::fluss_read::fluss_state;
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::lossy_proxy::LoopbackServer;
@@ -37,7 +38,7 @@ use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::catalog_rounds::{first_round, pk_descriptor, upsert_round, wait_for};
-use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
+use super::merge_engines::{KEYS, spawn_host, wait_tiered};
 
 /// The Glue database (Iceberg namespace) of the tests' tables, as Fluss's database.
 const DATABASE: &str = "fluss";
@@ -225,7 +226,7 @@ fn assert_log_reads(s3: &S3Server, path: &TablePath, expected: &[Value], what: &
 /// The primary-key table's merged read (DuckDB applies its equality and position deletes; the
 /// pyiceberg of the tests does not) equals Fluss's lookup of every key.
 async fn assert_pk_reads(s3: &S3Server, conn: &FlussConnection, path: &TablePath, what: &str) {
-    let fluss = business(&fluss_state(conn, path).await);
+    let fluss = business(&fluss_state(conn, path, 0..KEYS as i32).await);
     assert!(!fluss.is_empty(), "{what}: Fluss has no rows");
     let duck = iceberg::rows(Path::new(&pointer(s3, path)), None, "duckdb");
     assert_eq!(

@@ -21,6 +21,7 @@ use std::time::Duration;
 use fluss::client::FlussConnection;
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::fluss_read::fluss_state;
 use fluss_lake_e2e::hive::{self, HiveMetastore};
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::lake_check::business;
@@ -29,7 +30,7 @@ use fluss_lake_e2e::{Rng, cluster, data, iceberg, unique_name};
 use serde_json::{Value, json};
 
 use super::catalog_rounds::{first_round, pk_descriptor, upsert_round, wait_for};
-use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
+use super::merge_engines::{KEYS, spawn_host, wait_tiered};
 
 /// The metastore database (Iceberg namespace) of the tests' tables, as Fluss's database.
 const DATABASE: &str = "fluss";
@@ -106,7 +107,7 @@ async fn assert_pk_reads(
     path: &TablePath,
     what: &str,
 ) {
-    let fluss = business(&fluss_state(conn, path).await);
+    let fluss = business(&fluss_state(conn, path, 0..KEYS as i32).await);
     assert!(!fluss.is_empty(), "{what}: Fluss has no rows");
     let duck = iceberg::rows(&local(&pointer(hms, path)), None, "duckdb");
     assert_eq!(

@@ -13,6 +13,7 @@ use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::metadata::{TableDescriptor, TablePath};
 use fluss_lake_e2e::catalog_gate::CatalogGate;
 use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::fluss_read::fluss_state;
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::iceberg::{self, RestCatalog};
 use fluss_lake_e2e::lake_check::business;
@@ -20,7 +21,7 @@ use fluss_lake_e2e::{Rng, cluster, data, unique_name};
 use serde_json::{Value, json};
 
 use super::catalog_rounds::{first_round, pk_descriptor, upsert_round, wait_for};
-use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
+use super::merge_engines::{KEYS, spawn_host, wait_tiered};
 
 const CLIENT_ID: &str = "tiering-host";
 const CLIENT_SECRET: &str = "s3cr3t-0f-the-h0st";
@@ -64,7 +65,7 @@ fn assert_log_reads(rest: &RestCatalog, path: &TablePath, expected: &[Value], wh
 /// The primary-key table's merged read through the catalog (Java Iceberg and DuckDB apply
 /// its equality and position deletes) equals Fluss's lookup of every key.
 async fn assert_pk_reads(rest: &RestCatalog, conn: &FlussConnection, path: &TablePath, what: &str) {
-    let fluss = business(&fluss_state(conn, path).await);
+    let fluss = business(&fluss_state(conn, path, 0..KEYS as i32).await);
     assert!(!fluss.is_empty(), "{what}: Fluss has no rows");
     let java = iceberg::java_rest_rows(&rest.uri, "fluss", path.table(), &["id", "ver", "name"]);
     assert_eq!(

@@ -13,6 +13,7 @@ use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::fluss_read::fluss_state;
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::{Rng, cluster, data, host, iceberg, paimon, unique_name};
@@ -42,28 +43,6 @@ fn descriptor(engine: Option<&str>) -> TableDescriptor {
         b = b.property("table.merge-engine.versioned.ver-column", "ver");
     }
     b.build().unwrap()
-}
-
-/// Every key (`id` in `0..KEYS`) of the table as Fluss's lookup answers it, in the readers'
-/// canonical JSON ([`data::canonical_rows`]). The lookups are sent at once (a lookuper each: one
-/// waits for its answer), so that Fluss's lookup client batches them instead of waiting its
-/// linger for each.
-pub(super) async fn fluss_state(conn: &FlussConnection, path: &TablePath) -> Vec<Value> {
-    let table = conn.get_table(path).await.unwrap();
-    let lookups = (0..KEYS as i32).map(|id| {
-        let mut lookuper = table.new_lookup().unwrap().create_lookuper().unwrap();
-        async move {
-            let mut key = GenericRow::new(1);
-            key.set_field(0, id);
-            let found = lookuper.lookup(&key).await.unwrap();
-            data::canonical_rows(&found.to_record_batch().unwrap())
-        }
-    });
-    futures::future::join_all(lookups)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
 }
 
 /// The host tiering every lake-enabled table of the cluster into `format`, with `extra`
@@ -123,7 +102,7 @@ pub(super) async fn assert_lake_reads_as_fluss(
     h: &HostProcess,
 ) -> Vec<Value> {
     wait_tiered(admin, path, what, h).await;
-    let fluss = business(&fluss_state(conn, path).await);
+    let fluss = business(&fluss_state(conn, path, 0..KEYS as i32).await);
     let lake = business(&lake_state(c, format, path, columns));
     assert!(!fluss.is_empty(), "{what}: Fluss has no rows");
     assert_eq!(

@@ -3,7 +3,6 @@
 //! with, the next rounds run on the new one, and a broken new version is refused while the
 //! loaded one keeps serving. Every round's commit names the plugin digest it ran on.
 
-use std::path::Path;
 use std::time::Duration;
 
 use fluss::metadata::TablePath;
@@ -13,21 +12,6 @@ use serde_json::Value;
 
 fn sha12(bytes: &[u8]) -> String {
     fluss_lake_host::plugin::source::digest(bytes)[..12].to_string()
-}
-
-/// Replaces the plugin file the way a deployment does: write aside, then rename over.
-fn install(dir: &Path, bytes: &[u8]) {
-    let tmp = dir.join("paimon.wasm.tmp");
-    std::fs::write(&tmp, bytes).unwrap();
-    std::fs::rename(tmp, dir.join("paimon.wasm")).unwrap();
-}
-
-fn sighup(h: &host::HostProcess) {
-    let status = std::process::Command::new("kill")
-        .args(["-HUP", &h.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 fn committed(table: &str) -> String {
@@ -63,7 +47,7 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     std::fs::create_dir_all(&dir).unwrap();
     let v1 = std::fs::read(host::plugin("paimon")).unwrap();
     let v2 = host::new_version_of(&v1, b"version 2");
-    install(&dir, &v1);
+    host::install_plugin(&dir, "paimon", &v1);
 
     data::write_rows(&conn, &path, 0, 10_000, 5_000).await;
     // Every round waits 8 s before its lake commit: time to swap the plugin under it.
@@ -92,8 +76,8 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
         Duration::from_secs(120),
     )
     .await;
-    install(&dir, &v2);
-    sighup(&h);
+    host::install_plugin(&dir, "paimon", &v2);
+    h.sighup();
     h.wait_for_log("plugin swapped in", Duration::from_secs(60))
         .await;
     let ends = data::all_log_end_offsets(&admin, &path).await;
@@ -119,8 +103,8 @@ async fn plugins_swap_between_rounds_and_a_broken_version_is_refused() {
     );
 
     // A broken new version is refused; the loaded one keeps serving.
-    install(&dir, &v2[..v2.len() / 2]);
-    sighup(&h);
+    host::install_plugin(&dir, "paimon", &v2[..v2.len() / 2]);
+    h.sighup();
     h.wait_for_log(
         "refused the new version of a plugin",
         Duration::from_secs(60),
@@ -162,7 +146,7 @@ async fn a_compile_bomb_never_stalls_a_live_host() {
     let v1 = std::fs::read(host::plugin("paimon")).unwrap();
     // A small plugin, compiled in a second or two even on a loaded machine.
     let good = host::evil_with_version("after-the-bomb");
-    install(&dir, &v1);
+    host::install_plugin(&dir, "paimon", &v1);
     let metrics = format!(
         "127.0.0.1:{}",
         fluss_lake_e2e::prometheus::free_port().unwrap()
@@ -246,7 +230,7 @@ async fn a_compile_bomb_never_stalls_a_live_host() {
     assert_eq!(compiles(&log), 1, "{log}");
     // SIGHUP asks for refused files to be tried again (an overloaded host may have cut a
     // good compile): the bomb is compiled, and cut, once more.
-    sighup(&h);
+    h.sighup();
     h.wait_for_log_count("bomb.wasm bytes=", 2, Duration::from_secs(60))
         .await;
     let log = h.log();

@@ -29,13 +29,14 @@ use fluss::client::{FlussAdmin, UpsertWriter};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::fluss_read::fluss_state;
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::lake_check::{business, wait_registered};
 use fluss_lake_e2e::object_stores::{self, Azurite, FakeGcs};
 use fluss_lake_e2e::{Rng, cluster, data, host, unique_name};
 use serde_json::Value;
 
-use super::merge_engines::{KEYS, fluss_state};
+use super::merge_engines::KEYS;
 
 const BUCKETS: i32 = 2;
 const LOG_ROWS: i64 = 3_000;
@@ -314,7 +315,7 @@ async fn run(s: OnStore) {
         );
 
         assert_registered(&c, &admin, &s, &pk, &h).await;
-        let fluss = business(&fluss_state(&conn, &pk).await);
+        let fluss = business(&fluss_state(&conn, &pk, 0..KEYS as i32).await);
         assert!(!fluss.is_empty());
         let lake = business(&lake_rows(&s, pk.table(), true));
         assert_eq!(

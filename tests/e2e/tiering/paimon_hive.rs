@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::fluss_read::fluss_state;
 use fluss_lake_e2e::hive::{self, HeldLock, HiveMetastore};
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::lake_check::business;
@@ -23,7 +24,7 @@ use fluss_lake_e2e::{Rng, cluster, data, paimon, unique_name};
 use serde_json::Value;
 
 use super::catalog_rounds::{pk_descriptor, upsert_round};
-use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
+use super::merge_engines::{KEYS, spawn_host, wait_tiered};
 
 /// The host tiering Paimon tables kept by the metastore at `uri`, committing under its lock.
 fn host(c: &ClusterInfo, uri: &str, log: &str) -> HostProcess {
@@ -130,7 +131,7 @@ async fn log_and_primary_key_tables_tier_through_the_hive_metastore_under_its_lo
     wait_tiered(&admin, &pk, "round 1 (pk)", &h).await;
     let mut expected = data::canonical_rows(&data::batch(0, 300));
     assert_reads(&c, &hms, &log, &expected, &["id", "name"], "round 1 (log)");
-    let pk_rows = fluss_state(&conn, &pk).await;
+    let pk_rows = fluss_state(&conn, &pk, 0..KEYS as i32).await;
     assert_reads(
         &c,
         &hms,

@@ -13,6 +13,7 @@ use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::metadata::{TableDescriptor, TablePath};
 use fluss_lake_e2e::catalog_gate::CatalogGate;
 use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::fluss_read::fluss_state;
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::lake_check::business;
 use fluss_lake_e2e::paimon::{self, PaimonRest};
@@ -20,7 +21,7 @@ use fluss_lake_e2e::{Rng, cluster, data, unique_name};
 use serde_json::Value;
 
 use super::catalog_rounds::{first_round, pk_descriptor, upsert_round, wait_for};
-use super::merge_engines::{fluss_state, spawn_host, wait_tiered};
+use super::merge_engines::{KEYS, spawn_host, wait_tiered};
 
 /// The host committing through `gate` with `token`.
 fn host(c: &ClusterInfo, gate: &CatalogGate, token: &str, log: &str) -> HostProcess {
@@ -76,7 +77,7 @@ fn assert_reads(
 }
 
 async fn assert_pk_reads(rest: &PaimonRest, conn: &FlussConnection, path: &TablePath, what: &str) {
-    let fluss = fluss_state(conn, path).await;
+    let fluss = fluss_state(conn, path, 0..KEYS as i32).await;
     assert_reads(rest, path, &fluss, &["id", "ver", "name"], what);
 }
 
