@@ -193,8 +193,7 @@ pub async fn prepare(
                 let value = format!("p{k:03}");
                 let spec: &[(&str, &str)] = &[("p", &value)];
                 data::create_partition(admin, &t, spec).await;
-                data::write_partition_rows(conn, &t, spec, (k * 3_200) as i64, 3_200, 3_200)
-                    .await;
+                data::write_partition_rows(conn, &t, spec, (k * 3_200) as i64, 3_200, 3_200).await;
             }
             tables.push(t);
         }

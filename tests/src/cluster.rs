@@ -464,13 +464,29 @@ fn running_shape(index: usize) -> Option<Shape> {
     })
 }
 
+/// What [`CHAOS_CLUSTER`] adds to its `server.yaml`: a server that dies is given up by
+/// ZooKeeper after 10 s (Fluss's default, 60 s, makes each killed tablet server leave its
+/// buckets without a leader, and a killed coordinator's successor wait, for a minute; the
+/// failover is the same, only sooner).
+const FAST_FAILOVER: &str = "zookeeper.client.session-timeout: 10s";
+
 /// The lines cluster `index` adds to its `server.yaml`.
 fn usual_extra_yaml(index: usize) -> &'static str {
-    if index == KV_CLUSTER {
-        FREQUENT_KV_SNAPSHOTS
-    } else {
-        ""
+    match index {
+        KV_CLUSTER => FREQUENT_KV_SNAPSHOTS,
+        CHAOS_CLUSTER => FAST_FAILOVER,
+        _ => "",
     }
+}
+
+/// Starts server `name` (`zookeeper`, `coordinator-server`, `tablet-server-N`) of cluster
+/// `index` again with its first command line, once it is down (`cluster/restart-server.sh`,
+/// which waits until it serves again).
+pub fn restart_server(index: usize, name: &str) {
+    check(
+        run("cluster/restart-server.sh", index, &[name], &[]),
+        &format!("starting cluster {index}'s {name} again"),
+    );
 }
 
 /// Where cluster `index` keeps its remote data when leased by [`lease_index`]: `s3` for the
@@ -562,7 +578,8 @@ fn prepare(index: usize) -> String {
     // A cluster a test started on other storage (`lease_gcs`), or without its own settings.
     let other_storage = std::fs::read_to_string(work.join("storage"))
         .is_ok_and(|s| s.trim() != usual_storage(index))
-        || yaml.contains(FREQUENT_KV_SNAPSHOTS) != (index == KV_CLUSTER);
+        || yaml.contains(FREQUENT_KV_SNAPSHOTS) != (index == KV_CLUSTER)
+        || yaml.contains(FAST_FAILOVER) != (index == CHAOS_CLUSTER);
     // A cluster started with other tablet servers or another replication factor (the chaos
     // cluster's index started by hand with the defaults, say).
     let other_shape = running_shape(index) != Some(shape);

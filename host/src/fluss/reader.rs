@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use fluss::client::{FlussConnection, FlussTable};
-use fluss::metadata::{TableBucket, TableInfo};
 use fluss::metadata::TablePath;
+use fluss::metadata::{TableBucket, TableInfo};
 use fluss::record::{ChangeType, ScanBatch, ScanRecord};
 use tokio::sync::mpsc;
 
