@@ -6,8 +6,8 @@
 //!
 //! At the end every table must equal Fluss exactly: a log table row for row by its place in
 //! the log (partition, bucket, offset; none twice), a primary-key table as Fluss's lookups
-//! answer; no round may have been committed twice (no round id in two commit lines of the
-//! hosts' logs); Fluss's registered offsets never went back; and the snapshots Fluss
+//! answer; no round may have been committed twice (every snapshot Fluss registers moves some
+//! bucket forward); Fluss's registered offsets never went back; and the snapshots Fluss
 //! registered are readable.
 //!
 //! `faults::chaos::alone::a_fixed_seed_of_faults_converges_exactly` runs it in `.ci/run`;
@@ -102,7 +102,7 @@ pub struct Report {
     /// From the end of the last fault to every table's lake holding Fluss's log end.
     pub converged_in: Duration,
     pub rows_written: i64,
-    pub writes_timed_out: u64,
+    pub writes_failed: u64,
     pub rounds_committed: usize,
     pub snapshots_read: usize,
 }
@@ -128,10 +128,10 @@ impl Report {
         }
         eprintln!("per kind: {:?}", self.counts());
         eprintln!(
-            "converged {:.1} s after the last fault; {} rows written ({} writes timed out and retried), {} rounds committed, {} registered snapshots read back",
+            "converged {:.1} s after the last fault; {} rows written ({} writes failed or timed out and were retried), {} rounds committed, {} registered snapshots read back",
             self.converged_in.as_secs_f64(),
             self.rows_written,
-            self.writes_timed_out,
+            self.writes_failed,
             self.rounds_committed,
             self.snapshots_read
         );
@@ -206,63 +206,72 @@ fn pk_descriptor() -> TableDescriptor {
 struct Writers {
     stop: AtomicBool,
     next_id: AtomicI64,
-    timed_out: AtomicU64,
+    /// Writes that failed or did not finish in time (retried).
+    failed: AtomicU64,
     /// Live partitions of each partitioned table (writers write to these only).
     partitions: Mutex<HashMap<TablePath, Vec<String>>>,
 }
 
-/// Writes to `t` until told to stop. A write that does not finish in 20 s (a fluss-rs writer
-/// can hang on a dead leader's connection) is given up and the next one opens a new writer:
-/// the checks compare the lake with what Fluss holds, not with what was sent.
+/// Writes to `t` until told to stop. A write that fails, or does not finish in 20 s (a
+/// fluss-rs writer can hang on a dead leader's connection), is given up and the next one opens
+/// a new writer: what it sent may or may not be in Fluss, and the checks compare the lake with
+/// what Fluss holds, not with what was sent.
 async fn write_until_stopped(conn: Arc<FlussConnection>, t: Table, w: Arc<Writers>, seed: u64) {
     let mut rng = Rng(seed | 1);
     let mut ver = 0i64;
     while !w.stop.load(Ordering::Relaxed) {
         let write = async {
+            let table = conn.get_table(&t.path).await?;
             match t.shape {
-                Shape::Log => {
+                Shape::Log | Shape::Partitioned => {
+                    let partition = if t.shape == Shape::Partitioned {
+                        let live = w.partitions.lock().unwrap()[&t.path].clone();
+                        vec![live[rng.below(live.len() as u64) as usize].clone()]
+                    } else {
+                        Vec::new()
+                    };
+                    let spec: Vec<(&str, &str)> =
+                        partition.iter().map(|p| ("p", p.as_str())).collect();
                     let first = w.next_id.fetch_add(200, Ordering::Relaxed);
-                    data::write_rows(&conn, &t.path, first, 200, 200).await;
-                }
-                Shape::Partitioned => {
-                    let live = w.partitions.lock().unwrap()[&t.path].clone();
-                    let p = &live[rng.below(live.len() as u64) as usize];
-                    let first = w.next_id.fetch_add(200, Ordering::Relaxed);
-                    data::write_partition_rows(&conn, &t.path, &[("p", p)], first, 200, 200).await;
+                    let writer = table.new_append()?.create_writer()?;
+                    writer.append_arrow_batch(data::partitioned_batch(first, 200, &spec))?;
+                    writer.flush().await?;
                 }
                 Shape::PrimaryKey => {
                     ver += 1;
-                    let writer = data::upsert_writer(&conn, &t.path).await;
+                    let writer = table.new_upsert()?.create_writer()?;
                     for _ in 0..100 {
                         let mut row = GenericRow::new(3);
                         row.set_field(0, rng.below(KEYS as u64) as i32);
                         row.set_field(1, ver);
                         row.set_field(2, format!("v{ver}-{}", rng.below(1000)));
-                        writer.upsert(&row).unwrap();
+                        writer.upsert(&row)?;
                     }
                     for _ in 0..10 {
                         let mut row = GenericRow::new(3);
                         row.set_field(0, rng.below(KEYS as u64) as i32);
                         row.set_field(1, ver);
                         row.set_field(2, String::new());
-                        writer.delete(&row).unwrap();
+                        writer.delete(&row)?;
                     }
-                    writer.flush().await.unwrap();
+                    writer.flush().await?;
                 }
             }
+            Ok::<(), fluss::error::Error>(())
         };
-        if tokio::time::timeout(Duration::from_secs(20), write)
-            .await
-            .is_err()
-        {
-            w.timed_out.fetch_add(1, Ordering::Relaxed);
+        if !matches!(
+            tokio::time::timeout(Duration::from_secs(20), write).await,
+            Ok(Ok(()))
+        ) {
+            w.failed.fetch_add(1, Ordering::Relaxed);
         }
         tokio::time::sleep(Duration::from_millis(100 + rng.below(300))).await;
     }
 }
 
-/// Polls Fluss's registered lake snapshot of every table: records each snapshot id and
-/// notes any bucket whose registered offset went back.
+/// Polls Fluss's registered lake snapshot of every table: records each snapshot id, and notes
+/// any bucket whose registered offset went back and any new snapshot that moved no bucket
+/// forward (the same offsets committed twice).
 async fn watch_registered(
     conn: Arc<FlussConnection>,
     tables: Vec<Table>,
@@ -272,6 +281,7 @@ async fn watch_registered(
 ) {
     let admin = conn.get_admin().unwrap();
     let mut last: HashMap<(TablePath, Option<i64>, i32), i64> = HashMap::new();
+    let mut first_seen: std::collections::HashSet<TablePath> = Default::default();
     while !stop.load(Ordering::Relaxed) {
         for t in &tables {
             let Ok(Ok(s)) = tokio::time::timeout(
@@ -282,24 +292,49 @@ async fn watch_registered(
             else {
                 continue;
             };
-            seen.lock()
+            let new = seen
+                .lock()
                 .unwrap()
                 .entry(t.path.clone())
                 .or_default()
                 .insert(s.snapshot_id);
+            // A snapshot registered after another must move some bucket forward and none
+            // back: one that moves nothing is a round committed twice.
+            let mut advanced = false;
             for ((p, b), o) in data::snapshot_offsets(&s) {
                 let key = (t.path.clone(), p, b);
-                if let Some(before) = last.insert(key, o)
-                    && o < before
-                {
-                    backwards.lock().unwrap().push(format!(
+                match last.insert(key, o) {
+                    Some(before) if o < before => backwards.lock().unwrap().push(format!(
                         "{} partition {p:?} bucket {b}: {before} -> {o} (snapshot {})",
                         t.path, s.snapshot_id
-                    ));
+                    )),
+                    Some(before) => advanced |= o > before,
+                    None => advanced = true,
                 }
             }
+            if new && !advanced && first_seen.contains(&t.path) {
+                backwards.lock().unwrap().push(format!(
+                    "{}: snapshot {} moved no bucket forward (a round committed twice)",
+                    t.path, s.snapshot_id
+                ));
+            }
+            first_seen.insert(t.path.clone());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// SIGKILL of a server of `c`, returning once the process is gone.
+async fn kill_server(c: &ClusterInfo, server: &str) {
+    let pid = c.server_pid(server);
+    c.signal(server, "-KILL");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while cluster::is_server(server, pid) {
+        assert!(
+            Instant::now() < deadline,
+            "{server} (pid {pid}) outlived SIGKILL"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -428,7 +463,7 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
     let writers = Arc::new(Writers {
         stop: AtomicBool::new(false),
         next_id: AtomicI64::new(0),
-        timed_out: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
         partitions: Mutex::new(partitions),
     });
     let mut writer_tasks = Vec::new();
@@ -488,14 +523,14 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
             Kind::TabletKill => {
                 let server = format!("tablet-server-{}", rng.below(2));
                 let down = pause(&mut rng, 500, 5_000);
-                c.signal(&server, "-KILL");
+                kill_server(&c, &server).await;
                 tokio::time::sleep(down).await;
                 cluster::restart_server(c.index, &server);
                 wait_served(&admin, &tables).await;
                 format!("{server}, down {} ms", down.as_millis())
             }
             Kind::CoordinatorKill => {
-                c.signal("coordinator-server", "-KILL");
+                kill_server(&c, "coordinator-server").await;
                 cluster::restart_server(c.index, "coordinator-server");
                 wait_served(&admin, &tables).await;
                 "coordinator-server".to_string()
@@ -693,30 +728,19 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
         }
     }
 
-    // No round committed twice; Fluss's offsets never went back.
+    // Fluss's offsets never went back, and no registered snapshot repeated its predecessor's
+    // (a round committed twice). Round ids cannot tell: Fluss 0.9.1's coordinator restarts
+    // with epoch 0 and counts tiering epochs from 1 again.
     let logs = host_logs(&slots);
-    let mut committed: HashMap<String, usize> = HashMap::new();
-    for line in logs
+    let rounds_committed = logs
         .lines()
         .filter(|l| l.contains("tiering round committed"))
-    {
-        if let Some(round) = line
-            .split("round=")
-            .nth(1)
-            .and_then(|r| r.split([' ', '}']).next())
-        {
-            *committed.entry(round.to_string()).or_insert(0) += 1;
-        }
-    }
-    let twice: Vec<_> = committed.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(
-        twice.is_empty(),
-        "seed {seed}: rounds committed twice: {twice:?}"
-    );
+        .count();
     let went_back = backwards.lock().unwrap().clone();
     assert!(
         went_back.is_empty(),
-        "seed {seed}: registered offsets went back: {went_back:?}"
+        "seed {seed}: registered offsets went back or stood still: {went_back:?}\nfaults: {}",
+        report_so_far(&log)
     );
 
     // The snapshots Fluss registered are readable (each table's first, last and a few between).
@@ -764,8 +788,8 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
         faults: log,
         converged_in,
         rows_written,
-        writes_timed_out: writers.timed_out.load(Ordering::Relaxed),
-        rounds_committed: committed.len(),
+        writes_failed: writers.failed.load(Ordering::Relaxed),
+        rounds_committed,
         snapshots_read,
     }
 }

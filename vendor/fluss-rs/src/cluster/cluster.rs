@@ -315,7 +315,21 @@ impl Cluster {
 
             if let Some(cluster) = origin_cluster {
                 let partition_name = partition_metadata.partition_name;
-                let table_path = cluster.get_table_path_by_id(table_id).unwrap();
+                // The partition's table, from this response's tables or the ones already
+                // known (patched: a partition of a table neither holds, as answered while the
+                // table was dropped or its metadata evicted, was an unwrap of `None` that
+                // panicked the task updating the metadata; it is skipped now).
+                let table_path = table_id_by_path
+                    .iter()
+                    .find(|(_, id)| **id == table_id)
+                    .map(|(path, _)| path.clone())
+                    .or_else(|| cluster.get_table_path_by_id(table_id).cloned());
+                let Some(table_path) = table_path else {
+                    log::debug!(
+                        "metadata of partition {partition_name} of unknown table {table_id} skipped"
+                    );
+                    continue;
+                };
                 let partition_id = partition_metadata.partition_id;
 
                 let physical_table_path = Arc::new(PhysicalTablePath::of_partitioned(
