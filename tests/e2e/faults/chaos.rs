@@ -329,7 +329,15 @@ async fn kill_server(c: &ClusterInfo, server: &str) {
     let pid = c.server_pid(server);
     c.signal(server, "-KILL");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while cluster::is_server(server, pid) {
+    // Gone once its /proc entry is gone or a zombie: a JVM tearing down has an empty command
+    // line (no longer the server's) while it still runs.
+    let exiting = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+            !s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+    };
+    while exiting() {
         assert!(
             Instant::now() < deadline,
             "{server} (pid {pid}) outlived SIGKILL"
@@ -876,9 +884,9 @@ mod alone {
     /// The run `.ci/run` makes: a fixed seed, every kind of fault.
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn a_fixed_seed_of_faults_converges_exactly() {
-        let report = run(0x00c4_a05d_2026, 16, &Kind::ALL).await;
+        let report = run(0x00c4_a05d_2026, 12, &Kind::ALL).await;
         report.print();
-        assert_eq!(report.faults.len(), 16);
+        assert_eq!(report.faults.len(), 12);
     }
 
     /// `scripts/chaos.sh SEED FAULTS [KINDS]`: the same run with `CHAOS_SEED`, `CHAOS_FAULTS`
