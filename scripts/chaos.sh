@@ -22,6 +22,7 @@ export CHAOS_SEED="$1" CHAOS_FAULTS="$2" CHAOS_KINDS="${3:-}"
 export AWS_METADATA_ENDPOINT=http://127.0.0.1:9 AWS_EC2_METADATA_DISABLED=true
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$ROOT/scripts/test-runner.sh"
 scripts/build-plugins.sh >/dev/null
-cargo build --release -p fluss-lake-host --bin fluss-lake-host
+# The host as the tests build it (with the test failpoints, as every e2e run expects).
+cargo build --workspace --release
 cargo test --release -p fluss-lake-e2e --test e2e -- --exact --include-ignored --nocapture \
   faults::chaos::alone::from_env
