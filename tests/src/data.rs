@@ -80,6 +80,26 @@ pub fn lake_log_table_with(
     builder.build().unwrap()
 }
 
+/// A lake-enabled primary-key table `id INT` (the key), `ver BIGINT`, `name STRING` of `buckets`
+/// buckets by `id`, freshness 2 s.
+pub fn lake_pk_table(buckets: i32) -> TableDescriptor {
+    let schema = Schema::builder()
+        .column("id", DataTypes::int())
+        .column("ver", DataTypes::bigint())
+        .column("name", DataTypes::string())
+        .primary_key(vec!["id"])
+        .unwrap()
+        .build()
+        .unwrap();
+    TableDescriptor::builder()
+        .schema(schema)
+        .distributed_by(Some(buckets), vec!["id".to_string()])
+        .property("table.datalake.enabled", "true")
+        .property("table.datalake.freshness", "2s")
+        .build()
+        .unwrap()
+}
+
 /// A lake-enabled log table partitioned by the given STRING columns (appended to the
 /// standard columns); no partition columns gives a non-partitioned table.
 pub fn lake_partitioned_log_table(

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fluss::client::FlussConnection;
-use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
+use fluss::metadata::{TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::cluster::{self, ClusterInfo, Frozen};
 use fluss_lake_e2e::fluss_read::{self, LogPos};
@@ -182,24 +182,6 @@ impl Slot {
 fn log_descriptor(buckets: i32, partitioned: bool) -> TableDescriptor {
     let keys: &[&str] = if partitioned { &["p"] } else { &[] };
     data::lake_partitioned_log_table(buckets, Some("id"), "2s", keys)
-}
-
-fn pk_descriptor() -> TableDescriptor {
-    let schema = Schema::builder()
-        .column("id", DataTypes::int())
-        .column("ver", DataTypes::bigint())
-        .column("name", DataTypes::string())
-        .primary_key(vec!["id"])
-        .unwrap()
-        .build()
-        .unwrap();
-    TableDescriptor::builder()
-        .schema(schema)
-        .distributed_by(Some(2), vec!["id".to_string()])
-        .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", "2s")
-        .build()
-        .unwrap()
 }
 
 /// The writers' shared state.
@@ -402,7 +384,7 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
             let descriptor = match t.shape {
                 Shape::Log => log_descriptor(3, false),
                 Shape::Partitioned => log_descriptor(2, true),
-                Shape::PrimaryKey => pk_descriptor(),
+                Shape::PrimaryKey => data::lake_pk_table(2),
             };
             data::create_table(&admin, &t.path, &descriptor).await;
             if t.shape == Shape::Partitioned {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use fluss::client::FlussConnection;
-use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
+use fluss::metadata::{TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::host::HostProcess;
 use fluss_lake_e2e::{Rng, data};
@@ -14,21 +14,7 @@ use super::merge_engines::{KEYS, wait_tiered};
 
 /// `id INT` (the key), `ver BIGINT`, `name STRING`; 2 buckets, lake-enabled, freshness 2 s.
 pub fn pk_descriptor() -> TableDescriptor {
-    let schema = Schema::builder()
-        .column("id", DataTypes::int())
-        .column("ver", DataTypes::bigint())
-        .column("name", DataTypes::string())
-        .primary_key(vec!["id"])
-        .unwrap()
-        .build()
-        .unwrap();
-    TableDescriptor::builder()
-        .schema(schema)
-        .distributed_by(Some(2), vec!["id".to_string()])
-        .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", "2s")
-        .build()
-        .unwrap()
+    data::lake_pk_table(2)
 }
 
 /// Upserts (and some deletes) of `KEYS` keys.

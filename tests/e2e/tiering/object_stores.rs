@@ -26,7 +26,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use fluss::client::{FlussAdmin, UpsertWriter};
-use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
+use fluss::metadata::TablePath;
 use fluss::row::GenericRow;
 use fluss_lake_e2e::cluster::ClusterInfo;
 use fluss_lake_e2e::fluss_read::fluss_state;
@@ -119,25 +119,6 @@ fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
     p.iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
-}
-
-/// `id INT PRIMARY KEY, ver BIGINT, name STRING`, bucketed by `id`.
-fn primary_key_table() -> TableDescriptor {
-    let schema = Schema::builder()
-        .column("id", DataTypes::int())
-        .column("ver", DataTypes::bigint())
-        .column("name", DataTypes::string())
-        .primary_key(vec!["id"])
-        .unwrap()
-        .build()
-        .unwrap();
-    TableDescriptor::builder()
-        .schema(schema)
-        .distributed_by(Some(BUCKETS), vec!["id".to_string()])
-        .property("table.datalake.enabled", "true")
-        .property("table.datalake.freshness", "2s")
-        .build()
-        .unwrap()
 }
 
 /// Upserts that repeat keys (`KEYS` of them), then deletes some: a round of updates the lake
@@ -258,7 +239,7 @@ async fn run(s: OnStore) {
         &data::lake_log_table(BUCKETS, Some("id"), "2s"),
     )
     .await;
-    data::create_table(&admin, &pk, &primary_key_table()).await;
+    data::create_table(&admin, &pk, &data::lake_pk_table(BUCKETS)).await;
     let writer = data::upsert_writer(&conn, &pk).await;
     let mut rng = Rng(0x0b1e_c757_03e5);
     data::write_rows(&conn, &log, 0, LOG_ROWS as usize, 1_500).await;
