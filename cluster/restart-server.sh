@@ -30,6 +30,7 @@ if running; then
 fi
 eval "set -- $(cat "$args_file")"
 main="$1" opts="$2"; shift 2
+server_args=("$@")
 SERVER_CP="$(jar_cp "$FLUSS_DIST_DIR/lib" 'fluss-server*.jar')"
 # The logs are appended to (log4j2 append=true, `>>` below): what tells that the server is back
 # is a line whose count rises above its count now.
@@ -40,14 +41,23 @@ case "$name" in
   coordinator-server) seen_before=$(count coordinator-server "$COORDINATOR_READY") ;;
   tablet-server-*) seen_before=$(count coordinator-server "$(tablet_seen)") ;;
 esac
-# shellcheck disable=SC2086  # option strings are intentionally word-split
-(cd "$CLUSTER_WORK_DIR" && exec nohup "$JAVA" $opts $FLUSS_JVM_OPTS ${EXTRA_JVM_OPTS:-} \
-    -Djava.io.tmpdir="$CLUSTER_WORK_DIR/tmp/$name" \
-    -Dlog.file="$LOG_DIR/$name.log" -Dlog4j.shutdownHookEnabled=false \
-    -Dlog4j.configurationFile="file:$CONF_DIR/log4j2.properties" \
-    -classpath "$SERVER_CP" "$main" "$@" >>"$LOG_DIR/$name.out" 2>&1 </dev/null) &
-echo $! > "$PID_DIR/$name.pid"
-echo "restarted $name (pid $!)"
+# launch: start the server in the background, its pid in the pid file.
+launch() {
+  # shellcheck disable=SC2086  # option strings are intentionally word-split
+  (cd "$CLUSTER_WORK_DIR" && exec nohup "$JAVA" $opts $FLUSS_JVM_OPTS ${EXTRA_JVM_OPTS:-} \
+      -Djava.io.tmpdir="$CLUSTER_WORK_DIR/tmp/$name" \
+      -Dlog.file="$LOG_DIR/$name.log" -Dlog4j.shutdownHookEnabled=false \
+      -Dlog4j.configurationFile="file:$CONF_DIR/log4j2.properties" \
+      -classpath "$SERVER_CP" "$main" "$@" >>"$LOG_DIR/$name.out" 2>&1 </dev/null) &
+  echo $! > "$PID_DIR/$name.pid"
+  echo "restarted $name (pid $!)"
+}
+# A coordinator gives up registering after 60 s of "already registered" (its predecessor's
+# ZooKeeper session, as long, may expire a little later) and exits: Fluss 0.9.1's race, which a
+# supervisor answers by starting it again, as this script does.
+GAVE_UP_REGISTERING="exceeded total retry time"
+gave_up_before=$(count "$name" "$GAVE_UP_REGISTERING")
+launch "$@"
 T0=$(now_ms)
 deadline=$(( T0 + RESTART_TIMEOUT * 1000 ))
 
@@ -68,6 +78,12 @@ give_up() {
 wait_for() {
   local what="$1"; shift
   until "$@"; do
+    if ! running && [ "$name" = coordinator-server ] \
+        && (( $(count "$name" "$GAVE_UP_REGISTERING") > gave_up_before )); then
+      gave_up_before=$(count "$name" "$GAVE_UP_REGISTERING")
+      echo "$name gave up registering in ZooKeeper before its predecessor's session expired: starting it again"
+      launch "${server_args[@]}"
+    fi
     running || give_up "$name exited while waiting for $what"
     (( $(now_ms) < deadline )) || give_up "timed out after ${RESTART_TIMEOUT}s waiting for $what"
     sleep 0.2

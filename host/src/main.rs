@@ -134,6 +134,14 @@ fn run_subcommand<T>(
 }
 
 async fn run(config: HostConfig) -> fluss_lake_host::Result<()> {
+    // SIGHUP asks for a plugin reload. Its default action ends the process, so one that comes
+    // while the host starts (compiling plugins can take a minute) would kill it: the handler is
+    // installed first (tokio keeps it for the life of the process), and the plugin watch,
+    // started once plugins are loaded, reads the files again anyway.
+    #[cfg(unix)]
+    if let Err(e) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        tracing::warn!("cannot handle SIGHUP: {e}");
+    }
     // Listening first: a wrong address stops the host at once, and /healthz answers while
     // plugins load.
     if let Some(address) = config.metrics_address {

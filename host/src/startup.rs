@@ -116,7 +116,8 @@ pub async fn connect(
     let remote_storage = Arc::new(RemoteStorage::new(config.client_fs_options()));
     let mut client_config = config.fluss_client_config()?;
     client_config.remote_log_fetcher = Some(Arc::new(SegmentReader::new(remote_storage.clone())?));
-    let fluss = Arc::new(FlussClient::connect(client_config).await?);
+    let fluss =
+        Arc::new(FlussClient::connect(client_config, config.startup_cluster_timeout).await?);
     let locator = Arc::new(AdminLocator {
         fluss: fluss.clone(),
     });

@@ -31,10 +31,58 @@ fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
     p
 }
 
+/// An address nothing answers at is tried again (one warning per attempt: a cluster may be
+/// starting or failing over) until `--startup.cluster-timeout`, then refused in one line.
 #[test]
 fn unreachable_bootstrap_server_is_refused_at_startup() {
-    let args = host::args("127.0.0.1:1", &[host::plugin("paimon")], &[]);
-    assert_startup_error(&args, "cannot reach the Fluss cluster at 127.0.0.1:1");
+    let args = host::args(
+        "127.0.0.1:1",
+        &[host::plugin("paimon")],
+        &["--startup.cluster-timeout", "3s"],
+    );
+    let out = host::run_to_exit(&args, Duration::from_secs(90));
+    let error = host::the_error_line(&out);
+    assert!(
+        error.contains("cannot reach the Fluss cluster at 127.0.0.1:1"),
+        "{error}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let retries = stderr
+        .lines()
+        .filter(|l| l.contains("cannot reach the Fluss cluster") && l.contains("trying again in"))
+        .count();
+    assert!(retries >= 2, "expected retries within 3s:\n{stderr}");
+}
+
+/// SIGHUP (reload the plugins) while the host is still starting, compiling its plugins or
+/// waiting for its cluster, does not end it (SIGHUP's default action would). Found by the
+/// chaos run: a plugin swap during a restarted host's start killed it silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sighup_while_the_host_starts_does_not_stop_it() {
+    let args = host::args(
+        "127.0.0.1:1",
+        &[host::plugin("paimon")],
+        &["--no-plugin-cache", "--startup.cluster-timeout", "6s"],
+    );
+    let mut h = host::HostProcess::spawn(&args, &unique_name("sighup-at-start"));
+    h.wait_for_log("compiling plugin", Duration::from_secs(30))
+        .await;
+    h.sighup();
+    h.wait_for_log("trying again in", Duration::from_secs(120))
+        .await;
+    h.sighup();
+    let status = h
+        .wait_exit(Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("the host did not give up on the cluster:\n{}", h.log()));
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), None, "killed by a signal:\n{}", h.log());
+    let log = h.log();
+    let errors: Vec<&str> = log.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{log}");
+    assert!(
+        errors[0].contains("cannot reach the Fluss cluster"),
+        "{log}"
+    );
 }
 
 #[test]

@@ -103,6 +103,28 @@ impl ClusterInfo {
         }
     }
 
+    /// SIGKILL of one of the cluster's servers, returning once the process is gone: its /proc
+    /// entry gone or a zombie (a JVM tearing down has an empty command line, no longer the
+    /// server's, while it still runs). Blocks the thread up to 30 s.
+    pub fn kill_server(&self, server: &str) {
+        let pid = self.server_pid(server);
+        self.signal(server, "-KILL");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let exiting = || {
+            std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+                !s.lines()
+                    .any(|l| l.starts_with("State:") && l.contains('Z'))
+            })
+        };
+        while exiting() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{server} (pid {pid}) outlived SIGKILL"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// The process id of one of the cluster's servers (`zookeeper`, `coordinator-server`,
     /// `tablet-server-0`, ...), from its pid file.
     pub fn server_pid(&self, server: &str) -> u32 {

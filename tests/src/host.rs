@@ -287,10 +287,17 @@ pub fn without_builtins(args: &[String]) -> Vec<String> {
     a
 }
 
-/// Runs the host to completion (for startup errors) with a timeout.
+/// Runs the host to completion (for startup errors) with a timeout. A host expected to fail
+/// at startup does not wait for its cluster (`--startup.cluster-timeout 0s` unless `args`
+/// set it).
 pub fn run_to_exit(args: &[String], timeout: Duration) -> Output {
+    let mut args = without_builtins(args);
+    let subcommand = args.first().is_some_and(|f| !f.starts_with('-'));
+    if !subcommand && !args.iter().any(|a| a == "--startup.cluster-timeout") {
+        args.extend(["--startup.cluster-timeout".into(), "0s".into()]);
+    }
     let mut child = Command::new(host_bin())
-        .args(without_builtins(args))
+        .args(args)
         .envs(NO_INSTANCE_METADATA.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

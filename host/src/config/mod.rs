@@ -217,6 +217,12 @@ pub struct Cli {
     #[arg(long = "maintenance.idle-interval", value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
     pub maintenance_idle_interval: Duration,
 
+    /// How long startup waits for the Fluss cluster while it cannot be reached or is not ready
+    /// (a cluster starting with the host, a coordinator failing over): every attempt is logged,
+    /// and /readyz answers 503 meanwhile. `0` fails at the first attempt.
+    #[arg(long = "startup.cluster-timeout", value_name = "DURATION", default_value = "5min", value_parser = parse_duration)]
+    pub startup_cluster_timeout: Duration,
+
     /// Budget of one coordinator RPC, connecting included (at most 60s).
     #[arg(long = "rpc.timeout", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub rpc_timeout: Duration,
@@ -318,6 +324,7 @@ pub struct HostConfig {
     pub plugin_perf_map: bool,
     pub plugin_memory_limit: usize,
     pub rpc_timeout: Duration,
+    pub startup_cluster_timeout: Duration,
     pub kv_snapshot_lease_duration: Duration,
     pub on_log_gap: OnLogGap,
     pub state_dir: PathBuf,
@@ -444,6 +451,7 @@ impl HostConfig {
             plugin_perf_map: cli.plugin_perf_map,
             plugin_memory_limit: cli.plugin_memory_limit,
             rpc_timeout: cli.rpc_timeout,
+            startup_cluster_timeout: cli.startup_cluster_timeout,
             kv_snapshot_lease_duration: cli.kv_snapshot_lease_duration,
             on_log_gap: cli.on_log_gap,
             state_dir,

@@ -308,24 +308,7 @@ async fn watch_registered(
 
 /// SIGKILL of a server of `c`, returning once the process is gone.
 async fn kill_server(c: &ClusterInfo, server: &str) {
-    let pid = c.server_pid(server);
-    c.signal(server, "-KILL");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    // Gone once its /proc entry is gone or a zombie: a JVM tearing down has an empty command
-    // line (no longer the server's) while it still runs.
-    let exiting = || {
-        std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
-            !s.lines()
-                .any(|l| l.starts_with("State:") && l.contains('Z'))
-        })
-    };
-    while exiting() {
-        assert!(
-            Instant::now() < deadline,
-            "{server} (pid {pid}) outlived SIGKILL"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    tokio::task::block_in_place(|| c.kill_server(server));
 }
 
 /// Waits until every bucket of every table has a leader again (after a tablet-server or
