@@ -9,13 +9,14 @@
 #   scripts/chaos.sh 7 20 tablet-kill,coordinator-kill,host-kill
 #
 # Kinds: host-kill host-term tablet-kill coordinator-kill zookeeper-pause coordinator-pause
-# plugin-swap partition-drop. Needs what `scripts/test.sh` sets up (clusters' jars, plugins,
-# Python readers); run it once first on a fresh machine.
+# plugin-swap partition-drop store-failing table-recreate; the first faults are each kind once.
+# Needs what `scripts/test.sh` sets up (clusters' jars, plugins, Python readers); run it once
+# first on a fresh machine.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [[ $# -lt 2 ]]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 export CHAOS_SEED="$1" CHAOS_FAULTS="$2" CHAOS_KINDS="${3:-}"

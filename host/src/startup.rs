@@ -3,6 +3,7 @@
 //! make creates atomic must stop it too), then Fluss and the coordinator.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
@@ -82,14 +83,49 @@ pub async fn open_warehouses(config: &HostConfig) -> Result<Warehouses> {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let (_, storage) = options::split(pairs);
-        warehouses.get(url, &storage).await.map_err(|e| {
-            Error::new(
-                e.kind(),
-                format!("--datalake.{format}.warehouse: {}", e.message()),
-            )
-        })?;
+        patiently("the lake store", config.startup_timeout, || async {
+            warehouses.get(url, &storage).await.map_err(|e| {
+                Error::new(
+                    e.kind(),
+                    format!("--datalake.{format}.warehouse: {}", e.message()),
+                )
+            })
+        })
+        .await?;
     }
     Ok(warehouses)
+}
+
+/// Runs `attempt` until it succeeds or fails for good: a failure that waiting may cure (the
+/// cluster or store cannot be reached, is not ready, answers errors) is tried again after a
+/// pause (0.5 s doubling to 5 s, one warning each) while `patience` (`--startup.timeout`)
+/// lasts, so a host started with its cluster, during a coordinator failover or a store's bad
+/// minute does not exit; anything else (refused credentials, a store that cannot make creates
+/// atomic, a bad option) fails at once.
+async fn patiently<T, F, Fut>(what: &str, patience: Duration, mut attempt: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(500);
+    loop {
+        match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(e)
+                if matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Storage)
+                    && started.elapsed() + pause < patience =>
+            {
+                tracing::warn!(
+                    "{e}; trying again in {pause:?} (startup waits up to {patience:?} for {what}: \
+                     --startup.timeout)"
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Finds the coordinator through fluss-rs's view of the cluster's server nodes (re-read on
@@ -116,8 +152,12 @@ pub async fn connect(
     let remote_storage = Arc::new(RemoteStorage::new(config.client_fs_options()));
     let mut client_config = config.fluss_client_config()?;
     client_config.remote_log_fetcher = Some(Arc::new(SegmentReader::new(remote_storage.clone())?));
-    let fluss =
-        Arc::new(FlussClient::connect(client_config, config.startup_cluster_timeout).await?);
+    let fluss = Arc::new(
+        patiently("the Fluss cluster", config.startup_timeout, || {
+            FlussClient::connect(client_config.clone())
+        })
+        .await?,
+    );
     let locator = Arc::new(AdminLocator {
         fluss: fluss.clone(),
     });

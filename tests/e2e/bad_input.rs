@@ -32,13 +32,13 @@ fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
 }
 
 /// An address nothing answers at is tried again (one warning per attempt: a cluster may be
-/// starting or failing over) until `--startup.cluster-timeout`, then refused in one line.
+/// starting or failing over) until `--startup.timeout`, then refused in one line.
 #[test]
 fn unreachable_bootstrap_server_is_refused_at_startup() {
     let args = host::args(
         "127.0.0.1:1",
         &[host::plugin("paimon")],
-        &["--startup.cluster-timeout", "3s"],
+        &["--startup.timeout", "3s"],
     );
     let out = host::run_to_exit(&args, Duration::from_secs(90));
     let error = host::the_error_line(&out);
@@ -62,7 +62,7 @@ async fn a_sighup_while_the_host_starts_does_not_stop_it() {
     let args = host::args(
         "127.0.0.1:1",
         &[host::plugin("paimon")],
-        &["--no-plugin-cache", "--startup.cluster-timeout", "6s"],
+        &["--no-plugin-cache", "--startup.timeout", "6s"],
     );
     let mut h = host::HostProcess::spawn(&args, &unique_name("sighup-at-start"));
     h.wait_for_log("compiling plugin", Duration::from_secs(30))

@@ -49,7 +49,7 @@ pub struct ClusterInfo {
 impl ClusterInfo {
     fn new(index: usize, format: &str) -> Self {
         let work = work_dir(index);
-        if index == S3_CLUSTER {
+        if usual_storage(index) == "s3" {
             let s3 = crate::s3::server();
             let url = |what: &str| PathBuf::from(s3.url(&format!("cluster-{index}/{what}")));
             return ClusterInfo {
@@ -511,10 +511,15 @@ pub fn restart_server(index: usize, name: &str) {
     );
 }
 
-/// Where cluster `index` keeps its remote data when leased by [`lease_index`]: `s3` for the
-/// S3 cluster, else `local`.
+/// Where cluster `index` keeps its remote data and lake warehouses when leased by
+/// [`lease_index`]: `s3` for the S3 cluster and the chaos cluster (whose hosts reach the store
+/// through a proxy that fails on purpose), else `local`.
 fn usual_storage(index: usize) -> &'static str {
-    if index == S3_CLUSTER { "s3" } else { "local" }
+    if index == S3_CLUSTER || index == CHAOS_CLUSTER {
+        "s3"
+    } else {
+        "local"
+    }
 }
 
 /// Cluster `index` (of the pool or not) with lake format `format`, emptied of tables, held
@@ -592,7 +597,7 @@ fn prepare(index: usize) -> String {
     // Clusters started before the SASL listener existed are started again.
     let no_sasl = !yaml.contains("security.protocol.map: SECURE:SASL");
     // The S3 cluster holds the S3 server's credentials: a restarted server has new ones.
-    let stale_s3 = index == S3_CLUSTER
+    let stale_s3 = usual_storage(index) == "s3"
         && (!yaml.contains(&format!(
             "s3.access-key: {}",
             crate::s3::server().access_key

@@ -288,13 +288,13 @@ pub fn without_builtins(args: &[String]) -> Vec<String> {
 }
 
 /// Runs the host to completion (for startup errors) with a timeout. A host expected to fail
-/// at startup does not wait for its cluster (`--startup.cluster-timeout 0s` unless `args`
+/// at startup does not wait for its cluster (`--startup.timeout 0s` unless `args`
 /// set it).
 pub fn run_to_exit(args: &[String], timeout: Duration) -> Output {
     let mut args = without_builtins(args);
     let subcommand = args.first().is_some_and(|f| !f.starts_with('-'));
-    if !subcommand && !args.iter().any(|a| a == "--startup.cluster-timeout") {
-        args.extend(["--startup.cluster-timeout".into(), "0s".into()]);
+    if !subcommand && !args.iter().any(|a| a == "--startup.timeout") {
+        args.extend(["--startup.timeout".into(), "0s".into()]);
     }
     let mut child = Command::new(host_bin())
         .args(args)

@@ -148,6 +148,72 @@ impl S3Server {
         )
     }
 
+    /// The host's options for `format`'s warehouse `warehouse` on this server, reached at
+    /// `endpoint` (a proxy in front of it, say): every endpoint spelling of the format points
+    /// there, since the host's options overlay the table's `table.datalake.<format>.*`
+    /// properties, which carry the server's own endpoint under the format's spelling.
+    pub fn host_warehouse_args(
+        &self,
+        format: &str,
+        warehouse: &str,
+        endpoint: &str,
+    ) -> Vec<String> {
+        let via = S3Server {
+            endpoint: endpoint.to_string(),
+            ..self.clone()
+        };
+        match format {
+            "paimon" => via.warehouse_args("paimon", warehouse, &self.secret_key),
+            "iceberg" => via.warehouse_args_named(
+                "iceberg",
+                warehouse,
+                [
+                    "s3.endpoint",
+                    "client.region",
+                    "s3.access-key-id",
+                    "s3.secret-access-key",
+                ],
+                &[
+                    ("s3.path-style-access", "true"),
+                    ("iceberg.hadoop.fs.s3a.endpoint", endpoint),
+                ],
+            ),
+            "lance" => via.warehouse_args_named(
+                "lance",
+                warehouse,
+                ["endpoint", "region", "access_key_id", "secret_access_key"],
+                &[("allow_http", "true")],
+            ),
+            other => panic!("no S3 warehouse options for format {other}"),
+        }
+    }
+
+    /// Deletes every object under `url` (`s3://<bucket>/<prefix>` or `s3a://…`), as a lake
+    /// table's owner drops it; returns how many there were.
+    pub async fn delete_prefix(&self, url: &str) -> usize {
+        use futures::TryStreamExt;
+        use object_store::ObjectStoreExt;
+        let prefix = url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.strip_prefix(&format!("{}/", self.bucket)))
+            .unwrap_or_else(|| panic!("{url} is not in bucket {}", self.bucket));
+        let client = self.client();
+        let path = object_store::path::Path::from(prefix);
+        let objects: Vec<_> = client
+            .list(Some(&path))
+            .map_ok(|o| o.location)
+            .try_collect()
+            .await
+            .unwrap_or_else(|e| panic!("listing {url}: {e}"));
+        for o in &objects {
+            client
+                .delete(o)
+                .await
+                .unwrap_or_else(|e| panic!("deleting {o}: {e}"));
+        }
+        objects.len()
+    }
+
     /// A client of the bucket, for checks of what is stored.
     pub fn client(&self) -> Arc<dyn ObjectStore> {
         Arc::new(

@@ -217,11 +217,13 @@ pub struct Cli {
     #[arg(long = "maintenance.idle-interval", value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
     pub maintenance_idle_interval: Duration,
 
-    /// How long startup waits for the Fluss cluster while it cannot be reached or is not ready
-    /// (a cluster starting with the host, a coordinator failing over): every attempt is logged,
-    /// and /readyz answers 503 meanwhile. `0` fails at the first attempt.
-    #[arg(long = "startup.cluster-timeout", value_name = "DURATION", default_value = "5min", value_parser = parse_duration)]
-    pub startup_cluster_timeout: Duration,
+    /// How long startup waits for the Fluss cluster and the warehouses the host's options name
+    /// while they cannot be reached or are not ready (a cluster starting with the host, a
+    /// coordinator failing over, a store answering errors): every attempt is logged, and
+    /// /readyz answers 503 meanwhile. Refused credentials and a store that cannot make creates
+    /// atomic fail at once; so does every failure with `0`.
+    #[arg(long = "startup.timeout", value_name = "DURATION", default_value = "5min", value_parser = parse_duration)]
+    pub startup_timeout: Duration,
 
     /// Budget of one coordinator RPC, connecting included (at most 60s).
     #[arg(long = "rpc.timeout", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
@@ -324,7 +326,7 @@ pub struct HostConfig {
     pub plugin_perf_map: bool,
     pub plugin_memory_limit: usize,
     pub rpc_timeout: Duration,
-    pub startup_cluster_timeout: Duration,
+    pub startup_timeout: Duration,
     pub kv_snapshot_lease_duration: Duration,
     pub on_log_gap: OnLogGap,
     pub state_dir: PathBuf,
@@ -451,7 +453,7 @@ impl HostConfig {
             plugin_perf_map: cli.plugin_perf_map,
             plugin_memory_limit: cli.plugin_memory_limit,
             rpc_timeout: cli.rpc_timeout,
-            startup_cluster_timeout: cli.startup_cluster_timeout,
+            startup_timeout: cli.startup_timeout,
             kv_snapshot_lease_duration: cli.kv_snapshot_lease_duration,
             on_log_gap: cli.on_log_gap,
             state_dir,

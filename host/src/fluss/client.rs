@@ -32,31 +32,9 @@ pub struct FlussClient {
 }
 
 impl FlussClient {
-    /// Connects to the cluster at `config.bootstrap_servers`. While it cannot be reached or
-    /// is not ready (no coordinator yet, a coordinator still initialising after a failover),
-    /// tries again with a growing pause, one warning per attempt, for up to `patience`
-    /// (`--startup.cluster-timeout`): a host started with its cluster, or during a failover,
-    /// does not exit. Refused credentials fail at once.
-    pub async fn connect(config: fluss::config::Config, patience: Duration) -> Result<Self> {
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(500);
-        let connected = loop {
-            match open(&config).await {
-                Ok(c) => break c,
-                Err(e)
-                    if e.kind() == ErrorKind::Unavailable
-                        && started.elapsed() + pause < patience =>
-                {
-                    tracing::warn!(
-                        "{e}; trying again in {pause:?} (startup waits up to {patience:?} for \
-                         the cluster: --startup.cluster-timeout)"
-                    );
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(5));
-                }
-                Err(e) => return Err(e),
-            }
-        };
+    /// Connects to the cluster at `config.bootstrap_servers` (one attempt; startup retries).
+    pub async fn connect(config: fluss::config::Config) -> Result<Self> {
+        let connected = open(&config).await?;
         Ok(Self {
             config,
             current: RwLock::new(Arc::new(connected)),

@@ -1,8 +1,9 @@
 //! The seeded chaos run: faults of every kind at random, under writers that never stop, on a
 //! cluster of two tablet servers with every bucket replicated on both (so Fluss itself loses
 //! nothing), with three hosts tiering log, primary-key and partitioned tables into Paimon,
-//! Iceberg and Lance. A run is replayed exactly (the same faults, in the same order, after the
-//! same pauses) from its seed.
+//! Iceberg and Lance on the test S3 server, which the hosts reach through a proxy that fails
+//! on purpose. A run is replayed exactly (the same faults, in the same order, after the same
+//! pauses) from its seed; its first faults are each kind once, in a drawn order.
 //!
 //! At the end every table must equal Fluss exactly: a log table row for row by its place in
 //! the log (partition, bucket, offset; none twice), a primary-key table as Fluss's lookups
@@ -26,6 +27,7 @@ use fluss_lake_e2e::cluster::{self, ClusterInfo, Frozen};
 use fluss_lake_e2e::fluss_read::{self, LogPos};
 use fluss_lake_e2e::host::{self, HostProcess};
 use fluss_lake_e2e::lake_check::business;
+use fluss_lake_e2e::lossy_proxy::{Fault, Injected, LossyProxy};
 use fluss_lake_e2e::{Rng, data, iceberg, lance, paimon, repo_root, unique_name};
 use serde_json::Value;
 
@@ -55,10 +57,16 @@ pub enum Kind {
     PluginSwap,
     /// A partition of a partitioned table created, and its oldest dropped, while rounds run.
     PartitionDrop,
+    /// The lake store (the test S3 server, behind a proxy the hosts go through) answers a
+    /// share of requests with 500/503, or answers slowly, for a while.
+    StoreFailing,
+    /// A table dropped mid-round, its lake table deleted (as its owner would), and created
+    /// again under the same name.
+    TableRecreate,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::HostKill,
         Kind::HostTerm,
         Kind::TabletKill,
@@ -67,6 +75,8 @@ impl Kind {
         Kind::CoordinatorPause,
         Kind::PluginSwap,
         Kind::PartitionDrop,
+        Kind::StoreFailing,
+        Kind::TableRecreate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -79,6 +89,8 @@ impl Kind {
             Kind::CoordinatorPause => "coordinator-pause",
             Kind::PluginSwap => "plugin-swap",
             Kind::PartitionDrop => "partition-drop",
+            Kind::StoreFailing => "store-failing",
+            Kind::TableRecreate => "table-recreate",
         }
     }
 
@@ -105,6 +117,8 @@ pub struct Report {
     pub writes_failed: u64,
     pub rounds_committed: usize,
     pub snapshots_read: usize,
+    /// What the store-failing faults did to the hosts' requests.
+    pub store_faults: Injected,
 }
 
 impl Report {
@@ -135,6 +149,12 @@ impl Report {
             self.rounds_committed,
             self.snapshots_read
         );
+        eprintln!(
+            "the store failed {} requests with 500, {} with 503, and delayed {}",
+            self.store_faults.internal_errors,
+            self.store_faults.slow_downs,
+            self.store_faults.delayed
+        );
     }
 }
 
@@ -150,6 +170,27 @@ struct Table {
     path: TablePath,
     format: &'static str,
     shape: Shape,
+}
+
+impl Table {
+    fn descriptor(&self) -> TableDescriptor {
+        match self.shape {
+            Shape::Log => log_descriptor(3, false),
+            Shape::Partitioned => log_descriptor(2, true),
+            Shape::PrimaryKey => data::lake_pk_table(2),
+        }
+    }
+
+    /// Where its lake table lives in the cluster's warehouse of its format.
+    fn lake_location(&self, c: &ClusterInfo) -> String {
+        let name = self.path.table();
+        match self.format {
+            "paimon" => format!("{}/fluss.db/{name}", c.paimon_warehouse.display()),
+            "iceberg" => format!("{}/fluss/{name}", c.iceberg_warehouse.display()),
+            "lance" => format!("{}/fluss/{name}.lance", c.lance_warehouse.display()),
+            other => unreachable!("format {other}"),
+        }
+    }
 }
 
 /// One host of the run: fixed arguments (its own state and plugin directories, so a restart
@@ -253,19 +294,32 @@ async fn write_until_stopped(conn: Arc<FlussConnection>, t: Table, w: Arc<Writer
 
 /// Polls Fluss's registered lake snapshot of every table: records each snapshot id, and notes
 /// any bucket whose registered offset went back and any new snapshot that moved no bucket
-/// forward (the same offsets committed twice).
+/// forward (the same offsets committed twice). Keyed by table id: a table dropped and created
+/// again starts over.
 async fn watch_registered(
     conn: Arc<FlussConnection>,
     tables: Vec<Table>,
     stop: Arc<AtomicBool>,
-    seen: Arc<Mutex<HashMap<TablePath, BTreeSet<i64>>>>,
+    seen: Arc<Mutex<HashMap<i64, BTreeSet<i64>>>>,
     backwards: Arc<Mutex<Vec<String>>>,
 ) {
     let admin = conn.get_admin().unwrap();
-    let mut last: HashMap<(TablePath, Option<i64>, i32), i64> = HashMap::new();
-    let mut first_seen: std::collections::HashSet<TablePath> = Default::default();
+    let mut last: HashMap<(i64, Option<i64>, i32), i64> = HashMap::new();
+    let mut first_seen: std::collections::HashSet<i64> = Default::default();
+    let table_id = |path: TablePath| {
+        let admin = admin.clone();
+        async move {
+            match tokio::time::timeout(Duration::from_secs(5), admin.get_table_info(&path)).await {
+                Ok(Ok(info)) => Some(info.get_table_id()),
+                _ => None,
+            }
+        }
+    };
     while !stop.load(Ordering::Relaxed) {
         for t in &tables {
+            let Some(id) = table_id(t.path.clone()).await else {
+                continue;
+            };
             let Ok(Ok(s)) = tokio::time::timeout(
                 Duration::from_secs(5),
                 admin.get_latest_lake_snapshot(&t.path),
@@ -274,33 +328,36 @@ async fn watch_registered(
             else {
                 continue;
             };
+            // The same table before and after: not one dropped and created again meanwhile.
+            if table_id(t.path.clone()).await != Some(id) {
+                continue;
+            }
             let new = seen
                 .lock()
                 .unwrap()
-                .entry(t.path.clone())
+                .entry(id)
                 .or_default()
                 .insert(s.snapshot_id);
             // A snapshot registered after another must move some bucket forward and none
             // back: one that moves nothing is a round committed twice.
             let mut advanced = false;
             for ((p, b), o) in data::snapshot_offsets(&s) {
-                let key = (t.path.clone(), p, b);
-                match last.insert(key, o) {
+                match last.insert((id, p, b), o) {
                     Some(before) if o < before => backwards.lock().unwrap().push(format!(
-                        "{} partition {p:?} bucket {b}: {before} -> {o} (snapshot {})",
+                        "{} (table id {id}) partition {p:?} bucket {b}: {before} -> {o} (snapshot {})",
                         t.path, s.snapshot_id
                     )),
                     Some(before) => advanced |= o > before,
                     None => advanced = true,
                 }
             }
-            if new && !advanced && first_seen.contains(&t.path) {
+            if new && !advanced && first_seen.contains(&id) {
                 backwards.lock().unwrap().push(format!(
-                    "{}: snapshot {} moved no bucket forward (a round committed twice)",
+                    "{} (table id {id}): snapshot {} moved no bucket forward (a round committed twice)",
                     t.path, s.snapshot_id
                 ));
             }
-            first_seen.insert(t.path.clone());
+            first_seen.insert(id);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -342,6 +399,12 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
     assert!(!kinds.is_empty(), "no fault kind to draw from");
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut c = cluster::lease_chaos("paimon");
+    let s3 =
+        c.s3.clone()
+            .expect("the chaos cluster keeps its remote data and lakes on S3");
+    // The hosts reach the lakes' store through a proxy that fails on purpose (store-failing);
+    // Fluss, the readers and the driver reach it directly.
+    let proxy = LossyProxy::start_seeded(&s3.endpoint, seed);
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let id = unique_name("chaos");
@@ -364,12 +427,7 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
             add(Shape::PrimaryKey, "pk");
         }
         for t in tables.iter().filter(|t| t.format == format) {
-            let descriptor = match t.shape {
-                Shape::Log => log_descriptor(3, false),
-                Shape::Partitioned => log_descriptor(2, true),
-                Shape::PrimaryKey => data::lake_pk_table(2),
-            };
-            data::create_table(&admin, &t.path, &descriptor).await;
+            data::create_table(&admin, &t.path, &t.descriptor()).await;
             if t.shape == Shape::Partitioned {
                 for p in ["p0", "p1"] {
                     data::create_partition(&admin, &t.path, &[("p", p)]).await;
@@ -384,8 +442,18 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
 
     // Three hosts, each with its own state and plugin directories.
     let run_dir = repo_root().join("target/test-state").join(&id);
-    let iceberg_wh = c.iceberg_warehouse.display().to_string();
-    let lance_wh = c.lance_warehouse.display().to_string();
+    let mut lake_args: Vec<String> = Vec::new();
+    for (format, warehouse) in [
+        ("paimon", &c.paimon_warehouse),
+        ("iceberg", &c.iceberg_warehouse),
+        ("lance", &c.lance_warehouse),
+    ] {
+        lake_args.extend(s3.host_warehouse_args(
+            format,
+            &warehouse.display().to_string(),
+            proxy.endpoint(),
+        ));
+    }
     let plugins: HashMap<&str, Vec<u8>> = ["paimon", "iceberg", "lance"]
         .into_iter()
         .map(|f| (f, std::fs::read(host::plugin(f)).unwrap()))
@@ -399,28 +467,22 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
             }
             let state = run_dir.join(format!("state-{i}")).display().to_string();
             let dir = plugin_dir.display().to_string();
-            let args = host::args(
-                &c.bootstrap,
-                &[],
-                &[
-                    "--plugin-dir",
-                    &dir,
-                    "--plugin-watch-interval",
-                    "1s",
-                    "--state-dir",
-                    &state,
-                    "--datalake.iceberg.warehouse",
-                    &iceberg_wh,
-                    "--datalake.lance.warehouse",
-                    &lance_wh,
-                    "--lake.tiering.max-concurrent-tables",
-                    "3",
-                    "--tiering.poll.table.interval",
-                    "1s",
-                    "--tiering.heartbeat.interval",
-                    "2s",
-                ],
-            );
+            let mut extra = vec![
+                "--plugin-dir",
+                &dir,
+                "--plugin-watch-interval",
+                "1s",
+                "--state-dir",
+                &state,
+                "--lake.tiering.max-concurrent-tables",
+                "3",
+                "--tiering.poll.table.interval",
+                "1s",
+                "--tiering.heartbeat.interval",
+                "2s",
+            ];
+            extra.extend(lake_args.iter().map(String::as_str));
+            let args = host::args(&c.bootstrap, &[], &extra);
             let mut slot = Slot {
                 args,
                 log_name: format!("{id}-host-{i}"),
@@ -465,9 +527,18 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
     let pause = |rng: &mut Rng, min_ms: u64, max_ms: u64| {
         Duration::from_millis(min_ms + rng.below(max_ms - min_ms))
     };
+    // Every kind once, in a drawn order, then any: a run of at least as many faults as kinds
+    // covers them all.
+    let mut first = kinds.to_vec();
+    for i in (1..first.len()).rev() {
+        first.swap(i, rng.below(i as u64 + 1) as usize);
+    }
     for n in 0..faults {
         tokio::time::sleep(pause(&mut rng, 1_000, 4_000)).await;
-        let kind = kinds[rng.below(kinds.len() as u64) as usize];
+        let kind = match first.get(n) {
+            Some(k) => *k,
+            None => kinds[rng.below(kinds.len() as u64) as usize],
+        };
         let start = began.elapsed();
         let what = match kind {
             Kind::HostKill => {
@@ -562,6 +633,53 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
                     .unwrap_or_else(|e| panic!("dropping {} {oldest}: {e}", t.path));
                 dropped.push((t.path.clone(), oldest.clone()));
                 format!("{}: created {new}, dropped {oldest}", t.path.table())
+            }
+            Kind::StoreFailing => {
+                let fault = if rng.below(2) == 0 {
+                    Fault::Failing {
+                        permille: 200 + rng.below(700) as u16,
+                    }
+                } else {
+                    Fault::Slow {
+                        ms: 500 + rng.below(4_500),
+                    }
+                };
+                let lasts = pause(&mut rng, 2_000, 20_000);
+                proxy.set_fault(Some(fault));
+                tokio::time::sleep(lasts).await;
+                proxy.set_fault(None);
+                format!("{fault:?} for {} ms", lasts.as_millis())
+            }
+            Kind::TableRecreate => {
+                // Partitioned tables keep their own fault (partition-drop).
+                let candidates: Vec<&Table> = tables
+                    .iter()
+                    .filter(|t| t.shape != Shape::Partitioned)
+                    .collect();
+                let t = candidates[rng.below(candidates.len() as u64) as usize].clone();
+                let old = admin
+                    .get_table_info(&t.path)
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: {e}", t.path))
+                    .get_table_id();
+                // Rounds of it are running: it is dropped under them.
+                admin
+                    .drop_table(&t.path, false)
+                    .await
+                    .unwrap_or_else(|e| panic!("dropping {}: {e}", t.path));
+                let deleted = s3.delete_prefix(&t.lake_location(&c)).await;
+                tokio::task::block_in_place(|| c.set_lake_format(t.format));
+                data::create_table(&admin, &t.path, &t.descriptor()).await;
+                tokio::task::block_in_place(|| c.set_lake_format("paimon"));
+                let new = admin
+                    .get_table_info(&t.path)
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: {e}", t.path))
+                    .get_table_id();
+                format!(
+                    "{}: table {old} dropped, its {deleted} lake objects deleted, created again as table {new}",
+                    t.path.table()
+                )
             }
         };
         for s in &mut slots {
@@ -716,11 +834,13 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
         report_so_far(&log)
     );
 
-    // The snapshots Fluss registered are readable (each table's first, last and a few between).
+    // The snapshots Fluss registered are readable (each table's first, last and a few between;
+    // of a table created again, those of its last incarnation).
     let seen = seen.lock().unwrap().clone();
     let mut snapshots_read = 0;
     for t in &tables {
-        let ids: Vec<i64> = seen.get(&t.path).into_iter().flatten().copied().collect();
+        let id = admin.get_table_info(&t.path).await.unwrap().get_table_id();
+        let ids: Vec<i64> = seen.get(&id).into_iter().flatten().copied().collect();
         assert!(
             !ids.is_empty(),
             "{}: no snapshot was ever registered",
@@ -764,6 +884,7 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
         writes_failed: writers.failed.load(Ordering::Relaxed),
         rounds_committed,
         snapshots_read,
+        store_faults: proxy.injected(),
     }
 }
 
@@ -852,6 +973,16 @@ mod alone {
         let report = run(0x00c4_a05d_2026, 12, &Kind::ALL).await;
         report.print();
         assert_eq!(report.faults.len(), 12);
+        assert_eq!(
+            report.counts().len(),
+            Kind::ALL.len(),
+            "every kind of fault"
+        );
+        assert_ne!(
+            report.store_faults,
+            Injected::default(),
+            "the store-failing fault reached the hosts' requests"
+        );
     }
 
     /// `scripts/chaos.sh SEED FAULTS [KINDS]`: the same run with `CHAOS_SEED`, `CHAOS_FAULTS`

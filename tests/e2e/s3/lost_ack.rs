@@ -34,40 +34,6 @@ use fluss_lake_host::plugin::storage::StorageErrorKind;
 use fluss_lake_host::warehouse::Warehouse;
 use serde_json::{Value, json};
 
-/// The host's warehouse options for `format`, every endpoint spelling pointing at the proxy:
-/// the host's options overlay the table's `table.datalake.<format>.*` properties, which carry
-/// the server's own endpoint under the format's spelling.
-fn host_args(format: &str, s3: &S3Server, warehouse: &str, proxy: &LossyProxy) -> Vec<String> {
-    let via = S3Server {
-        endpoint: proxy.endpoint().to_string(),
-        ..s3.clone()
-    };
-    match format {
-        "paimon" => via.warehouse_args("paimon", warehouse, &s3.secret_key),
-        "iceberg" => via.warehouse_args_named(
-            "iceberg",
-            warehouse,
-            [
-                "s3.endpoint",
-                "client.region",
-                "s3.access-key-id",
-                "s3.secret-access-key",
-            ],
-            &[
-                ("s3.path-style-access", "true"),
-                ("iceberg.hadoop.fs.s3a.endpoint", proxy.endpoint()),
-            ],
-        ),
-        "lance" => via.warehouse_args_named(
-            "lance",
-            warehouse,
-            ["endpoint", "region", "access_key_id", "secret_access_key"],
-            &[("allow_http", "true")],
-        ),
-        other => panic!("no format {other}"),
-    }
-}
-
 fn spawn_host(c: &ClusterInfo, format: &str, proxy: &LossyProxy, name: &str) -> HostProcess {
     let s3 = c.s3.clone().unwrap();
     let warehouse = match format {
@@ -77,7 +43,7 @@ fn spawn_host(c: &ClusterInfo, format: &str, proxy: &LossyProxy, name: &str) -> 
     }
     .display()
     .to_string();
-    let args = host_args(format, &s3, &warehouse, proxy);
+    let args = s3.host_warehouse_args(format, &warehouse, proxy.endpoint());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     HostProcess::spawn(
         &host::args(&c.bootstrap, &[host::plugin(format)], &args),
