@@ -2,11 +2,12 @@
 //! same snapshot file at once, exactly one wins on the real server, and the object holds the
 //! winner's bytes. A store that ignores the header (the legacy server: moto before conditional
 //! writes) lets several win the same race, and the host refuses such a store at startup with
-//! one line, before it takes any table.
+//! one line, before it takes any table. A store that answers errors at startup is waited for.
 
 use std::time::Duration;
 
-use fluss_lake_e2e::{host, s3};
+use fluss_lake_e2e::lossy_proxy::{Fault, LossyProxy};
+use fluss_lake_e2e::{host, s3, unique_name};
 use fluss_lake_host::plugin::storage::StorageErrorKind;
 use fluss_lake_host::warehouse::{Warehouse, Warehouses};
 
@@ -100,4 +101,30 @@ async fn a_store_without_conditional_puts_is_refused_at_startup() {
             && error.contains("does not honour conditional puts"),
         "{error}"
     );
+}
+
+/// A store that answers errors while the host starts (500s and 503s: a bad minute, not a
+/// wrong setting) is waited for, one warning per attempt, and the host goes on once it answers:
+/// here on to the Fluss cluster, which no server answers at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_failing_at_startup_is_waited_for() {
+    let server = s3::server();
+    let proxy = LossyProxy::start_seeded(&server.endpoint, 7);
+    proxy.set_fault(Some(Fault::Failing { permille: 1000 }));
+    let url = server.url(&unique_name("failing_at_startup"));
+    let extra = server.host_warehouse_args("paimon", &url, proxy.endpoint());
+    let mut extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    extra.extend(["--startup.timeout", "60s"]);
+    let mut h = host::HostProcess::spawn(
+        &host::args("127.0.0.1:1", &[host::plugin("paimon")], &extra),
+        &unique_name("store-failing-at-startup"),
+    );
+    h.wait_for_log("for the lake store", Duration::from_secs(60))
+        .await;
+    assert!(proxy.injected().internal_errors + proxy.injected().slow_downs > 0);
+    proxy.set_fault(None);
+    // Past the warehouses: waiting for the cluster now.
+    h.wait_for_log("for the Fluss cluster", Duration::from_secs(60))
+        .await;
+    h.kill();
 }
