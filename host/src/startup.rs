@@ -189,3 +189,61 @@ pub async fn connect(
         stopping: Default::default(),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    /// Attempts that fail with `kind` until the `ok_at`-th, counted in `tries`.
+    async fn attempt(tries: &AtomicU32, kind: ErrorKind, ok_at: u32) -> Result<u32> {
+        let n = tries.fetch_add(1, Ordering::SeqCst) + 1;
+        if n >= ok_at {
+            Ok(n)
+        } else {
+            Err(Error::new(kind, "not yet"))
+        }
+    }
+
+    #[tokio::test]
+    async fn what_waiting_may_cure_is_tried_again_within_the_patience() {
+        let tries = AtomicU32::new(0);
+        let patience = Duration::from_secs(10);
+        let got = patiently("the cluster", patience, || {
+            attempt(&tries, ErrorKind::Unavailable, 3)
+        })
+        .await
+        .unwrap();
+        assert_eq!(got, 3);
+
+        let tries = AtomicU32::new(0);
+        let got = patiently("the store", patience, || {
+            attempt(&tries, ErrorKind::Storage, 2)
+        })
+        .await
+        .unwrap();
+        assert_eq!(got, 2);
+    }
+
+    #[tokio::test]
+    async fn refusals_and_an_exhausted_patience_fail_at_once() {
+        let tries = AtomicU32::new(0);
+        let e = patiently("the cluster", Duration::from_secs(10), || {
+            attempt(&tries, ErrorKind::Authentication, 2)
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Authentication);
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+
+        let tries = AtomicU32::new(0);
+        let e = patiently("the cluster", Duration::ZERO, || {
+            attempt(&tries, ErrorKind::Unavailable, 2)
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unavailable);
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+    }
+}
