@@ -74,7 +74,7 @@ pub async fn verify_missing_snapshot(
             ),
         )
     })?;
-    let file = check_offsets_path(assignment, remote, &path).map_err(|why| bad(why.to_string()))?;
+    let file = check_offsets_path(assignment, remote, &path).map_err(bad)?;
     // A missing (or oversized) file refutes the snapshot's claim; a store that fails or
     // cannot be reached fails the round (retried), not the claim.
     let offsets = match storage.read(&file, MAX_OFFSETS_FILE_BYTES).await {
@@ -96,11 +96,13 @@ pub async fn verify_missing_snapshot(
 }
 
 /// The offsets file must be exactly `<remote>/lake/<db>/<table>-<id>/metadata/<uuid>.offsets`.
+/// One of an earlier table of the same name (another id) is named as such: the lake table
+/// holds a snapshot committed for a dropped table, which only its owner can resolve.
 fn check_offsets_path(
     assignment: &Assignment,
     remote: &str,
     path: &str,
-) -> std::result::Result<RemotePath, &'static str> {
+) -> std::result::Result<RemotePath, String> {
     let remote =
         RemotePath::parse(remote).ok_or("the cluster's remote.data.dir cannot be parsed")?;
     let file = RemotePath::parse(path).ok_or("its offsets path is not a plain absolute path")?;
@@ -119,7 +121,25 @@ fn check_offsets_path(
         || uuid.is_empty()
         || !uuid.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
     {
-        return Err("its offsets file is not one the coordinator wrote for this table");
+        let dir = file
+            .segments
+            .len()
+            .checked_sub(3)
+            .map(|i| &file.segments[i]);
+        let earlier = dir
+            .and_then(|d| d.strip_prefix(&format!("{}-", assignment.path.table())))
+            .and_then(|id| id.parse::<i64>().ok())
+            .filter(|id| *id != assignment.table_id && file.root == remote.root);
+        return Err(match earlier {
+            Some(id) => format!(
+                "it was committed for an earlier Fluss table of this name (table id {id}; this one \
+                 is {}): the lake table still holds a dropped table's snapshot (a commit that \
+                 landed after its files were deleted?). Drop the lake table and delete its files; \
+                 the next round creates it again",
+                assignment.table_id
+            ),
+            None => "its offsets file is not one the coordinator wrote for this table".to_string(),
+        });
     }
     Ok(file)
 }
@@ -253,6 +273,23 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn an_earlier_table_of_the_same_name_is_named() {
+        let a = assignment();
+        let earlier = format!("/data/remote/lake/fluss/orders-5/metadata/{UUID}.offsets");
+        let why = check_offsets_path(&a, "/data/remote", &earlier).unwrap_err();
+        assert!(
+            why.contains("earlier Fluss table of this name (table id 5; this one is 7)"),
+            "{why}"
+        );
+        let other = format!("/data/remote/lake/fluss/orders_v2-5/metadata/{UUID}.offsets");
+        let why = check_offsets_path(&a, "/data/remote", &other).unwrap_err();
+        assert_eq!(
+            why,
+            "its offsets file is not one the coordinator wrote for this table"
+        );
     }
 
     #[test]

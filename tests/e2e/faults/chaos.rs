@@ -667,6 +667,12 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
                     .drop_table(&t.path, false)
                     .await
                     .unwrap_or_else(|e| panic!("dropping {}: {e}", t.path));
+                // Its owner then drops the lake table, as Fluss 0.9.1 refuses to create a table
+                // over a non-empty one: not within the second, so a commit already in flight
+                // (its requests delayed up to 5 s by a store fault just over) lands first. One
+                // that lands after the delete leaves a dropped table's snapshot in the new lake
+                // table, which the host refuses to build on, naming it.
+                tokio::time::sleep(Duration::from_secs(8)).await;
                 let deleted = s3.delete_prefix(&t.lake_location(&c)).await;
                 tokio::task::block_in_place(|| c.set_lake_format(t.format));
                 data::create_table(&admin, &t.path, &t.descriptor()).await;
