@@ -17,6 +17,9 @@ use std::time::Duration;
 
 pub const ENV: &str = "FLUSS_LAKE_HOST_FAILPOINTS";
 
+/// Before a split reads its first batch: a split that has not started when its round
+/// reaches the table's freshness.
+pub const BEFORE_FIRST_BATCH: &str = "before-first-batch";
 /// After the first batch of a split reached the plugin.
 pub const AFTER_FIRST_WRITE: &str = "after-first-write";
 /// Before `PrepareLakeTableSnapshot`.
@@ -32,6 +35,7 @@ pub const AFTER_FLUSS_COMMIT: &str = "after-fluss-commit";
 pub const KV_SNAPSHOT_LEASED: &str = "kv-snapshot-leased";
 
 pub const ALL: &[&str] = &[
+    BEFORE_FIRST_BATCH,
     AFTER_FIRST_WRITE,
     BEFORE_PREPARE,
     BEFORE_LAKE_COMMIT,

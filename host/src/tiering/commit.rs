@@ -102,10 +102,14 @@ pub async fn commit_round(
         skipped_gaps,
     } = writes;
     let rows: u64 = results.iter().map(|r| r.rows).sum();
-    if results
-        .iter()
-        .all(|r| r.end_offset.is_none() && r.write_result.payload.is_empty())
-    {
+    // Every split stopped before writing anything (the round reached the table's freshness
+    // first): a lake snapshot would move no bucket, so none is committed (Fluss would register
+    // a snapshot repeating its predecessor). What the plugin set up for the empty splits is
+    // deleted: nothing was committed, so nothing is unknown.
+    if results.iter().all(|r| r.end_offset.is_none()) {
+        if results.iter().any(|r| !r.write_result.payload.is_empty()) {
+            abort_written(instance, resolved, results).await;
+        }
         return Ok(RoundOutcome {
             rows,
             ..Default::default()

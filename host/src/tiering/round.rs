@@ -911,6 +911,7 @@ impl SplitTask<'_> {
         let _reader_guard = AbortOnDrop(reader.abort_handle());
         let mut written = WrittenProgress::default();
         let mut forced = false;
+        failpoints::hit(failpoints::BEFORE_FIRST_BATCH).await;
         loop {
             tokio::select! {
                 biased;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fluss::metadata::{PartitionSpec, TablePath};
 use fluss_lake_e2e::lake_check::{assert_no_duplicate_offsets, business};
-use fluss_lake_e2e::{cluster, data, host, paimon, unique_name};
+use fluss_lake_e2e::{cluster, data, host, paimon, repo_root, unique_name};
 use serde_json::Value;
 
 /// Partition column values, `(name, value)`.
@@ -180,5 +180,70 @@ async fn rounds_past_the_freshness_are_force_finished_and_resume() {
         data::sorted_by_id(data::canonical_rows(&data::batch(0, 6_000)))
     );
     assert_no_duplicate_offsets(&lake, &[]);
+    assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
+}
+
+/// A round that reaches the table's freshness before any of its splits read a batch commits
+/// nothing: a lake snapshot that moves no bucket would be registered by Fluss as one repeating
+/// its predecessor. Found by the chaos run (an empty Lance version registered after a slow
+/// start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_forced_before_any_batch_commits_nothing() {
+    let c = cluster::lease("paimon");
+    let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
+    let admin = conn.get_admin().unwrap();
+    let path = TablePath::new("fluss", unique_name("forced_empty"));
+    data::create_table(&admin, &path, &data::lake_log_table(1, None, "1s")).await;
+    data::write_rows(&conn, &path, 0, 1_000, 1_000).await;
+    let ends = data::all_log_end_offsets(&admin, &path).await;
+    let release = repo_root()
+        .join("target/test-scratch")
+        .join(format!("{}-release", path.table()));
+    std::fs::create_dir_all(release.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&release);
+    // The first split stalls before its first batch, past the 1 s freshness.
+    let mut h = host::HostProcess::spawn_with_env(
+        &host::args(&c.bootstrap, &[host::plugin("paimon")], &[]),
+        &format!("{}-host", path.table()),
+        &[(
+            "FLUSS_LAKE_HOST_FAILPOINTS",
+            &format!("before-first-batch=once-until:{}", release.display()),
+        )],
+    );
+    h.wait_for_log("failpoint before-first-batch", Duration::from_secs(60))
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    std::fs::write(&release, b"go").unwrap();
+    h.wait_for_log(
+        "round reached the table's freshness",
+        Duration::from_secs(30),
+    )
+    .await;
+    data::wait_for_all_lake_offsets(&admin, &path, &ends, Duration::from_secs(120))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nhost log:\n{}", h.log()));
+    h.wait_for_log_count("tiering round committed", 1, Duration::from_secs(30))
+        .await;
+    let log = h.log();
+    let commits: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("tiering round committed"))
+        .collect();
+    assert!(
+        commits.iter().all(|l| !l.contains(" rows=0 ")),
+        "a round that wrote nothing committed:\n{log}"
+    );
+    // One snapshot per committing round, and the lake holds every row once.
+    let snapshots = paimon::snapshot(&c.paimon_warehouse, "fluss", path.table(), None);
+    assert_eq!(
+        snapshots["id"].as_i64(),
+        Some(commits.len() as i64),
+        "{snapshots}"
+    );
+    let lake = paimon::rows(&c.paimon_warehouse, "fluss", path.table(), None);
+    assert_eq!(
+        business(&lake),
+        data::sorted_by_id(data::canonical_rows(&data::batch(0, 1_000)))
+    );
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
 }
