@@ -4,6 +4,8 @@
 //!
 //! ```text
 //! bench run [--workloads log3,log12,pk,partitioned,many-tables,steady] [--formats paimon,iceberg]
+//!           (or --workloads scale-tables,scale-buckets: the host's start-up and heartbeats at
+//!           1,000 tables and at 50 × 64 buckets, with --services host)
 //!           [--services host,flink] [--scale 1] [--out DIR] [--cluster-index 8]
 //! bench raw-scan --bootstrap HOST:PORT --table db.table     (a child of `run`: its CPU alone)
 //! ```

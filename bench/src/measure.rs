@@ -11,6 +11,7 @@ use anyhow::{Result, bail};
 use fluss::client::FlussAdmin;
 use fluss::metadata::TablePath;
 use fluss_lake_e2e::cluster::ClusterInfo;
+use fluss_lake_e2e::host_metrics::{Exposition, HistogramSummary};
 use serde::Serialize;
 
 use crate::lake_files::{self, LakeFiles};
@@ -37,6 +38,44 @@ pub struct ServiceFigures {
     pub peak_rss_bytes: u64,
     /// Files and bytes under the tables' lake directories.
     pub lake: LakeFiles,
+    /// What the host's `/metrics` said at the end (the host only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_metrics: Option<HostMetricsFigures>,
+}
+
+/// The host's own figures of its rounds' start-up and its heartbeats, scraped when every
+/// table was covered: they must stay bounded as tables and buckets grow.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct HostMetricsFigures {
+    /// A round's start to its splits planned (routing, table lookup, split generation).
+    pub plan_s: HistogramSummary,
+    /// A round's start to its plugin's first byte written to the lake store.
+    pub first_write_s: HistogramSummary,
+    pub heartbeats: u64,
+    pub heartbeat_request_max_bytes: u64,
+    pub heartbeat_response_max_bytes: u64,
+}
+
+impl HostMetricsFigures {
+    fn scrape(address: &str) -> Result<Self> {
+        let e = Exposition::scrape(address)?;
+        let histogram = |name: &str| {
+            e.histogram(name)
+                .ok_or_else(|| anyhow::anyhow!("no {name} in the host's /metrics"))
+        };
+        let value = |name: &str| {
+            e.value(name)
+                .map(|v| v as u64)
+                .ok_or_else(|| anyhow::anyhow!("no {name} in the host's /metrics"))
+        };
+        Ok(Self {
+            plan_s: histogram("fluss_lake_round_plan_duration_seconds")?,
+            first_write_s: histogram("fluss_lake_round_first_write_seconds")?,
+            heartbeats: value("fluss_lake_heartbeats_sent_total")?,
+            heartbeat_request_max_bytes: value("fluss_lake_heartbeat_request_max_bytes")?,
+            heartbeat_response_max_bytes: value("fluss_lake_heartbeat_response_max_bytes")?,
+        })
+    }
 }
 
 /// A service's figures read as its throughput (records, wall and CPU seconds).
@@ -47,10 +86,11 @@ impl std::ops::Deref for ServiceFigures {
     }
 }
 
-/// How long a service may take to tier a backlog of `records`: 10 minutes, and a second
-/// more per 10,000 records beyond 6M (Flink tiers 100,000 or more a second here).
-fn cover_timeout(records: u64) -> Duration {
-    Duration::from_secs(600.max(records / 10_000))
+/// How long a service may take to tier a backlog of `records` in `tables` tables: 10 minutes,
+/// and a second more per 10,000 records beyond 6M (Flink tiers 100,000 or more a second
+/// here), plus a second per table (each table is a round of its own).
+fn cover_timeout(records: u64, tables: usize) -> Duration {
+    Duration::from_secs(600.max(records / 10_000) + tables as u64)
 }
 /// How long a service may take to serve the coordinator.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
@@ -72,7 +112,7 @@ pub async fn backlog(
 
     let mut first_commit_s = None;
     let mut left: Vec<usize> = (0..prepared.tables.len()).collect();
-    let timeout = cover_timeout(prepared.records);
+    let timeout = cover_timeout(prepared.records, prepared.tables.len());
     let deadline = Instant::now() + timeout;
     while !left.is_empty() {
         service.check_running()?;
@@ -105,6 +145,10 @@ pub async fn backlog(
     let wall_s = service.started.elapsed().as_secs_f64();
     let cpu_s = proc_stats::cpu_seconds(pid)?;
     let peak_rss_bytes = proc_stats::peak_rss_bytes(pid)?;
+    let host_metrics = match &service.metrics_address {
+        Some(address) => Some(HostMetricsFigures::scrape(address)?),
+        None => None,
+    };
     service.stop(Duration::from_secs(30));
     let lake = lake_files::of_tables(c, format, &prepared.tables)?;
     Ok(ServiceFigures {
@@ -119,12 +163,18 @@ pub async fn backlog(
         startup_cpu_s,
         peak_rss_bytes,
         lake,
+        host_metrics,
     })
 }
 
-/// Polls often for one table, less often for many (each poll is one request per table).
+/// Polls often for one table, less often for many (each poll is one request per table, to
+/// the coordinator the service under test talks to as well).
 fn poll_interval(tables: usize) -> Duration {
-    Duration::from_millis(if tables > 10 { 500 } else { 100 })
+    Duration::from_millis(match tables {
+        0..=10 => 100,
+        11..=100 => 500,
+        _ => 2_000,
+    })
 }
 
 /// The latest lake snapshot's offsets of a table, if it has one.

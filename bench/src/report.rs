@@ -248,6 +248,47 @@ pub fn markdown(r: &RunResult) -> String {
             );
         }
     }
+    let started: Vec<_> = r
+        .backlog
+        .iter()
+        .filter_map(|b| Some((b, b.host.as_ref()?.host_metrics.as_ref()?)))
+        .collect();
+    if !started.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Host: round start-up and heartbeats (its own /metrics)\n\nFrom a round's start to its splits planned, and to its plugin's first byte in the lake store: mean, p50 and p99 (interpolated within histogram buckets) and the bucket bound the largest is under; the largest heartbeat request and response.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| workload | format | tables | rounds | plan s mean / p50 / p99 / max ≤ | first write s mean / p50 / p99 / max ≤ | heartbeats | largest heartbeat request / response B | peak RSS MiB | CPU s | rows per CPU-s |"
+        );
+        let _ = writeln!(md, "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|");
+        for (b, m) in started {
+            let h = b.host.as_ref().expect("filtered above");
+            let times = |s: &fluss_lake_e2e::host_metrics::HistogramSummary| {
+                format!(
+                    "{:.3} / {:.3} / {:.3} / {}",
+                    s.mean, s.p50, s.p99, s.max_at_most
+                )
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {:.0} | {:.1} | {:.0} |",
+                b.workload,
+                b.format,
+                b.tables,
+                m.plan_s.count,
+                times(&m.plan_s),
+                times(&m.first_write_s),
+                m.heartbeats,
+                m.heartbeat_request_max_bytes,
+                m.heartbeat_response_max_bytes,
+                mib(h.peak_rss_bytes),
+                h.cpu_s,
+                h.rows_per_cpu_s()
+            );
+        }
+    }
     if !r.steady.is_empty() {
         let _ = writeln!(
             md,

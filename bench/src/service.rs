@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use fluss_lake_e2e::cluster::ClusterInfo;
-use fluss_lake_e2e::repo_root;
+use fluss_lake_e2e::{prometheus, repo_root};
 use serde::Serialize;
 
 /// Which service tiers the tables.
@@ -49,6 +49,8 @@ pub struct Service {
     child: Option<Child>,
     log: PathBuf,
     pub started: Instant,
+    /// The host's `--metrics.address` (HOST:PORT), read at the end of a measurement.
+    pub metrics_address: Option<String>,
 }
 
 impl Service {
@@ -58,9 +60,13 @@ impl Service {
             std::fs::create_dir_all(dir)?;
         }
         let out = std::fs::File::create(log)?;
-        let mut cmd = match kind {
-            ServiceKind::Host => host_command(c, format)?,
-            ServiceKind::Flink => flink_command(c, format, log)?,
+        let metrics_address = match kind {
+            ServiceKind::Host => Some(format!("127.0.0.1:{}", prometheus::free_port()?)),
+            ServiceKind::Flink => None,
+        };
+        let mut cmd = match (kind, &metrics_address) {
+            (ServiceKind::Host, Some(metrics)) => host_command(c, format, metrics)?,
+            _ => flink_command(c, format, log)?,
         };
         let child = cmd
             .envs(fluss_lake_e2e::host::NO_INSTANCE_METADATA.iter().copied())
@@ -74,6 +80,7 @@ impl Service {
             child: Some(child),
             log: log.to_path_buf(),
             started: Instant::now(),
+            metrics_address,
         })
     }
 
@@ -156,8 +163,9 @@ impl Drop for Service {
 }
 
 /// The host as a user runs it: the format's plugin, the shared compiled-plugin cache (a
-/// deployment compiles a plugin once, not per start), default settings but the poll interval.
-fn host_command(c: &ClusterInfo, format: &str) -> Result<Command> {
+/// deployment compiles a plugin once, not per start), default settings but the poll interval,
+/// and its metrics endpoint on `metrics` (what it says about its rounds and heartbeats).
+fn host_command(c: &ClusterInfo, format: &str, metrics: &str) -> Result<Command> {
     let state = repo_root()
         .join("target/bench/state")
         .join(fluss_lake_e2e::unique_name("host"));
@@ -169,6 +177,7 @@ fn host_command(c: &ClusterInfo, format: &str) -> Result<Command> {
         .arg("--state-dir")
         .arg(state)
         .args(["--tiering.poll.table.interval", POLL_TABLE_INTERVAL])
+        .args(["--metrics.address", metrics])
         // The plugin it names, not the ones built in as well.
         .arg("--no-builtin-plugins")
         .env(

@@ -19,6 +19,7 @@ use fluss::metadata::{
 };
 use fluss::row::GenericRow;
 use fluss_lake_e2e::data;
+use futures::StreamExt;
 use serde::Serialize;
 
 /// The workloads; sizes are the at `--scale 1`.
@@ -41,6 +42,13 @@ pub enum WorkloadKind {
     Splits,
     /// A writer at a fixed rate for several minutes; freshness percentiles.
     Steady,
+    /// 1,000 small lake log tables (1 bucket, 200 rows each): what grows with the tables a
+    /// host serves (assignment to first write, heartbeats, memory), not with the rows.
+    ScaleTables,
+    /// One log table of 50 partitions × 64 buckets, 4 rows per bucket (12,800 rows, 3,200
+    /// splits): split generation of one wide table (Fluss #3811: 13 × 800 buckets took
+    /// FlussLakeTiering 450–490 s to plan).
+    ScaleBuckets,
 }
 
 impl WorkloadKind {
@@ -53,6 +61,8 @@ impl WorkloadKind {
             WorkloadKind::ManyTables => "many-tables",
             WorkloadKind::Splits => "splits",
             WorkloadKind::Steady => "steady",
+            WorkloadKind::ScaleTables => "scale-tables",
+            WorkloadKind::ScaleBuckets => "scale-buckets",
         }
     }
 
@@ -78,6 +88,14 @@ pub struct Sizes {
     pub steady_seconds: u64,
     /// `table.datalake.freshness` of the steady table.
     pub steady_freshness_s: u64,
+    /// Tables of the scale-tables workload (1 bucket, `scale_rows_per_table` rows each).
+    pub scale_tables: usize,
+    pub scale_rows_per_table: usize,
+    /// Partitions of the scale-buckets workload (`scale_buckets` buckets each).
+    pub scale_partitions: usize,
+    pub scale_buckets: i32,
+    /// Rows written into each partition of the scale-buckets table: a few per bucket.
+    pub scale_rows_per_partition: usize,
 }
 
 impl Sizes {
@@ -95,6 +113,13 @@ impl Sizes {
             steady_rate: n(20_000.0, 200),
             steady_seconds: ((180.0 * scale.min(1.0).sqrt()).round() as u64).max(20),
             steady_freshness_s: 10,
+            // The count scales, not the rows: these workloads measure per-table and
+            // per-bucket costs.
+            scale_tables: n(1_000.0, 4),
+            scale_rows_per_table: 200,
+            scale_partitions: n(50.0, 2),
+            scale_buckets: 64,
+            scale_rows_per_partition: 64 * 4,
         }
     }
 }
@@ -105,6 +130,9 @@ const CREATE_FRESHNESS: Duration = Duration::from_secs(2);
 const BACKLOG_FRESHNESS: &str = "30min";
 /// Rows per appended Arrow batch.
 const WRITE_BATCH: usize = 20_000;
+/// Tables (or partitions) written at once by the scale workloads: one at a time, a thousand
+/// tables would take most of the run to write.
+const SCALE_WRITERS: usize = 8;
 
 /// Tables written and due for tiering.
 pub struct Prepared {
@@ -206,6 +234,56 @@ pub async fn prepare(
                 data::write_rows(conn, &t, 0, sizes.rows_per_table, WRITE_BATCH).await;
                 tables.push(t);
             }
+        }
+        WorkloadKind::ScaleTables => {
+            tables = (0..sizes.scale_tables)
+                .map(|k| path(&format!("t{k:04}")))
+                .collect();
+            let descriptor = data::lake_log_table(1, Some("id"), &freshness);
+            data::create_tables(admin, &tables, &descriptor).await;
+            last_created = Instant::now();
+            let rows = sizes.scale_rows_per_table;
+            futures::stream::iter(tables.iter().enumerate())
+                .map(|(k, t)| data::write_rows(conn, t, (k * rows) as i64, rows, rows))
+                .buffer_unordered(SCALE_WRITERS)
+                .collect::<Vec<()>>()
+                .await;
+        }
+        WorkloadKind::ScaleBuckets => {
+            let t = path("wide");
+            data::create_table(
+                admin,
+                &t,
+                &data::lake_partitioned_log_table(
+                    sizes.scale_buckets,
+                    Some("id"),
+                    &freshness,
+                    &["p"],
+                ),
+            )
+            .await;
+            last_created = Instant::now();
+            let specs: Vec<[(&str, String); 1]> = (0..sizes.scale_partitions)
+                .map(|k| [("p", format!("p{k:03}"))])
+                .collect();
+            // One at a time, as `data::create_tables` creates tables.
+            for spec in &specs {
+                data::create_partition(admin, &t, &[(spec[0].0, spec[0].1.as_str())]).await;
+            }
+            let rows = sizes.scale_rows_per_partition;
+            futures::stream::iter(specs.iter().enumerate())
+                .map(|(k, spec)| {
+                    let t = &t;
+                    async move {
+                        let spec: &[(&str, &str)] = &[(spec[0].0, spec[0].1.as_str())];
+                        data::write_partition_rows(conn, t, spec, (k * rows) as i64, rows, rows)
+                            .await;
+                    }
+                })
+                .buffer_unordered(SCALE_WRITERS)
+                .collect::<Vec<()>>()
+                .await;
+            tables.push(t);
         }
         WorkloadKind::Steady => unreachable!("the steady workload writes while it is measured"),
     }

@@ -13,6 +13,7 @@ pub mod flink_tiering;
 pub mod fluss_read;
 pub mod hive;
 pub mod host;
+pub mod host_metrics;
 pub mod iceberg;
 pub mod java;
 pub mod lake_check;

@@ -57,6 +57,29 @@ impl FlussClient {
         self.current().admin.clone()
     }
 
+    /// Drops what the client cached of `path` (its info, partitions, bucket leaders). fluss-rs
+    /// keeps every table it was ever asked about and copies that whole cache on each refresh,
+    /// which every offsets and table-info request forces: kept for every table ever tiered,
+    /// a host serving a thousand tables spent a third of its CPU copying it, each round
+    /// costing more the more tables came before. A round forgets its table when it ends (its
+    /// next round asks Fluss afresh anyway), so the cache holds the tables in flight.
+    pub fn forget_table(&self, path: &fluss::metadata::TablePath) {
+        self.current()
+            .conn
+            .get_metadata()
+            .evict_table_metadata(path);
+    }
+
+    /// Tables the client's metadata cache holds now.
+    pub fn cached_tables(&self) -> usize {
+        self.current()
+            .conn
+            .get_metadata()
+            .get_cluster()
+            .get_table_info_by_path()
+            .len()
+    }
+
     /// Replaces the connection with a new one that sees the cluster (a coordinator among its
     /// servers). At most once per [`MIN_REPAIR_INTERVAL`]; returns whether it was replaced.
     pub async fn repair(&self) -> bool {

@@ -120,6 +120,17 @@ fn instantiate_seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.0005, 2.0, 14))
 }
 
+fn round_start_seconds() -> Histogram {
+    // 5 ms … 5.8 min: a table of a few buckets plans in milliseconds, one of thousands of
+    // buckets in seconds (Flink's split generator took minutes at 10,400 buckets).
+    Histogram::new(exponential_buckets(0.005, 2.0, 17))
+}
+
+fn message_bytes() -> Histogram {
+    // 16 B … 4 MiB.
+    Histogram::new(exponential_buckets(16.0, 4.0, 10))
+}
+
 pub struct Metrics {
     registry: Registry,
     // Per table.
@@ -159,6 +170,13 @@ pub struct Metrics {
     plugin_instantiate_duration: Histograms<PluginLabels>,
     plugin_info: Gauges<PluginInfoLabels>,
     // The host.
+    round_plan_duration: Histogram,
+    round_first_write: Histogram,
+    heartbeat_request_bytes: Histogram,
+    heartbeat_response_bytes: Histogram,
+    heartbeat_request_max_bytes: Gauge,
+    heartbeat_response_max_bytes: Gauge,
+    fluss_cached_tables: Gauge,
     heartbeats_sent: Counter,
     heartbeats_failed: Counter,
     coordinator_epoch: Gauge,
@@ -361,6 +379,41 @@ impl Metrics {
                 "1 for every plugin serving new rounds, with its version and where it came from",
                 Gauges::default()
             ),
+            round_plan_duration: reg!(
+                "round_plan_duration_seconds",
+                "Time from a round's start (its assignment, or the end of its retry backoff) to its splits being planned: plugin routing, table lookup and split generation",
+                round_start_seconds()
+            ),
+            round_first_write: reg!(
+                "round_first_write_seconds",
+                "Time from a round's start to the first byte its plugin wrote to the lake store (rounds that wrote something)",
+                round_start_seconds()
+            ),
+            heartbeat_request_bytes: reg!(
+                "heartbeat_request_bytes",
+                "Encoded size of each heartbeat request sent to the coordinator",
+                message_bytes()
+            ),
+            heartbeat_response_bytes: reg!(
+                "heartbeat_response_bytes",
+                "Encoded size of each heartbeat response received from the coordinator",
+                message_bytes()
+            ),
+            heartbeat_request_max_bytes: reg!(
+                "heartbeat_request_max_bytes",
+                "Largest heartbeat request sent since the host started",
+                Gauge::default()
+            ),
+            heartbeat_response_max_bytes: reg!(
+                "heartbeat_response_max_bytes",
+                "Largest heartbeat response received since the host started",
+                Gauge::default()
+            ),
+            fluss_cached_tables: reg!(
+                "fluss_cached_tables",
+                "Tables whose metadata the host's Fluss client caches: the tables of the rounds in flight",
+                Gauge::default()
+            ),
             heartbeats_sent: reg!(
                 "heartbeats_sent",
                 "Heartbeats sent to the coordinator",
@@ -525,6 +578,39 @@ impl Metrics {
         }
     }
 
+    /// The encoded sizes of one heartbeat's request and, when one came, its response: what
+    /// the host sends grows with its rounds in flight and reports, never with the cluster's
+    /// tables.
+    pub fn heartbeat_sizes(&self, request: usize, response: Option<usize>) {
+        let observe = |histogram: &Histogram, largest: &Gauge, bytes: usize| {
+            histogram.observe(bytes as f64);
+            let inner: &AtomicI64 = largest.inner();
+            inner.fetch_max(i64::try_from(bytes).unwrap_or(i64::MAX), Ordering::Relaxed);
+        };
+        observe(
+            &self.heartbeat_request_bytes,
+            &self.heartbeat_request_max_bytes,
+            request,
+        );
+        if let Some(bytes) = response {
+            observe(
+                &self.heartbeat_response_bytes,
+                &self.heartbeat_response_max_bytes,
+                bytes,
+            );
+        }
+    }
+
+    /// A round planned its splits `took` after it started.
+    pub fn round_planned(&self, took: Duration) {
+        self.round_plan_duration.observe(took.as_secs_f64());
+    }
+
+    /// A round's plugin wrote its first byte to the lake store `took` after the round started.
+    pub fn round_first_write(&self, took: Duration) {
+        self.round_first_write.observe(took.as_secs_f64());
+    }
+
     pub fn set_coordinator_epoch(&self, epoch: i32) {
         self.coordinator_epoch.set(i64::from(epoch));
     }
@@ -534,6 +620,10 @@ impl Metrics {
         self.tables_in_flight.set(in_flight as i64);
         self.table_slots_in_use.set(running as i64);
         self.rounds_waiting_backoff.set(waiting_backoff as i64);
+    }
+
+    pub fn set_fluss_cached_tables(&self, tables: usize) {
+        self.fluss_cached_tables.set(tables as i64);
     }
 
     pub fn set_table_slots(&self, slots: usize) {
@@ -827,6 +917,33 @@ mod tests {
         assert!(text.contains("# TYPE fluss_lake_heartbeats_sent counter"));
         assert!(text.contains("fluss_lake_build_info{version="));
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    /// Heartbeat sizes and round start-up times are host series: however many tables the host
+    /// tiers, there is one of each, and the largest heartbeat is kept.
+    #[test]
+    fn heartbeat_sizes_keep_their_largest_and_round_times_are_host_series() {
+        metrics().heartbeat_sizes(5_000, Some(300));
+        metrics().heartbeat_sizes(40, None);
+        metrics().round_planned(Duration::from_millis(20));
+        metrics().round_first_write(Duration::from_millis(90));
+        let value = |name: &str| -> i64 {
+            let l = lines(name);
+            assert_eq!(l.len(), 1, "{l:?}");
+            l[0].rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        assert!(value("fluss_lake_heartbeat_request_max_bytes ") >= 5_000);
+        assert!(value("fluss_lake_heartbeat_response_max_bytes ") >= 300);
+        assert!(value("fluss_lake_heartbeat_request_bytes_count ") >= 2);
+        assert!(value("fluss_lake_heartbeat_response_bytes_count ") >= 1);
+        assert!(value("fluss_lake_round_plan_duration_seconds_count ") >= 1);
+        assert!(value("fluss_lake_round_first_write_seconds_count ") >= 1);
+        // No labels: one series per bucket bound, whatever the tables.
+        assert!(
+            lines("fluss_lake_round_plan_duration_seconds_bucket{")
+                .iter()
+                .all(|l| l.starts_with("fluss_lake_round_plan_duration_seconds_bucket{le=")),
+        );
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //! is refused before it is read, a listing page holds a bounded number of entries, and an
 //! [`Upload`] holds at most [`UPLOAD_PARTS_IN_FLIGHT`] parts of [`UPLOAD_PART_SIZE`] bytes.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use futures::TryStreamExt;
 use object_store::path::Path;
@@ -45,6 +46,9 @@ pub struct StorageQuota {
     bytes: AtomicU64,
     objects: AtomicU64,
     exceeded: AtomicBool,
+    /// When the round first wrote (an object started, or bytes of one): how long a round
+    /// takes to get going is measured up to here (`round_first_write_seconds`).
+    first_write: OnceLock<Instant>,
 }
 
 impl StorageQuota {
@@ -55,6 +59,7 @@ impl StorageQuota {
             bytes: AtomicU64::new(0),
             objects: AtomicU64::new(0),
             exceeded: AtomicBool::new(false),
+            first_write: OnceLock::new(),
         })
     }
 
@@ -90,7 +95,15 @@ impl StorageQuota {
                 format!("{path}: {}", self.describe()),
             ));
         }
+        if objects > 0 || bytes > 0 {
+            self.first_write.get_or_init(Instant::now);
+        }
         Ok(())
+    }
+
+    /// When the round first wrote something through storage; none while it has not.
+    pub fn first_write(&self) -> Option<Instant> {
+        self.first_write.get().copied()
     }
 
     /// Objects charged so far (data and metadata files the round wrote).
@@ -675,8 +688,19 @@ mod tests {
         let quota = StorageQuota::new(10, 3);
         let a = local(dir.to_str().unwrap(), "db/t").with_quota(quota.clone());
         let b = a.clone();
+        assert!(quota.first_write().is_none(), "nothing written yet");
+        let before = Instant::now();
         a.put("1", vec![0; 4]).await.unwrap();
+        let first = quota
+            .first_write()
+            .expect("the first write is when the round got going");
+        assert!(first >= before);
         b.put_if_absent("2", vec![0; 4]).await.unwrap();
+        assert_eq!(
+            quota.first_write(),
+            Some(first),
+            "later writes keep the first"
+        );
         assert!(quota.exceeded().is_none());
         // 12 bytes: over, and nothing is written.
         let e = a.put("3", vec![0; 4]).await.unwrap_err();

@@ -57,9 +57,13 @@ pub async fn run_round(
     );
     let started = Instant::now();
     let table_metrics = OnceLock::new();
-    let outcome = tier(ctx, &assignment, cancel, &table_metrics)
+    let fluss = ctx.fluss.clone();
+    let outcome = tier(ctx, &assignment, cancel, started, &table_metrics)
         .instrument(span)
         .await;
+    // However it ended: the Fluss client's cache then holds the tables in flight only, not
+    // every table ever tiered (`FlussClient::forget_table`).
+    fluss.forget_table(&assignment.path);
     let reason = outcome.as_ref().err().map(|e| e.kind());
     match (table_metrics.get(), &outcome) {
         (Some(m), Ok(o)) => {
@@ -105,6 +109,7 @@ async fn tier(
     ctx: Arc<TieringContext>,
     assignment: &Assignment,
     cancel: CancellationToken,
+    started: Instant,
     table_metrics: &OnceLock<TableMetrics>,
 ) -> Result<RoundOutcome> {
     let (resolved, mut control) = resolve_table(&ctx, assignment).await?;
@@ -124,6 +129,8 @@ async fn tier(
         .await?;
 
     let (planned_snapshot, plan) = plan_splits(&ctx, assignment, &resolved.info).await?;
+    // Host-wide, not per table: a thousand tables add observations, not series.
+    metrics().round_planned(started.elapsed());
     for refused in &plan.refused {
         if refused.kind() == ErrorKind::LogGap {
             tracing::error!(table = %assignment.path, "bucket not tiered: {refused}");
@@ -192,6 +199,9 @@ async fn tier(
     .await;
     timer.abort();
     drop(progress_task);
+    if let Some(at) = resolved.storage.quota().first_write() {
+        metrics().round_first_write(at.saturating_duration_since(started));
+    }
     let results = match results {
         Ok(r) => r,
         Err((e, written)) => {

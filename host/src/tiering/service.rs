@@ -83,7 +83,7 @@ impl TieringService {
         };
         health().expect_heartbeats_every(ctx.config.heartbeat_interval + ctx.config.rpc_timeout);
         metrics().set_table_slots(ctx.config.max_concurrent_tables);
-        let response = observe_heartbeat(ctx.coordinator.heartbeat(&request).await)?;
+        let response = observe_heartbeat(&request, ctx.coordinator.heartbeat(&request).await)?;
         if !leftover.is_empty() {
             tracing::warn!(
                 tables = ?leftover.iter().map(|e| e.table_id).collect::<Vec<_>>(),
@@ -158,10 +158,12 @@ impl TieringService {
         self.active.values().filter(|r| r.starts_at <= now).count()
     }
 
-    /// The rounds' gauges: in flight, running (taking a slot), waiting for their backoff.
+    /// The rounds' gauges: in flight, running (taking a slot), waiting for their backoff; and
+    /// the tables the Fluss client caches, which follow the rounds in flight.
     fn publish_rounds(&self) {
         let running = self.running();
         metrics().set_rounds(self.active.len(), running, self.active.len() - running);
+        metrics().set_fluss_cached_tables(self.ctx.fluss.cached_tables());
     }
 
     fn has_capacity(&self) -> bool {
@@ -178,8 +180,13 @@ impl TieringService {
         let request_table = may_request && self.has_capacity() && poll_due;
         let finished: Vec<Finished> = std::mem::take(&mut self.finished);
         let failed: Vec<Assignment> = std::mem::take(&mut self.failed);
-        let req = self.heartbeat_request(&finished, &failed, request_table);
-        let response = match observe_heartbeat(self.ctx.coordinator.heartbeat(&req).await) {
+        let req = heartbeat_request(
+            self.active.values().map(|r| &r.assignment),
+            &finished,
+            &failed,
+            request_table,
+        );
+        let response = match observe_heartbeat(&req, self.ctx.coordinator.heartbeat(&req).await) {
             Ok(r) => r,
             Err(e) => {
                 self.on_heartbeat_failed(&e, finished, failed);
@@ -208,40 +215,6 @@ impl TieringService {
                 }
                 false
             }
-        }
-    }
-
-    /// The heartbeat request: every round in flight, the finished ones with their stats and
-    /// whether they were force-finished, the failed ones, and possibly a request for a table.
-    fn heartbeat_request(
-        &self,
-        finished: &[Finished],
-        failed: &[Assignment],
-        request_table: bool,
-    ) -> LakeTieringHeartbeatRequest {
-        LakeTieringHeartbeatRequest {
-            tiering_tables: self
-                .active
-                .values()
-                .map(|r| table_req(&r.assignment, None))
-                .collect(),
-            finished_tables: finished
-                .iter()
-                .map(|f| {
-                    let stats = f.outcome.stats.as_ref().map(|s| PbLakeTieringStats {
-                        file_size: s.file_size,
-                        record_count: s.record_count,
-                    });
-                    table_req(&f.assignment, stats)
-                })
-                .collect(),
-            failed_tables: failed.iter().map(|a| table_req(a, None)).collect(),
-            request_table: request_table.then_some(true),
-            force_finished_tables: finished
-                .iter()
-                .filter(|f| f.outcome.force_finished)
-                .map(|f| f.assignment.table_id)
-                .collect(),
         }
     }
 
@@ -457,11 +430,18 @@ impl TieringService {
     }
 }
 
-/// Counts a heartbeat and tells the readiness check how it went; passes the result on.
+/// Counts a heartbeat and its encoded sizes and tells the readiness check how it went;
+/// passes the result on.
 fn observe_heartbeat(
+    request: &LakeTieringHeartbeatRequest,
     result: Result<LakeTieringHeartbeatResponse>,
 ) -> Result<LakeTieringHeartbeatResponse> {
+    use prost::Message;
     metrics().heartbeat(result.is_ok());
+    metrics().heartbeat_sizes(
+        request.encoded_len(),
+        result.as_ref().ok().map(Message::encoded_len),
+    );
     match &result {
         Ok(response) => {
             health().heartbeat_ok();
@@ -471,6 +451,43 @@ fn observe_heartbeat(
     }
     result
 }
+
+/// The heartbeat request: every round in flight, the finished ones with their stats and
+/// whether they were force-finished, the failed ones, and possibly a request for a table.
+/// Its size grows with the host's rounds (in flight and reported, at most
+/// [`MAX_TABLE_ENTRY_BYTES`] each), never with the tables the cluster holds.
+fn heartbeat_request<'a>(
+    in_flight: impl Iterator<Item = &'a Assignment>,
+    finished: &[Finished],
+    failed: &[Assignment],
+    request_table: bool,
+) -> LakeTieringHeartbeatRequest {
+    LakeTieringHeartbeatRequest {
+        tiering_tables: in_flight.map(|a| table_req(a, None)).collect(),
+        finished_tables: finished
+            .iter()
+            .map(|f| {
+                let stats = f.outcome.stats.as_ref().map(|s| PbLakeTieringStats {
+                    file_size: s.file_size,
+                    record_count: s.record_count,
+                });
+                table_req(&f.assignment, stats)
+            })
+            .collect(),
+        failed_tables: failed.iter().map(|a| table_req(a, None)).collect(),
+        request_table: request_table.then_some(true),
+        force_finished_tables: finished
+            .iter()
+            .filter(|f| f.outcome.force_finished)
+            .map(|f| f.assignment.table_id)
+            .collect(),
+    }
+}
+
+/// The most one table adds to a heartbeat request: its entry (ids, epochs and, once
+/// finished, the lake statistics, each a varint of at most 10 bytes, with their tags and the
+/// entry's own) and its id among the force-finished tables.
+pub const MAX_TABLE_ENTRY_BYTES: usize = 2 + 3 * 11 + (2 + 2 * 11) + 11;
 
 fn table_req(a: &Assignment, stats: Option<PbLakeTieringStats>) -> PbHeartbeatReqForTable {
     PbHeartbeatReqForTable {
@@ -569,6 +586,45 @@ mod tests {
                 .iter()
                 .all(|&b| b != 0x22)
         );
+    }
+
+    /// A heartbeat costs at most [`MAX_TABLE_ENTRY_BYTES`] per round it carries, even with
+    /// the largest ids, epochs and statistics (negative ones take 10-byte varints).
+    #[test]
+    fn a_heartbeat_request_grows_by_a_bounded_size_per_round() {
+        use prost::Message;
+        let round = |table_id| Assignment {
+            table_id,
+            path: fluss::metadata::TablePath::new("db", "t"),
+            tiering_epoch: i64::MIN,
+            coordinator_epoch: -1,
+        };
+        let stats = crate::plugin::wit::TieringStats {
+            file_size: Some(i64::MIN),
+            record_count: Some(i64::MIN),
+        };
+        let finished: Vec<Finished> = (0..1_000)
+            .map(|k| Finished {
+                assignment: round(i64::MIN + k),
+                outcome: RoundOutcome {
+                    stats: Some(stats),
+                    force_finished: true,
+                    ..RoundOutcome::default()
+                },
+            })
+            .collect();
+        let in_flight: Vec<Assignment> = (0..1_000).map(|k| round(-1 - k)).collect();
+        let failed: Vec<Assignment> = (0..1_000).map(|k| round(i64::MAX - k)).collect();
+        let request = heartbeat_request(in_flight.iter(), &finished, &failed, true);
+        let rounds = in_flight.len() + finished.len() + failed.len();
+        let len = request.encoded_len();
+        // Two bytes for the table request.
+        assert!(
+            len <= rounds * MAX_TABLE_ENTRY_BYTES + 2,
+            "{len} bytes for {rounds} rounds"
+        );
+        let one = heartbeat_request(in_flight[..1].iter(), &[], &[], false).encoded_len();
+        assert!(one <= MAX_TABLE_ENTRY_BYTES, "{one}");
     }
 
     #[test]

@@ -23,4 +23,5 @@ mod paimon_primary_key;
 mod paimon_rest;
 mod remote_log_stores;
 mod sasl;
+mod scale;
 mod schema_changes;
