@@ -13,10 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use fluss::client::{FlussAdmin, FlussConnection};
-use fluss::metadata::{
-    AlterConfig, AlterConfigOpType, AlterTableChanges, DataTypes, Schema, TableDescriptor,
-    TablePath,
-};
+use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::row::GenericRow;
 use fluss_lake_e2e::data;
 use futures::StreamExt;
@@ -313,16 +310,7 @@ pub async fn prepare(
 
 /// Sets a table's `table.datalake.freshness`.
 pub async fn set_freshness(admin: &FlussAdmin, t: &TablePath, freshness: &str) -> Result<()> {
-    let changes = AlterTableChanges {
-        config_changes: vec![AlterConfig::new(
-            "table.datalake.freshness",
-            Some(freshness.to_string()),
-            AlterConfigOpType::Set,
-        )],
-        ..Default::default()
-    };
-    admin
-        .alter_table(t, false, changes)
+    data::set_freshness(admin, t, freshness)
         .await
         .with_context(|| format!("altering the freshness of {t}"))
 }

@@ -122,7 +122,8 @@ pub fn lake_partitioned_log_table(
     builder.build().expect("valid descriptor")
 }
 
-pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &TableDescriptor) {
+/// Creates `path` (and its database, if missing) without waiting for its leaders.
+async fn create_table_only(admin: &FlussAdmin, path: &TablePath, descriptor: &TableDescriptor) {
     if !admin.database_exists(path.database()).await.unwrap() {
         admin
             .create_database(path.database(), None, true)
@@ -130,6 +131,28 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
             .unwrap();
     }
     admin.create_table(path, descriptor, false).await.unwrap();
+}
+
+/// Sets a table's `table.datalake.freshness` (when it is next due for tiering).
+pub async fn set_freshness(
+    admin: &FlussAdmin,
+    path: &TablePath,
+    freshness: &str,
+) -> Result<(), fluss::error::Error> {
+    use fluss::metadata::{AlterConfig, AlterConfigOpType, AlterTableChanges};
+    let changes = AlterTableChanges {
+        config_changes: vec![AlterConfig::new(
+            "table.datalake.freshness",
+            Some(freshness.to_string()),
+            AlterConfigOpType::Set,
+        )],
+        ..Default::default()
+    };
+    admin.alter_table(path, false, changes).await
+}
+
+pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &TableDescriptor) {
+    create_table_only(admin, path, descriptor).await;
     // Wait until every bucket has a leader that serves offsets (partitions: see
     // `create_partition`).
     if descriptor.is_partitioned() {
@@ -156,13 +179,7 @@ pub async fn create_table(admin: &FlussAdmin, path: &TablePath, descriptor: &Tab
 /// a 90 s wait and a restart for each, and every table is served again before this returns.
 pub async fn create_tables(admin: &FlussAdmin, paths: &[TablePath], descriptor: &TableDescriptor) {
     for path in paths {
-        if !admin.database_exists(path.database()).await.unwrap() {
-            admin
-                .create_database(path.database(), None, true)
-                .await
-                .unwrap();
-        }
-        admin.create_table(path, descriptor, false).await.unwrap();
+        create_table_only(admin, path, descriptor).await;
     }
     if descriptor.is_partitioned() {
         return;

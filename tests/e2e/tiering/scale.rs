@@ -85,7 +85,9 @@ async fn two_hundred_tables_and_320_buckets_converge_with_heartbeats_bounded_by_
     // tick): from here on, a round is never followed by another.
     tokio::time::sleep(Duration::from_secs(3)).await;
     for t in &all {
-        set_freshness(&admin, t, LONG_FRESHNESS).await;
+        data::set_freshness(&admin, t, LONG_FRESHNESS)
+            .await
+            .unwrap_or_else(|e| panic!("altering the freshness of {t}: {e}"));
     }
 
     let metrics = format!("127.0.0.1:{}", prometheus::free_port().unwrap());
@@ -187,20 +189,4 @@ async fn two_hundred_tables_and_320_buckets_converge_with_heartbeats_bounded_by_
     }
     assert!(h.exited().is_none(), "host exited:\n{}", h.log());
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
-}
-
-async fn set_freshness(admin: &fluss::client::FlussAdmin, t: &TablePath, freshness: &str) {
-    use fluss::metadata::{AlterConfig, AlterConfigOpType, AlterTableChanges};
-    let changes = AlterTableChanges {
-        config_changes: vec![AlterConfig::new(
-            "table.datalake.freshness",
-            Some(freshness.to_string()),
-            AlterConfigOpType::Set,
-        )],
-        ..Default::default()
-    };
-    admin
-        .alter_table(t, false, changes)
-        .await
-        .unwrap_or_else(|e| panic!("altering the freshness of {t}: {e}"));
 }
