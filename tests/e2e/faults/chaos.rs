@@ -15,7 +15,7 @@
 //! `scripts/chaos.sh SEED FAULTS [KINDS]` runs `from_env` (the same code) with any seed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -674,9 +674,12 @@ pub async fn run(seed: u64, faults: usize, kinds: &[Kind]) -> Report {
                 // table, which the host refuses to build on, naming it.
                 tokio::time::sleep(Duration::from_secs(8)).await;
                 let deleted = s3.delete_prefix(&t.lake_location(&c)).await;
-                tokio::task::block_in_place(|| c.set_lake_format(t.format));
+                // Tables are created with the cluster's format; nothing else reads it, so it is
+                // switched only when it differs (a JVM run each time) and left as it is.
+                if c.format != t.format {
+                    tokio::task::block_in_place(|| c.set_lake_format(t.format));
+                }
                 data::create_table(&admin, &t.path, &t.descriptor()).await;
-                tokio::task::block_in_place(|| c.set_lake_format("paimon"));
                 let new = admin
                     .get_table_info(&t.path)
                     .await
@@ -921,7 +924,7 @@ fn lake_rows(c: &ClusterInfo, t: &Table, snapshot: Option<i64>) -> Vec<Value> {
         "paimon" => paimon::rows(&c.paimon_warehouse, "fluss", name, snapshot),
         // DuckDB reads equality deletes (primary-key tables); pyiceberg does not.
         "iceberg" => iceberg::rows(
-            &c.iceberg_warehouse.join("fluss").join(name),
+            Path::new(&t.lake_location(c)),
             snapshot,
             if t.shape == Shape::PrimaryKey {
                 "duckdb"
@@ -929,12 +932,7 @@ fn lake_rows(c: &ClusterInfo, t: &Table, snapshot: Option<i64>) -> Vec<Value> {
                 "pyiceberg"
             },
         ),
-        "lance" => lance::rows(
-            &c.lance_warehouse
-                .join("fluss")
-                .join(format!("{name}.lance")),
-            snapshot.map(|s| s as u64),
-        ),
+        "lance" => lance::rows(Path::new(&t.lake_location(c)), snapshot.map(|s| s as u64)),
         other => unreachable!("format {other}"),
     }
 }
@@ -944,13 +942,12 @@ fn pk_lake_state(c: &ClusterInfo, t: &Table) -> Vec<Value> {
     let name = t.path.table();
     match t.format {
         "paimon" => paimon::rows(&c.paimon_warehouse, "fluss", name, None),
-        "iceberg" => iceberg::java_rows(
-            &c.iceberg_warehouse.join("fluss").join(name),
-            &["id", "ver", "name"],
-        )["rows"]
-            .as_array()
-            .unwrap()
-            .clone(),
+        "iceberg" => {
+            iceberg::java_rows(Path::new(&t.lake_location(c)), &["id", "ver", "name"])["rows"]
+                .as_array()
+                .unwrap()
+                .clone()
+        }
         other => unreachable!("primary-key table in {other}"),
     }
 }
