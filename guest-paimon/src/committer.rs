@@ -16,6 +16,7 @@ use fluss_lake_guest_sdk::commit::{
     self, Attempt, Plan, Proposal, RetryPolicy, VersionProposal, Written,
 };
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
+use fluss_lake_guest_sdk::replace::ReplaceSet;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
@@ -33,7 +34,8 @@ use crate::snapshot::{
     BATCH_COMMIT_IDENTIFIER, SNAPSHOT_VERSION, Snapshot, catalog_keeps_snapshots,
     earliest_snapshot_id, latest_snapshot_id, read_snapshot, snapshot_path, update_hints,
 };
-use crate::table::{Partition, bucket_dir};
+use crate::compact::live_files::{BucketKey, replaced_entries};
+use crate::table::{BucketMode, Partition, bucket_dir, check_supported};
 
 /// Paimon `manifest.target-file-size` default.
 const DEFAULT_MANIFEST_TARGET_SIZE: u64 = 8 << 20;
@@ -103,7 +105,7 @@ fn manifest_codec(config: &[(String, String)], schema: &TableSchema) -> Result<A
 #[derive(Debug, Clone, Copy)]
 struct Origin<'a> {
     commit_user: &'a str,
-    /// `APPEND` or `COMPACT`.
+    /// `APPEND`, `OVERWRITE` (a round that replaces buckets) or `COMPACT`.
     commit_kind: &'a str,
 }
 
@@ -111,6 +113,14 @@ struct Origin<'a> {
 const TIERING: Origin<'static> = Origin {
     commit_user: FLUSS_COMMIT_USER,
     commit_kind: "APPEND",
+};
+
+/// A tiering round that replaces buckets: Paimon's kind for a snapshot that deletes the files
+/// it overwrites (as `INSERT OVERWRITE` commits), which streaming readers skip unless they set
+/// `streaming-read-overwrite`.
+const TIERING_REPLACE: Origin<'static> = Origin {
+    commit_user: FLUSS_COMMIT_USER,
+    commit_kind: "OVERWRITE",
 };
 
 /// Commits rounds of one table.
@@ -243,22 +253,88 @@ impl<S: Storage> PaimonCommitter<S> {
         properties: &[(String, String)],
         tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
+        self.commit_round(committable, properties, tiered_base, &[])
+    }
+
+    /// Whether this plugin can replace the buckets of the table: a primary-key table with a
+    /// fixed bucket count, which it writes (compaction and bucket-unaware tables have no
+    /// bucket a KV snapshot rebuilds).
+    pub fn check_replace(&self) -> Result<()> {
+        let schema = self.schema()?;
+        check_supported(&schema, None)?;
+        if schema.primary_keys.is_empty() {
+            return Err(Error::unsupported(
+                "only a primary-key Paimon table's buckets are replaced",
+            ));
+        }
+        match BucketMode::of(&schema)? {
+            BucketMode::Fixed(_) => Ok(()),
+            BucketMode::Unaware => Err(Error::unsupported(
+                "a bucket-unaware Paimon table has no bucket to replace",
+            )),
+        }
+    }
+
+    /// As [`commit`](Self::commit), but as an `OVERWRITE` snapshot in which each bucket of
+    /// `replace` holds only the committable's files: every attempt deletes the bucket's live
+    /// files in the base it publishes on (the SDK's [`replace`](fluss_lake_guest_sdk::replace)
+    /// rules).
+    pub fn commit_replacing(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+        tiered_base: Option<i64>,
+        replace: &ReplaceSet,
+    ) -> Result<CommitResult> {
+        self.check_replace()?;
+        let schema = self.schema()?;
+        let mode = BucketMode::of(&schema)?;
+        let keys = replace
+            .buckets()
+            .iter()
+            .map(|b| {
+                let partition = Partition::from_fluss_name(&schema, b.partition_name.as_deref())?;
+                Ok((partition.row, mode.place(b.bucket, b.num_buckets)?.0))
+            })
+            .collect::<Result<Vec<BucketKey>>>()?;
+        self.commit_round(committable, properties, tiered_base, &keys)
+    }
+
+    /// A tiering round's commit; an `OVERWRITE` of `replace` when it names buckets.
+    fn commit_round(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+        tiered_base: Option<i64>,
+        replace: &[BucketKey],
+    ) -> Result<CommitResult> {
         let prepared = self.prepare(committable)?;
         let properties: BTreeMap<String, String> = properties.iter().cloned().collect();
+        let origin = if replace.is_empty() {
+            TIERING
+        } else {
+            TIERING_REPLACE
+        };
         let (snapshot, manifests, attempts) = self.publish(
             &prepared,
             &properties,
-            TIERING,
+            origin,
             Guard::TieredBase(tiered_base),
             &[],
+            replace,
         )?;
         fluss_lake_guest_sdk::info!(
-            "committed Paimon snapshot {} ({} data and {} changelog files, {} rows) \
+            "committed Paimon snapshot {} ({} data and {} changelog files, {} rows{}) \
              after {attempts} attempt(s)",
             snapshot.id,
             prepared.message.data_files.len(),
             prepared.message.changelog_files.len(),
             snapshot.delta_record_count.unwrap_or(0),
+            if replace.is_empty() {
+                String::new()
+            } else {
+                format!(", replacing {} bucket(s)", replace.len())
+            },
         );
         let file_size = match total_file_size(&self.storage, &manifests) {
             Ok(s) => Some(s),
@@ -321,6 +397,7 @@ impl<S: Storage> PaimonCommitter<S> {
             origin,
             Guard::StillApplies(still_applies),
             data_files,
+            &[],
         )?;
         fluss_lake_guest_sdk::info!(
             "committed Paimon compaction snapshot {} ({} file entries) after {attempts} \
@@ -340,6 +417,7 @@ impl<S: Storage> PaimonCommitter<S> {
         origin: Origin<'a>,
         guard: Guard<'a>,
         data_files: &[String],
+        replace: &'a [BucketKey],
     ) -> Result<(Snapshot, Vec<ManifestFileMeta>, u32)> {
         let policy = self.retry_policy(&prepared.schema)?;
         let (target, min_count) = self.manifest_settings(&prepared.schema)?;
@@ -350,6 +428,7 @@ impl<S: Storage> PaimonCommitter<S> {
             properties,
             origin,
             guard,
+            replace,
             target,
             min_count,
         };
@@ -419,6 +498,8 @@ struct SnapshotAttempt<'a> {
     properties: &'a BTreeMap<String, String>,
     origin: Origin<'a>,
     guard: Guard<'a>,
+    /// Buckets whose live files in the attempt's base this snapshot deletes.
+    replace: &'a [BucketKey],
     target: u64,
     min_count: usize,
 }
@@ -483,7 +564,32 @@ impl Attempt for SnapshotAttempt<'_> {
         }
         let base_list = write_manifest_list(storage, self.manifest_files, &merged)?;
         written.add(manifest_path(&base_list.0));
-        let data = &p.message.data_files;
+        // The replaced buckets' files of this base (never of an earlier attempt's: a
+        // compaction published since would survive) go first in the delta, as DELETE entries.
+        let replaced = match &latest {
+            Some(prev) if !self.replace.is_empty() => replaced_entries(storage, prev, self.replace)?,
+            _ => Vec::new(),
+        };
+        let (mut delta_metas, delta_list) = if replaced.is_empty() {
+            (p.delta_metas.clone(), p.delta_list.clone())
+        } else {
+            let mut metas = write_manifests(
+                storage,
+                self.manifest_files,
+                &replaced,
+                p.schema.id,
+                &partition_types,
+                self.target,
+            )?;
+            for m in &metas {
+                written.add(manifest_path(&m.file_name));
+            }
+            metas.extend(p.delta_metas.iter().cloned());
+            let list = write_manifest_list(storage, self.manifest_files, &metas)?;
+            written.add(manifest_path(&list.0));
+            (metas, list)
+        };
+        let data: Vec<&ManifestEntry> = replaced.iter().chain(&p.message.data_files).collect();
         let added: i64 = data
             .iter()
             .filter(|e| e.kind == FileKind::Add)
@@ -522,8 +628,8 @@ impl Attempt for SnapshotAttempt<'_> {
             schema_id: p.schema.id,
             base_manifest_list: base_list.0.clone(),
             base_manifest_list_size: Some(base_list.1),
-            delta_manifest_list: p.delta_list.0.clone(),
-            delta_manifest_list_size: Some(p.delta_list.1),
+            delta_manifest_list: delta_list.0.clone(),
+            delta_manifest_list_size: Some(delta_list.1),
             changelog_manifest_list: p.changelog.as_ref().map(|(_, l)| l.0.clone()),
             changelog_manifest_list_size: p.changelog.as_ref().map(|(_, l)| l.1),
             index_manifest: latest.as_ref().and_then(|s| s.index_manifest.clone()),
@@ -556,11 +662,12 @@ impl Attempt for SnapshotAttempt<'_> {
             next_row_id: Some(latest.as_ref().and_then(|s| s.next_row_id).unwrap_or(0)),
         };
         let mut manifests = merged;
-        manifests.extend(p.delta_metas.iter().cloned());
+        manifests.append(&mut delta_metas);
         if catalog_keeps_snapshots() {
             let version = String::from_utf8(snapshot.to_json()?)
                 .map_err(|e| Error::internal(format!("a snapshot's JSON is not UTF-8: {e}")))?;
-            let statistics = partition_statistics(&p.schema, &p.message.data_files)?;
+            let changed: Vec<ManifestEntry> = data.into_iter().cloned().collect();
+            let statistics = partition_statistics(&p.schema, &changed)?;
             let (id, base_list) = (snapshot.id, snapshot.base_manifest_list.clone());
             return Ok(Plan::Version(VersionProposal {
                 version,
@@ -697,6 +804,18 @@ impl<S: Storage> FormatCommitter<S> for PaimonCommitter<S> {
     }
     fn get_missing_lake_snapshot(&self, latest: Option<i64>) -> Result<Option<CommittedSnapshot>> {
         PaimonCommitter::get_missing_lake_snapshot(self, latest)
+    }
+    fn check_replace(&self) -> Result<()> {
+        PaimonCommitter::check_replace(self)
+    }
+    fn commit_replacing(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+        tiered_base: Option<i64>,
+        replace: &ReplaceSet,
+    ) -> Result<CommitResult> {
+        PaimonCommitter::commit_replacing(self, committable, properties, tiered_base, replace)
     }
 }
 

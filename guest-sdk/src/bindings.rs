@@ -1,6 +1,7 @@
 //! Generated bindings of the `fluss:lake/lake-plugin-maintained` world (`wit/fluss-lake.wit`):
-//! the plugin world plus the optional `maintenance` export, which every SDK plugin exports (a
-//! format that does not maintain its tables answers `unsupported`).
+//! the plugin world plus the optional `maintenance` and `bucket-replace` exports, which every
+//! SDK plugin exports (a format that does not maintain its tables, or cannot replace a bucket,
+//! answers `unsupported`).
 //!
 //! They live in the SDK so that every format plugin shares one copy and one version of the
 //! contract: a format crate implements the generated `Guest*` traits and calls

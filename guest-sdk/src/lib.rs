@@ -15,6 +15,8 @@
 //! * [`commit`] — the commit kit: attempts, lost races, unknown outcomes and cleanup, once
 //!   for every format.
 //! * [`maintenance`] — what every format's table maintenance shares.
+//! * [`replace`] — the buckets a commit replaces (a primary-key bucket rebuilt from its KV
+//!   snapshot), validated once, and the rules every format keeps when it replaces them.
 //! * [`config`], [`datatype`], [`log`], [`clock`] — small helpers.
 
 pub mod arrow_util;
@@ -34,6 +36,7 @@ pub mod ord;
 pub mod parquet;
 pub mod parquet_read;
 pub mod plugin;
+pub mod replace;
 pub mod stats;
 pub mod storage;
 pub mod table_catalog;
@@ -60,6 +63,7 @@ pub mod deps {
 
 /// The WIT record and enum types (plain Rust data, usable natively too).
 pub mod wit {
+    pub use crate::bindings::exports::fluss::lake::bucket_replace::BucketRef;
     pub use crate::bindings::exports::fluss::lake::maintenance::{
         MaintenanceReport, MaintenanceRequest,
     };
@@ -72,7 +76,7 @@ pub mod wit {
 }
 
 /// The version of the WIT contract these bindings were generated from.
-pub const CONTRACT_VERSION: &str = "0.3.6";
+pub const CONTRACT_VERSION: &str = "0.3.7";
 
 /// The commit user Fluss's tiering service commits lake snapshots with.
 pub const FLUSS_COMMIT_USER: &str = "__fluss_lake_tiering";

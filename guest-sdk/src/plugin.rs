@@ -10,13 +10,16 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
-use crate::bindings::exports::fluss::lake::{catalog, committer, maintenance, plugin, writer};
+use crate::bindings::exports::fluss::lake::{
+    bucket_replace, catalog, committer, maintenance, plugin, writer,
+};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::replace::ReplaceSet;
 use crate::storage::{HostStorage, Storage};
 use crate::wit::{
     CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
-    MaintenanceRequest, PluginInfo, RowBatch, TableInfo, WriteResult, WriterContext,
+    MaintenanceRequest, PluginInfo, RowBatch, TableInfo, WriteResult, WriterContext, BucketRef,
 };
 
 /// A lake format: its identity and its table-level operations.
@@ -90,6 +93,31 @@ pub trait FormatCommitter<S: Storage>: Sized {
     /// is newer than `tiered_base`: another round tiered offsets this one holds too.
     fn check_tiered_base(&self, tiered_base: Option<i64>) -> Result<()> {
         crate::commit::refuse_overlap(tiered_base, self.get_missing_lake_snapshot(tiered_base)?)
+    }
+
+    /// Whether this format can replace buckets of the committer's table (the WIT
+    /// `bucket-replace.check-replace`). Formats that cannot keep this default: `unsupported`.
+    fn check_replace(&self) -> Result<()> {
+        Err(Error::unsupported(
+            "this plugin cannot replace a bucket (rebuild a primary-key bucket from a KV snapshot)",
+        ))
+    }
+
+    /// As [`commit`](Self::commit), except that each bucket of `replace` holds only the
+    /// committable's files in the published snapshot; the rules are [`crate::replace`]'s.
+    /// `replace` was validated against the table (see [`ReplaceSet`]).
+    fn commit_replacing(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+        tiered_base: Option<i64>,
+        replace: &ReplaceSet,
+    ) -> Result<CommitResult> {
+        let _ = (committable, properties, tiered_base, replace);
+        self.check_replace()?;
+        Err(Error::internal(
+            "check_replace accepts but commit_replacing is not implemented",
+        ))
     }
 }
 
@@ -209,6 +237,25 @@ impl<F: LakeFormat> maintenance::Guest for Component<F> {
             &context.config,
             &request,
         ))
+    }
+}
+
+impl<F: LakeFormat> bucket_replace::Guest for Component<F> {
+    fn check_replace(context: CommitterContext) -> std::result::Result<(), LakeError> {
+        let committer = wit(F::Committer::open(context, HostStorage))?;
+        wit(committer.check_replace())
+    }
+    fn commit_replacing(
+        context: CommitterContext,
+        committable: Vec<u8>,
+        properties: Vec<(String, String)>,
+        tiered_base: Option<i64>,
+        replace: Vec<BucketRef>,
+    ) -> std::result::Result<CommitResult, LakeError> {
+        let set = wit(ReplaceSet::new(&context.table, &replace))?;
+        let mut committer = wit(F::Committer::open(context, HostStorage))?;
+        wit(committer.check_replace())?;
+        wit(committer.commit_replacing(&committable, &properties, tiered_base, &set))
     }
 }
 

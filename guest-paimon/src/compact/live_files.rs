@@ -42,6 +42,36 @@ pub fn live_entries(
         .collect())
 }
 
+/// A DELETE entry for every live data file of `snapshot` in `buckets`: what a commit that
+/// replaces those buckets removes (only of the buckets asked: manifests whose bucket range
+/// excludes all of them are not read).
+pub fn replaced_entries(
+    storage: &dyn Storage,
+    snapshot: &Snapshot,
+    buckets: &[BucketKey],
+) -> Result<Vec<ManifestEntry>> {
+    let mut by_bucket: BTreeMap<i32, HashSet<&[u8]>> = BTreeMap::new();
+    for (partition, bucket) in buckets {
+        by_bucket
+            .entry(*bucket)
+            .or_default()
+            .insert(partition.as_slice());
+    }
+    let mut removed = Vec::new();
+    for (bucket, partitions) in by_bucket {
+        removed.extend(
+            live_entries(storage, snapshot, Some(bucket))?
+                .into_iter()
+                .filter(|e| partitions.contains(e.partition.as_slice()))
+                .map(|mut e| {
+                    e.kind = FileKind::Delete;
+                    e
+                }),
+        );
+    }
+    Ok(removed)
+}
+
 /// The live data files of `snapshot` by bucket, each bucket's files in manifest order.
 pub fn live_files_by_bucket(
     storage: &dyn Storage,

@@ -1370,3 +1370,133 @@ fn nested_columns_are_compacted_with_their_values_field_ids_and_no_statistics() 
     assert_eq!(merged(&storage), before, "the merged rows");
     check_files(&storage, &tiered);
 }
+
+/// A bucket rebuilt from its KV snapshot after a log gap (the `bucket-replace` export): the
+/// round's files become the bucket's only live files, in an `OVERWRITE` snapshot, and the
+/// files removed are those of the base the commit publishes on, so a compaction that wins
+/// the race is replaced too; the other buckets keep theirs, and nothing is deleted from
+/// storage.
+#[test]
+fn a_replaced_bucket_holds_only_its_snapshot_image_even_after_a_racing_compaction() {
+    use fluss_lake_guest_sdk::replace::ReplaceSet;
+    use fluss_lake_guest_sdk::wit::BucketRef;
+
+    let mut t = PkTable::new();
+    for r in 0..8 {
+        t.round(r);
+    }
+    // The gap: round 8's changes never reach the lake; bucket 0 is rebuilt from the state
+    // after them, as INSERTs at no offset (what a KV snapshot holds).
+    let lake = t.model.clone();
+    let mut truth = t.model.clone();
+    for (id, kind, value) in t.changes(8) {
+        match kind {
+            ChangeType::Delete => {
+                truth.remove(&id);
+            }
+            ChangeType::UpdateBefore => {}
+            _ => {
+                truth.insert(id, value);
+            }
+        }
+    }
+    let image: BTreeMap<i32, String> = truth
+        .iter()
+        .filter(|(id, _)| bucket(**id) == 0)
+        .map(|(id, v)| (*id, v.clone()))
+        .collect();
+    assert!(
+        lake.keys().any(|id| bucket(*id) == 0 && !image.contains_key(id)),
+        "the gap deletes a key of bucket 0"
+    );
+    let inner = t.storage.clone();
+    let ids: Vec<i32> = image.keys().copied().collect();
+    let values: Vec<String> = image.values().cloned().collect();
+    let mut w = PaimonWriter::open(&writer_context(&t.table, 0, None, &[]), &*inner).unwrap();
+    let inserts = vec![ChangeType::Insert; ids.len()];
+    w.write(make_changelog_batch(&batch(&ids, &values), &inserts, -1, -1).unwrap())
+        .unwrap();
+    let committable = to_committable(&[w.complete().unwrap().payload]).unwrap();
+    let files_before = referenced_paths(&*inner, latest_snapshot_id(&*inner).unwrap().unwrap());
+
+    // A compaction of the table lands just before the replace publishes its first attempt.
+    let base = latest_snapshot_id(&*inner).unwrap();
+    let racing = RacingStorage::new(
+        &inner,
+        |p| p == snapshot_path(base.unwrap() + 1),
+        || {
+            let schema = load_latest_schema(&*inner).unwrap().unwrap();
+            let done = compact(&*inner, &[], &schema, &now, NO_DEADLINE).unwrap();
+            assert_eq!(done.committed_snapshots.len(), 1, "{done:?}");
+        },
+    );
+    let replace = ReplaceSet::new(
+        &t.table,
+        &[BucketRef {
+            partition_id: None,
+            partition_name: None,
+            bucket: 0,
+            num_buckets: BUCKETS,
+        }],
+    )
+    .unwrap();
+    let mut c = PaimonCommitter::new(&racing, vec![]);
+    c.check_replace().unwrap();
+    let res = c
+        .commit_replacing(
+            &committable,
+            &[("fluss-offsets".to_string(), "/o/8".to_string())],
+            base,
+            &replace,
+        )
+        .unwrap();
+    assert_eq!(res.snapshot_id, base.unwrap() + 2, "retried after the compaction");
+    let replaced = snapshot(&*inner, res.snapshot_id);
+    assert_eq!(replaced.commit_kind, "OVERWRITE");
+    assert_eq!(replaced.commit_user, FLUSS_COMMIT_USER);
+    assert_eq!(snapshot(&*inner, res.snapshot_id - 1).commit_kind, "COMPACT");
+    let mut expected: BTreeMap<i32, String> = lake
+        .into_iter()
+        .filter(|(id, _)| bucket(*id) != 0)
+        .collect();
+    expected.extend(image);
+    assert_eq!(pk_rows(&*inner, res.snapshot_id), expected);
+    // Bucket 0 holds the image's file alone; the counters follow the live files.
+    let live = live_files::live_entries(&*inner, &replaced, None).unwrap();
+    assert_eq!(live.iter().filter(|e| e.bucket == 0).count(), 1);
+    let rows: i64 = live.iter().map(|e| e.file.row_count).sum();
+    assert_eq!(replaced.total_record_count, Some(rows));
+    assert_eq!(res.stats.record_count, Some(rows));
+    // The replaced files stay in storage for older snapshots (expiry removes them).
+    for path in files_before {
+        assert!(inner.get(&path).is_ok(), "{path} was deleted");
+    }
+
+    // An empty image (every key of bucket 1 deleted in a gap) empties the bucket; another
+    // tiering round in between makes the replace a conflict that is not retried.
+    let empty = to_committable(&[]).unwrap();
+    let one = |b: i32| {
+        ReplaceSet::new(
+            &t.table,
+            &[BucketRef {
+                partition_id: None,
+                partition_name: None,
+                bucket: b,
+                num_buckets: BUCKETS,
+            }],
+        )
+        .unwrap()
+    };
+    let mut c = PaimonCommitter::new(&*inner, vec![]);
+    let err = c
+        .commit_replacing(&empty, &[], base, &one(1))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    let res = c
+        .commit_replacing(&empty, &[], Some(res.snapshot_id), &one(1))
+        .unwrap();
+    let rows = pk_rows(&*inner, res.snapshot_id);
+    assert!(rows.keys().all(|id| bucket(*id) == 0), "{rows:?}");
+    assert!(!rows.is_empty());
+    assert!(orphans(&*inner).is_empty(), "{:?}", orphans(&*inner));
+}

@@ -64,4 +64,4 @@ pub use registry::{Plugin, PluginRegistry};
 pub use reload::PluginSet;
 
 /// The contract version this host implements (the WIT package version).
-pub const CONTRACT_VERSION: &str = "0.3.6";
+pub const CONTRACT_VERSION: &str = "0.3.7";
