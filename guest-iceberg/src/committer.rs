@@ -13,18 +13,26 @@
 //! with put-if-absent; on a lost race the round's manifests are rebuilt on the new current
 //! metadata.
 
+use std::collections::HashSet;
+
 use fluss_lake_guest_sdk::commit::Written;
 use fluss_lake_guest_sdk::layout::relative_path;
 use fluss_lake_guest_sdk::plugin::FormatCommitter;
+use fluss_lake_guest_sdk::replace::ReplaceSet;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TieringStats,
+    CommitResult, CommittedSnapshot, CommitterContext, ReadableSnapshot, TableInfo, TieringStats,
 };
 use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result};
 
-use crate::manifest::{DataFile, FileContent, MANIFEST_DATA, MANIFEST_DELETES, ManifestFile};
+use crate::manifest::{
+    DataFile, FileContent, MANIFEST_DATA, MANIFEST_DELETES, ManifestEntry, ManifestFile,
+};
 use crate::merge::MergePolicy;
+use crate::partition::Transform;
 use crate::producer::{Outcome, Planned, SnapshotAttempt, SnapshotChange, commit_snapshot};
+use crate::rewrite_commit::{PartitionKey, filtered, partition_of};
+use crate::schema::BUCKET_COLUMN;
 use crate::summary::{Change, summary};
 use crate::tables::{self, Loaded};
 use crate::writer::WritePayload;
@@ -42,6 +50,8 @@ pub fn to_committable(write_results: &[Vec<u8>]) -> Result<Vec<u8>> {
 
 pub struct IcebergCommitter<S: Storage> {
     storage: S,
+    /// The Fluss table (a replaced bucket's partition tuple derives from it).
+    table: TableInfo,
     /// The plugin configuration (overrides table properties, e.g. retention).
     config: Vec<(String, String)>,
 }
@@ -50,6 +60,7 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
     fn open(context: CommitterContext, storage: S) -> Result<Self> {
         Ok(IcebergCommitter {
             storage,
+            table: context.table,
             config: context.config,
         })
     }
@@ -65,42 +76,51 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
         properties: &[(String, String)],
         tiered_base: Option<i64>,
     ) -> Result<CommitResult> {
-        let files = WritePayload::decode(committable)?.files;
-        let mut round = Round {
-            committer: self,
-            files: &files,
-            properties,
-            tiered_base,
-            planned: None,
-        };
-        let outcome = commit_snapshot(
-            &self.storage,
-            "Iceberg tiering commit",
-            Written::new(&self.storage),
-            &mut round,
-        )?;
-        let (operation, manifests) = round.planned.unwrap_or(("append", 0));
-        let snapshot = match outcome {
-            Outcome::Committed(snapshot) => snapshot,
-            Outcome::Nothing(never) => match never {},
-        };
-        fluss_lake_guest_sdk::info!(
-            "committed Iceberg snapshot {} (sequence {}, {operation}: {} files, {manifests} \
-             manifests)",
-            snapshot.snapshot_id,
-            snapshot.sequence_number,
-            files.len(),
-        );
-        let stat = |k: &str| snapshot.summary_value(k).and_then(|v| v.parse().ok());
-        Ok(CommitResult {
-            snapshot_id: snapshot.snapshot_id,
-            readable: ReadableSnapshot::Committed,
-            earliest_snapshot_to_keep: None,
-            stats: TieringStats {
-                file_size: stat("total-files-size"),
-                record_count: stat("total-records"),
-            },
-        })
+        self.commit_round(committable, properties, tiered_base, HashSet::new())
+    }
+
+    fn check_replace(&self) -> Result<()> {
+        let loaded = self.load()?;
+        let spec = loaded.metadata.default_spec()?;
+        let schema = loaded.metadata.current_schema()?;
+        let per_bucket = spec.fields.iter().any(|f| match f.transform {
+            Transform::Bucket(_) => true,
+            Transform::Identity => schema
+                .field_by_id(f.source_id)
+                .is_some_and(|c| c.name == BUCKET_COLUMN),
+            _ => false,
+        });
+        if self.table.primary_keys.is_empty() || !per_bucket {
+            return Err(Error::unsupported(
+                "only a primary-key Iceberg table partitioned by bucket has buckets to replace",
+            ));
+        }
+        Ok(())
+    }
+
+    /// As `commit`, as an `overwrite` snapshot in which each replaced bucket's partition holds
+    /// only the committable's files: every attempt marks the partition's live data and delete
+    /// files of the base it publishes on `DELETED` (the SDK's `replace` rules).
+    fn commit_replacing(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+        tiered_base: Option<i64>,
+        replace: &ReplaceSet,
+    ) -> Result<CommitResult> {
+        self.check_replace()?;
+        let loaded = self.load()?;
+        let spec = loaded.metadata.default_spec()?;
+        let schema = loaded.metadata.current_schema()?;
+        let mut partitions = HashSet::new();
+        for b in replace.buckets() {
+            let mut table = self.table.clone();
+            table.num_buckets = b.num_buckets;
+            let tuple =
+                spec.values_for_split(&schema, &table, b.partition_name.as_deref(), b.bucket)?;
+            partitions.insert((spec.spec_id, tuple));
+        }
+        self.commit_round(committable, properties, tiered_base, partitions)
     }
 
     /// Deletes the round's files (nothing refers to them).
@@ -154,18 +174,67 @@ impl<S: Storage> FormatCommitter<S> for IcebergCommitter<S> {
 }
 
 impl<S: Storage> IcebergCommitter<S> {
+    /// A tiering round's commit; an `overwrite` of `replace`'s partitions when it names any.
+    fn commit_round(
+        &mut self,
+        committable: &[u8],
+        properties: &[(String, String)],
+        tiered_base: Option<i64>,
+        replace: HashSet<PartitionKey>,
+    ) -> Result<CommitResult> {
+        let files = WritePayload::decode(committable)?.files;
+        let mut round = Round {
+            committer: self,
+            files: &files,
+            properties,
+            tiered_base,
+            replace,
+            planned: None,
+        };
+        let outcome = commit_snapshot(
+            &self.storage,
+            "Iceberg tiering commit",
+            Written::new(&self.storage),
+            &mut round,
+        )?;
+        let (operation, manifests) = round.planned.unwrap_or(("append", 0));
+        let snapshot = match outcome {
+            Outcome::Committed(snapshot) => snapshot,
+            Outcome::Nothing(never) => match never {},
+        };
+        fluss_lake_guest_sdk::info!(
+            "committed Iceberg snapshot {} (sequence {}, {operation}: {} files, {manifests} \
+             manifests)",
+            snapshot.snapshot_id,
+            snapshot.sequence_number,
+            files.len(),
+        );
+        let stat = |k: &str| snapshot.summary_value(k).and_then(|v| v.parse().ok());
+        Ok(CommitResult {
+            snapshot_id: snapshot.snapshot_id,
+            readable: ReadableSnapshot::Committed,
+            earliest_snapshot_to_keep: None,
+            stats: TieringStats {
+                file_size: stat("total-files-size"),
+                record_count: stat("total-records"),
+            },
+        })
+    }
+
     fn load(&self) -> Result<Loaded> {
         tables::load(&self.storage)?
             .ok_or_else(|| Error::not_found("Iceberg table has no metadata"))
     }
 
-    /// The new snapshot's manifest list: merged data manifests, then merged delete manifests.
+    /// The new snapshot's manifest list: merged data manifests, then merged delete manifests;
+    /// and the live files of `replace`'s partitions in the parent, marked `DELETED` in it.
     fn plan_manifests(
         attempt: &mut SnapshotAttempt<'_>,
         policy: &MergePolicy,
         data: &[DataFile],
         deletes: &[DataFile],
-    ) -> Result<Vec<ManifestFile>> {
+        replace: &HashSet<PartitionKey>,
+    ) -> Result<(Vec<ManifestFile>, Vec<DataFile>)> {
         let spec_id = attempt.base.metadata.default_spec()?.spec_id;
         let schema = attempt.manifest_schema(spec_id)?;
         let mut lists = [Vec::new(), Vec::new()];
@@ -180,15 +249,44 @@ impl<S: Storage> IcebergCommitter<S> {
             let manifest = attempt.store_manifest(writer)?;
             lists[content as usize].push(manifest);
         }
+        let mut removed = Vec::new();
         for parent in attempt.parent_manifests()? {
-            if parent.has_live_files() {
-                lists[(parent.content != MANIFEST_DATA) as usize].push(parent);
+            if !parent.has_live_files() {
+                continue;
+            }
+            let list = &mut lists[(parent.content != MANIFEST_DATA) as usize];
+            if replace.is_empty() {
+                list.push(parent);
+                continue;
+            }
+            // The parent's own files of the replaced partitions: read from this attempt's
+            // base, so that files a concurrent commit added are replaced too.
+            if parent.partition_spec_id != spec_id {
+                return Err(Error::unsupported(format!(
+                    "the table holds files of partition spec {} besides the current {spec_id}: \
+                     a bucket cannot be replaced",
+                    parent.partition_spec_id
+                )));
+            }
+            let entries = attempt.read_entries(&parent)?;
+            let replaced = |e: &ManifestEntry| replace.contains(&partition_of(&e.file));
+            let hits: Vec<DataFile> = entries
+                .iter()
+                .filter(|e| e.is_live() && replaced(e))
+                .map(|e| e.file.clone())
+                .collect();
+            if hits.is_empty() {
+                list.push(parent);
+            } else {
+                removed.extend(hits);
+                let rewritten = filtered(attempt, &parent, &entries, replaced)?;
+                lists[(parent.content != MANIFEST_DATA) as usize].push(rewritten);
             }
         }
         let [data_manifests, delete_manifests] = lists;
         let mut manifests = policy.on_commit(attempt, data_manifests)?;
         manifests.extend(policy.on_commit(attempt, delete_manifests)?);
-        Ok(manifests)
+        Ok((manifests, removed))
     }
 }
 
@@ -200,6 +298,8 @@ struct Round<'a, S: Storage> {
     files: &'a [DataFile],
     properties: &'a [(String, String)],
     tiered_base: Option<i64>,
+    /// Partitions (one per replaced bucket) whose live files this snapshot removes.
+    replace: HashSet<PartitionKey>,
     /// The operation and manifest count the last attempt planned, for the log.
     planned: Option<(&'static str, usize)>,
 }
@@ -226,22 +326,34 @@ impl<S: Storage> SnapshotChange for Round<'_, S> {
             .iter()
             .cloned()
             .partition(|f| f.content == FileContent::Data);
-        let manifests = IcebergCommitter::<S>::plan_manifests(attempt, &policy, &data, &deletes)?;
+        let (manifests, removed) = IcebergCommitter::<S>::plan_manifests(
+            attempt,
+            &policy,
+            &data,
+            &deletes,
+            &self.replace,
+        )?;
         let operation = match (data.is_empty(), deletes.is_empty()) {
+            _ if !self.replace.is_empty() => "overwrite",
             (_, true) => "append",
             (false, false) => "overwrite",
             (true, false) => "delete",
         };
         self.planned = Some((operation, manifests.len()));
+        let mut properties = self.properties.to_vec();
+        if !self.replace.is_empty() {
+            // As Java's `ReplacePartitions` marks its snapshots.
+            properties.push(("replace-partitions".to_string(), "true".to_string()));
+        }
         let summary = summary(
             operation,
             Change {
                 added: self.files,
-                removed: &[],
+                removed: &removed,
             },
             attempt.parent.as_ref(),
             FLUSS_COMMIT_USER,
-            self.properties,
+            &properties,
         );
         Ok(Planned::Snapshot { manifests, summary })
     }

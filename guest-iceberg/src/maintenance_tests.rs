@@ -1204,3 +1204,146 @@ fn random_faults_never_lose_or_duplicate_a_row() {
     }
     totals.assert_exercised();
 }
+
+/// A bucket rebuilt from its KV snapshot after a log gap (the `bucket-replace` export): an
+/// `overwrite` snapshot in which the bucket's partition holds only the round's files (its data
+/// and equality deletes of the parent are `DELETED`, never merged with the image, which would
+/// duplicate every key); the files removed are those of the base actually published on, so a
+/// compaction that wins the race is replaced too; the other bucket keeps its files.
+#[test]
+fn a_replaced_bucket_holds_only_its_snapshot_image_even_after_a_racing_compaction() {
+    use ChangeType::*;
+    use fluss_lake_guest_sdk::replace::ReplaceSet;
+    use fluss_lake_guest_sdk::wit::BucketRef;
+    let mut lake = Lake::pk(2, &[]);
+    for r in 0..4 {
+        lake.inserts(r * 10..r * 10 + 10);
+    }
+    lake.round(&[
+        (Delete, 2, ""),
+        (UpdateBefore, 6, ""),
+        (UpdateAfter, 6, "u6"),
+        (Delete, 3, ""),
+    ]);
+    let before = rows_at(&lake.storage, &current(&lake.storage));
+    // The gap: keys 4 and 8 deleted, 10 updated, 50 inserted, none of it reached the lake.
+    // Bucket 0's image (even keys) as a KV snapshot holds it: INSERTs at no offset.
+    let image: Vec<(i32, String)> = before
+        .iter()
+        .filter(|r| r.0 % 2 == 0 && r.0 != 4 && r.0 != 8)
+        .map(|r| {
+            (
+                r.0,
+                if r.0 == 10 {
+                    "u10".to_string()
+                } else {
+                    r.1.clone()
+                },
+            )
+        })
+        .chain([(50, "n50".to_string())])
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int32, false),
+        Field::new("name", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int32Array::from_iter_values(image.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter_values(
+                image.iter().map(|r| r.1.as_str()),
+            )),
+        ],
+    )
+    .unwrap();
+    let inner = lake.storage.clone();
+    let mut w =
+        IcebergWriter::open(&writer_context(&lake.table, 0, None, &lake.config), &*inner).unwrap();
+    w.write(make_changelog_batch(&batch, &vec![Insert; image.len()], -1, -1).unwrap())
+        .unwrap();
+    let committable = to_committable(&[w.complete().unwrap().payload]).unwrap();
+    let base = tiered_base(&lake.committer(&*inner));
+
+    // A compaction lands just before the replace publishes.
+    let racing = RacingStorage::new(
+        &inner,
+        |p| p.starts_with("metadata/v"),
+        || {
+            let report = lake.maintain_on(&*inner, true, false).unwrap();
+            assert_eq!(report.committed_snapshots.len(), 1, "{report:?}");
+        },
+    );
+    let replace = ReplaceSet::new(
+        &lake.table,
+        &[BucketRef {
+            partition_id: None,
+            partition_name: None,
+            bucket: 0,
+            num_buckets: 2,
+        }],
+    )
+    .unwrap();
+    let mut c = lake.committer(&racing);
+    c.check_replace().unwrap();
+    let res = c
+        .commit_replacing(
+            &committable,
+            &[(FLUSS_OFFSETS_PROPERTY.into(), "/offsets/gap".into())],
+            base,
+            &replace,
+        )
+        .unwrap();
+    let snap = current(&inner);
+    assert_eq!(snap.snapshot_id, res.snapshot_id);
+    assert_eq!(summary_of(&snap, "operation"), Some("overwrite"));
+    assert_eq!(summary_of(&snap, "replace-partitions"), Some("true"));
+    assert_eq!(summary_of(&snap, COMMIT_USER), Some(FLUSS_COMMIT_USER));
+    let parent = snapshots(&inner)
+        .into_iter()
+        .find(|s| Some(s.snapshot_id) == snap.parent_snapshot_id)
+        .unwrap();
+    assert_eq!(
+        summary_of(&parent, COMMIT_USER),
+        Some(MAINTENANCE_COMMIT_USER),
+        "rebased on the compaction"
+    );
+    let ids_names = |rows: Vec<Row>| -> BTreeMap<i32, String> {
+        rows.into_iter().map(|r| (r.0, r.1)).collect()
+    };
+    let mut expected = ids_names(before.into_iter().filter(|r| r.0 % 2 == 1).collect());
+    expected.extend(image.iter().cloned());
+    let got = rows_at(&inner, &snap);
+    assert_eq!(got.len(), expected.len(), "no key twice: {got:?}");
+    assert_eq!(ids_names(got), expected);
+    // Bucket 0's partition holds the image's data file alone, no delete file.
+    let bucket0 = |e: &ManifestEntry| {
+        e.file.partition.last().cloned().flatten() == Some(crate::partition::PartitionValue::Int(0))
+    };
+    let live0: Vec<FileContent> = entries(&inner, &snap)
+        .into_iter()
+        .filter(|e| e.is_live() && bucket0(e))
+        .map(|e| e.file.content)
+        .collect();
+    assert_eq!(live0, [FileContent::Data]);
+    assert_eq!(
+        summary_of(&snap, "total-records").and_then(|v| v.parse::<usize>().ok()),
+        Some(
+            entries(&inner, &snap)
+                .iter()
+                .filter(|e| e.is_live() && e.file.content == FileContent::Data)
+                .map(|e| e.file.record_count as usize)
+                .sum()
+        )
+    );
+    // A tiering round since the base: the replace is refused, not retried.
+    let mut c = lake.committer(&*inner);
+    let err = c
+        .commit_replacing(&to_committable(&[]).unwrap(), &[], base, &replace)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    // A log table has no bucket to replace.
+    let log = Lake::log(2, &[]);
+    let err = log.committer(&*log.storage).check_replace().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+}

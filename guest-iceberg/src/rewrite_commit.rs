@@ -55,9 +55,10 @@ pub enum Outcome {
     Abandoned(String),
 }
 
-type PartitionKey = (i32, Vec<Option<PartitionValue>>);
+/// A partition of a partition spec: the spec id and the partition tuple.
+pub(crate) type PartitionKey = (i32, Vec<Option<PartitionValue>>);
 
-fn partition_of(f: &DataFile) -> PartitionKey {
+pub(crate) fn partition_of(f: &DataFile) -> PartitionKey {
     (f.spec_id, f.partition.clone())
 }
 
@@ -171,7 +172,7 @@ fn not_descended_from(base: &Loaded, start: &Snapshot) -> Result<Option<String>>
 }
 
 /// Rewrites `manifest` with `entries` (its live ones), those `deleted` marked `DELETED`.
-fn filtered(
+pub(crate) fn filtered(
     attempt: &mut SnapshotAttempt<'_>,
     manifest: &ManifestFile,
     entries: &[ManifestEntry],

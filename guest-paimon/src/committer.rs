@@ -24,6 +24,7 @@ use fluss_lake_guest_sdk::wit::{
 use fluss_lake_guest_sdk::{Error, FLUSS_COMMIT_USER, Result, ResultExt, clock, config};
 
 use crate::commit_message::CommitMessage;
+use crate::compact::live_files::{BucketKey, replaced_entries};
 use crate::manifest::{
     DEFAULT_MANIFEST_CODEC, FileKind, ManifestEntry, ManifestFileMeta, ManifestFiles,
     manifest_path, merge_manifests, read_manifest, read_manifest_list, write_manifest_list,
@@ -34,7 +35,6 @@ use crate::snapshot::{
     BATCH_COMMIT_IDENTIFIER, SNAPSHOT_VERSION, Snapshot, catalog_keeps_snapshots,
     earliest_snapshot_id, latest_snapshot_id, read_snapshot, snapshot_path, update_hints,
 };
-use crate::compact::live_files::{BucketKey, replaced_entries};
 use crate::table::{BucketMode, Partition, bucket_dir, check_supported};
 
 /// Paimon `manifest.target-file-size` default.
@@ -567,7 +567,9 @@ impl Attempt for SnapshotAttempt<'_> {
         // The replaced buckets' files of this base (never of an earlier attempt's: a
         // compaction published since would survive) go first in the delta, as DELETE entries.
         let replaced = match &latest {
-            Some(prev) if !self.replace.is_empty() => replaced_entries(storage, prev, self.replace)?,
+            Some(prev) if !self.replace.is_empty() => {
+                replaced_entries(storage, prev, self.replace)?
+            }
             _ => Vec::new(),
         };
         let (mut delta_metas, delta_list) = if replaced.is_empty() {

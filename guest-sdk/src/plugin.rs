@@ -18,8 +18,8 @@ use crate::layout::Layout;
 use crate::replace::ReplaceSet;
 use crate::storage::{HostStorage, Storage};
 use crate::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
-    MaintenanceRequest, PluginInfo, RowBatch, TableInfo, WriteResult, WriterContext, BucketRef,
+    BucketRef, CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
+    MaintenanceRequest, PluginInfo, RowBatch, TableInfo, WriteResult, WriterContext,
 };
 
 /// A lake format: its identity and its table-level operations.

@@ -1406,7 +1406,8 @@ fn a_replaced_bucket_holds_only_its_snapshot_image_even_after_a_racing_compactio
         .map(|(id, v)| (*id, v.clone()))
         .collect();
     assert!(
-        lake.keys().any(|id| bucket(*id) == 0 && !image.contains_key(id)),
+        lake.keys()
+            .any(|id| bucket(*id) == 0 && !image.contains_key(id)),
         "the gap deletes a key of bucket 0"
     );
     let inner = t.storage.clone();
@@ -1450,11 +1451,18 @@ fn a_replaced_bucket_holds_only_its_snapshot_image_even_after_a_racing_compactio
             &replace,
         )
         .unwrap();
-    assert_eq!(res.snapshot_id, base.unwrap() + 2, "retried after the compaction");
+    assert_eq!(
+        res.snapshot_id,
+        base.unwrap() + 2,
+        "retried after the compaction"
+    );
     let replaced = snapshot(&*inner, res.snapshot_id);
     assert_eq!(replaced.commit_kind, "OVERWRITE");
     assert_eq!(replaced.commit_user, FLUSS_COMMIT_USER);
-    assert_eq!(snapshot(&*inner, res.snapshot_id - 1).commit_kind, "COMPACT");
+    assert_eq!(
+        snapshot(&*inner, res.snapshot_id - 1).commit_kind,
+        "COMPACT"
+    );
     let mut expected: BTreeMap<i32, String> = lake
         .into_iter()
         .filter(|(id, _)| bucket(*id) != 0)
@@ -1488,9 +1496,7 @@ fn a_replaced_bucket_holds_only_its_snapshot_image_even_after_a_racing_compactio
         .unwrap()
     };
     let mut c = PaimonCommitter::new(&*inner, vec![]);
-    let err = c
-        .commit_replacing(&empty, &[], base, &one(1))
-        .unwrap_err();
+    let err = c.commit_replacing(&empty, &[], base, &one(1)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     let res = c
         .commit_replacing(&empty, &[], Some(res.snapshot_id), &one(1))
