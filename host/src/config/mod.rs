@@ -240,8 +240,9 @@ pub struct Cli {
     /// the lake's (`table.log.ttl` expired them while no host tiered it): `refuse` stops that
     /// bucket with an error naming the lost range until an operator chooses; `accept` tiers a
     /// log table's bucket on from the log start and records the skipped range in the lake
-    /// snapshot (`fluss-log-gap`). A table's custom property `lake.tiering.on-log-gap`
-    /// overrides this for that table. A primary-key bucket is always refused.
+    /// snapshot (`fluss-log-gap`), and rebuilds a primary-key bucket from the cluster's latest
+    /// KV snapshot, replacing the bucket's lake files (`fluss-replaced-buckets`). A table's
+    /// custom property `lake.tiering.on-log-gap` overrides this for that table.
     #[arg(
         long = "tiering.on-log-gap",
         value_name = "POLICY",
@@ -255,7 +256,9 @@ pub struct Cli {
 pub enum OnLogGap {
     /// The bucket is not tiered; every round names the lost range.
     Refuse,
-    /// A log table's bucket goes on from the log start; the lost range is recorded.
+    /// A log table's bucket goes on from the log start and the lost range is recorded; a
+    /// primary-key bucket is rebuilt from its latest KV snapshot (its state is exact again,
+    /// its changelog in the gap is lost to the lake) and the rebuild is recorded.
     Accept,
 }
 

@@ -53,6 +53,10 @@ pub struct BucketRange {
     /// its rows are INSERTs with offset and timestamp -1, as Java writes them, and the bucket is
     /// then tiered up to the snapshot's log offset.
     pub snapshot: Option<SnapshotSource>,
+    /// The snapshot's rows replace the bucket in the lake (a tiered bucket rebuilt after a log
+    /// gap, see `tiering::splits`): the round commits them through the plugin's
+    /// `bucket-replace`. Only with `snapshot`.
+    pub replace: bool,
 }
 
 /// Consecutive rows of one bucket, as Fluss stored them.

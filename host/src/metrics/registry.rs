@@ -149,6 +149,7 @@ pub struct Metrics {
     lag_records: Gauges<TableLabels>,
     log_gap_records: Gauges<TableLabels>,
     log_gap_skipped_records: Counters<TableLabels>,
+    buckets_rebuilt: Counters<TableLabels>,
     freshness: FloatGauges<TableLabels>,
     last_commit_age: FloatGauges<TableLabels>,
     lake_size: Gauges<TableLabels>,
@@ -282,6 +283,11 @@ impl Metrics {
             log_gap_skipped_records: reg!(
                 "table_log_gap_skipped_records",
                 "Records of log gaps the table accepts that committed rounds tiered past (recorded in the lake snapshot's fluss-log-gap)",
+                Counters::default()
+            ),
+            buckets_rebuilt: reg!(
+                "table_buckets_rebuilt",
+                "Primary-key buckets whose log lost rows that committed rounds rebuilt from their KV snapshots, replacing the bucket in the lake (recorded in the lake snapshot's fluss-replaced-buckets)",
                 Counters::default()
             ),
             freshness: reg!(
@@ -729,6 +735,14 @@ impl TableMetrics {
             .log_gap_skipped_records
             .get_or_create(&self.labels)
             .inc_by(records);
+    }
+
+    /// A committed round rebuilt `buckets` primary-key buckets from their KV snapshots.
+    pub fn buckets_rebuilt(&self, buckets: u64) {
+        self.m
+            .buckets_rebuilt
+            .get_or_create(&self.labels)
+            .inc_by(buckets);
     }
 
     /// A committed round: what it wrote, how long its commit took, the newest record it

@@ -21,6 +21,7 @@ use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
 use super::host_api::{InstanceState, MaintenanceStatus};
 use super::maintenance_bindings::LakeMaintenance;
+use super::replace_bindings::LakeBucketReplace;
 use super::registry::Plugin;
 use super::sandbox::{
     self, DeadlineExceeded, MAX_INFO_FIELD_BYTES, check_result_size, truncate_message,
@@ -101,6 +102,8 @@ pub struct PluginInstance {
     bindings: LakePlugin,
     /// The optional `maintenance` export.
     maintenance: Option<LakeMaintenance>,
+    /// The optional `bucket-replace` export.
+    replace: Option<LakeBucketReplace>,
     plugin_name: String,
     call_timeout: Duration,
     max_result_bytes: usize,
@@ -149,10 +152,14 @@ impl PluginInstance {
                 Some(indices) => Some(indices.load(&mut store, &instance)?),
                 None => None,
             };
-            Ok::<_, wasmtime::Error>((bindings, maintenance))
+            let replace = match plugin.bucket_replace() {
+                Some(indices) => Some(indices.load(&mut store, &instance)?),
+                None => None,
+            };
+            Ok::<_, wasmtime::Error>((bindings, maintenance, replace))
         })
         .await;
-        let (bindings, maintenance) = match instantiated {
+        let (bindings, maintenance, replace) = match instantiated {
             Ok(Ok(b)) => b,
             // A trap in a start function (a deadline, a limit, a panic): one line, as in a call.
             Ok(Err(e))
@@ -195,6 +202,7 @@ impl PluginInstance {
             store,
             bindings,
             maintenance,
+            replace,
             plugin_name: plugin.name().to_string(),
             call_timeout: settings.call_timeout,
             max_result_bytes: settings.max_result_bytes,
@@ -488,6 +496,68 @@ impl PluginInstance {
             )?;
         }
         Ok(snapshot)
+    }
+
+    /// Whether this plugin can replace the buckets of the context's table (`bucket-replace`
+    /// exported and its `check-replace` accepting); why not, when it cannot.
+    pub async fn check_replace(&mut self, context: &wit::CommitterContext) -> Result<()> {
+        let Some(guest) = self
+            .replace
+            .as_ref()
+            .map(|m| m.fluss_lake_bucket_replace().clone())
+        else {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "plugin {} does not export bucket-replace (contract 0.3.7): rebuild it on the current SDK",
+                    self.plugin_name
+                ),
+            ));
+        };
+        let r = guest_call!(self, "bucket-replace.check-replace", |_b, s| guest
+            .call_check_replace(s, context))?;
+        r.map_err(|e| {
+            let unsupported = e.kind == wit::ErrorKind::Unsupported;
+            let err = self.plugin_error("bucket-replace.check-replace", e);
+            if unsupported {
+                Error::new(ErrorKind::Unsupported, err.message().to_string())
+            } else {
+                err
+            }
+        })
+    }
+
+    /// As [`commit`](Self::commit), with `replace`'s buckets holding only the committable's
+    /// files in the published snapshot (`bucket-replace.commit-replacing`).
+    pub async fn commit_replacing(
+        &mut self,
+        context: &wit::CommitterContext,
+        committable: &[u8],
+        properties: &Config,
+        tiered_base: Option<i64>,
+        replace: &[super::BucketRef],
+    ) -> Result<wit::CommitResult> {
+        let Some(guest) = self
+            .replace
+            .as_ref()
+            .map(|m| m.fluss_lake_bucket_replace().clone())
+        else {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!("plugin {} cannot replace buckets", self.plugin_name),
+            ));
+        };
+        let r = guest_call!(self, "bucket-replace.commit-replacing", |_b, s| guest
+            .call_commit_replacing(s, context, committable, properties, tiered_base, replace))?;
+        r.map_err(|e| {
+            let conflict = e.kind == wit::ErrorKind::Conflict;
+            let err = self.plugin_error("bucket-replace.commit-replacing", e);
+            if conflict {
+                Error::new(ErrorKind::Conflict, err.message().to_string())
+            } else {
+                err
+            }
+        })
     }
 
     /// Whether the plugin exports `maintenance` (snapshot expiry, compaction).

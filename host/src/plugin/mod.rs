@@ -55,7 +55,19 @@ pub mod maintenance_bindings {
     });
 }
 
+/// Bindings of the optional `bucket-replace` export (`wit/` world `lake-bucket-replace`, contract
+/// 0.3.7), looked up apart from the others so that a plugin without it still loads.
+pub mod replace_bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "lake-bucket-replace",
+        exports: { default: async },
+        with: { "fluss:lake/types": super::bindings::fluss::lake::types },
+    });
+}
+
 pub use bindings::fluss::lake::types as wit;
+pub use replace_bindings::exports::fluss::lake::bucket_replace::BucketRef;
 pub use instance::PluginInstance;
 pub use maintenance_bindings::exports::fluss::lake::maintenance::{
     MaintenanceReport, MaintenanceRequest,

@@ -13,6 +13,7 @@ use super::engine::{EngineSettings, PluginEngine};
 use super::host_api::InstanceState;
 use super::layout::TableLayout;
 use super::maintenance_bindings::{LakeMaintenance, LakeMaintenanceIndices};
+use super::replace_bindings::LakeBucketReplaceIndices;
 use super::sandbox::shown;
 use super::source::{PluginFile, read_pinned_blocking};
 use super::{CONTRACT_VERSION, PluginInstance};
@@ -26,6 +27,8 @@ pub struct Plugin {
     indices: LakePluginIndices,
     /// The optional `maintenance` export; `None` when the plugin does not export it.
     maintenance: Option<LakeMaintenanceIndices>,
+    /// The optional `bucket-replace` export (0.3.7); `None` when the plugin does not export it.
+    replace: Option<LakeBucketReplaceIndices>,
     path: PathBuf,
     digest: String,
     format: String,
@@ -104,11 +107,13 @@ impl Plugin {
             ))
         })?;
         let maintenance = LakeMaintenanceIndices::new(&pre).ok();
+        let replace = LakeBucketReplaceIndices::new(&pre).ok();
         let mut plugin = Self {
             engine,
             pre,
             indices,
             maintenance,
+            replace,
             path: path.to_path_buf(),
             digest,
             format: String::new(),
@@ -170,6 +175,16 @@ impl Plugin {
 
     pub(super) fn maintenance(&self) -> Option<&LakeMaintenanceIndices> {
         self.maintenance.as_ref()
+    }
+
+    pub(super) fn bucket_replace(&self) -> Option<&LakeBucketReplaceIndices> {
+        self.replace.as_ref()
+    }
+
+    /// Whether the plugin exports `bucket-replace` (contract 0.3.7): rebuilding a primary-key
+    /// bucket from its KV snapshot after a log gap.
+    pub fn replaces_buckets(&self) -> bool {
+        self.replace.is_some()
     }
 
     /// Whether the plugin exports `maintenance` (contract 0.3.1): snapshot expiry, compaction.

@@ -28,13 +28,13 @@ use tokio_util::sync::CancellationToken;
 use super::context::{Assignment, ResolvedTable, RoundOutcome, SplitResult, TieringContext};
 use super::maintenance::Keep;
 use super::splits::LogGap;
-use super::{FLUSS_LOG_GAP_PROPERTY, FLUSS_OFFSETS_PROPERTY};
+use super::{FLUSS_LOG_GAP_PROPERTY, FLUSS_OFFSETS_PROPERTY, FLUSS_REPLACED_BUCKETS_PROPERTY};
 use super::{fluss_commit, recovery};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets;
 use crate::plugin::instance::CommitterHandle;
-use crate::plugin::{PluginInstance, wit};
+use crate::plugin::{BucketRef, PluginInstance, wit};
 
 /// What a round hands the commit: its splits' results and the lake snapshot Fluss held when
 /// the round planned them.
@@ -44,6 +44,23 @@ pub struct RoundWrites {
     /// Log gaps the table accepts that this round tiers past: recorded in the lake snapshot's
     /// [`FLUSS_LOG_GAP_PROPERTY`] so that the lost ranges stay visible in the lake.
     pub skipped_gaps: Vec<LogGap>,
+}
+
+/// How the lake snapshot records a bucket it rebuilt from a KV snapshot:
+/// `[partition/]bucket:<snapshot id>@<log offset>`.
+fn replaced_bucket(r: &SplitResult) -> String {
+    let partition = r
+        .range
+        .partition_name
+        .as_ref()
+        .map(|p| format!("{p}/"))
+        .unwrap_or_default();
+    let snapshot = r.range.snapshot.map(|s| s.snapshot_id).unwrap_or(-1);
+    format!(
+        "{partition}{}:{snapshot}@{}",
+        r.range.bucket,
+        r.end_offset.unwrap_or(r.range.stop)
+    )
 }
 
 /// Deletes the files of write results that will never be committed (best effort).
@@ -121,6 +138,16 @@ pub async fn commit_round(
         .map(|r| std::mem::take(&mut r.write_result.payload))
         .collect();
     let completed: Vec<&SplitResult> = results.iter().filter(|r| r.end_offset.is_some()).collect();
+    // A bucket rebuilt from its KV snapshot is replaced by the whole snapshot or not at all: a
+    // snapshot split is never force-finished, so one without an end is a broken invariant.
+    if results.iter().any(|r| r.range.replace && r.end_offset.is_none()) {
+        abort_written(instance, resolved, results).await;
+        return Err(Error::new(
+            ErrorKind::Internal,
+            "a split rebuilding a bucket from its KV snapshot ended before the snapshot's end",
+        ));
+    }
+    let replace: Vec<&SplitResult> = completed.iter().copied().filter(|r| r.range.replace).collect();
     let committer = instance
         .open_committer(&resolved.committer_context(ctx))
         .await?;
@@ -152,14 +179,42 @@ pub async fn commit_round(
         let gaps: Vec<String> = skipped_gaps.iter().map(ToString::to_string).collect();
         properties.push((FLUSS_LOG_GAP_PROPERTY.to_string(), gaps.join(",")));
     }
+    if !replace.is_empty() {
+        let rebuilt: Vec<String> = replace.iter().map(|r| replaced_bucket(r)).collect();
+        properties.push((FLUSS_REPLACED_BUCKETS_PROPERTY.to_string(), rebuilt.join(",")));
+    }
+    let replace: Vec<BucketRef> = replace
+        .iter()
+        .map(|r| BucketRef {
+            partition_id: r.range.partition_id,
+            partition_name: r.range.partition_name.clone(),
+            bucket: r.range.bucket,
+            num_buckets: r.range.buckets,
+        })
+        .collect();
     // The plugin publishes only on a base with no tiering snapshot newer than the planned one:
     // a round that overlapped this one (fenced, or of another host) cannot be tiered twice.
     // Under the table's metastore lock where its writers commit under one; a lock not
     // granted is a commit never attempted.
-    let lake = match resolved
-        .under_commit_lock(instance.commit(&committer, &committable, &properties, planned_snapshot))
-        .await
-    {
+    let committer_context = resolved.committer_context(ctx);
+    let lake_commit = async {
+        if replace.is_empty() {
+            instance
+                .commit(&committer, &committable, &properties, planned_snapshot)
+                .await
+        } else {
+            instance
+                .commit_replacing(
+                    &committer_context,
+                    &committable,
+                    &properties,
+                    planned_snapshot,
+                    &replace,
+                )
+                .await
+        }
+    };
+    let lake = match resolved.under_commit_lock(lake_commit).await {
         Ok(lake) => lake,
         Err(e) => {
             abort(instance, &committer, &committable, assignment).await;

@@ -38,3 +38,7 @@ pub const FLUSS_OFFSETS_PROPERTY: &str = "fluss-offsets";
 /// The lake snapshot property listing the log ranges a round skipped because the table
 /// accepts log gaps (`[partition/]bucket:from-to`, comma-separated); absent when none.
 pub const FLUSS_LOG_GAP_PROPERTY: &str = "fluss-log-gap";
+/// The lake snapshot property listing the primary-key buckets a round rebuilt from their KV
+/// snapshots after a log gap, replacing their lake files
+/// (`[partition/]bucket:<kv snapshot id>@<log offset>`, comma-separated); absent when none.
+pub const FLUSS_REPLACED_BUCKETS_PROPERTY: &str = "fluss-replaced-buckets";

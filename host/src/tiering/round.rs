@@ -129,6 +129,7 @@ async fn tier(
         .await?;
 
     let (planned_snapshot, plan) = plan_splits(&ctx, assignment, &resolved.info).await?;
+    let plan = refuse_rebuilds_the_plugin_cannot_commit(&ctx, &resolved, &mut control, plan).await;
     // Host-wide, not per table: a thousand tables add observations, not series.
     metrics().round_planned(started.elapsed());
     for refused in &plan.refused {
@@ -240,17 +241,23 @@ async fn tier(
             None => records_to_do(&r.range),
         })
         .sum();
-    // Only the gaps of buckets this round moves past are the lake snapshot's to record.
+    // Only the gaps of buckets this round moves past are the lake snapshot's to record: those
+    // skipped in `fluss-log-gap`, those rebuilt by the commit in `fluss-replaced-buckets`.
     let skipped_gaps: Vec<splits::LogGap> = accepted_gaps
         .into_iter()
         .filter(|g| {
             results.iter().any(|r| {
                 r.end_offset.is_some()
+                    && !r.range.replace
                     && r.range.bucket == g.bucket
                     && r.range.partition_name == g.partition
             })
         })
         .collect();
+    let rebuilt = results
+        .iter()
+        .filter(|r| r.range.replace && r.end_offset.is_some())
+        .count();
     let skipped: u64 = skipped_gaps.iter().map(|g| g.records()).sum();
     let writes = RoundWrites {
         results,
@@ -265,6 +272,10 @@ async fn tier(
         if skipped > 0 {
             tracing::warn!(table = %assignment.path, records = skipped, "tiered past log gaps the table accepts; the lake snapshot records them in fluss-log-gap");
             m.log_gap_skipped(skipped);
+        }
+        if rebuilt > 0 {
+            tracing::warn!(table = %assignment.path, buckets = rebuilt, "rebuilt primary-key buckets whose log lost rows from their KV snapshots; the lake snapshot records them in fluss-replaced-buckets");
+            m.buckets_rebuilt(rebuilt as u64);
         }
         m.committed(&CommittedRound {
             commit_duration: commit_started.elapsed(),
@@ -301,6 +312,57 @@ struct SplitObservers<'a> {
     progress: &'a Arc<RoundProgress>,
 }
 
+/// Refuses the splits that would rebuild a primary-key bucket from its KV snapshot (after a
+/// log gap) when the table's plugin cannot replace a bucket: asked before any snapshot is
+/// read, so that nothing is read only to be thrown away. The gaps stay refused, named with
+/// the plugin's reason.
+async fn refuse_rebuilds_the_plugin_cannot_commit(
+    ctx: &TieringContext,
+    resolved: &ResolvedTable,
+    control: &mut PluginInstance,
+    mut plan: splits::Plan,
+) -> splits::Plan {
+    if !plan.splits.iter().any(|r| r.replace) {
+        return plan;
+    }
+    let Err(why) = control
+        .check_replace(&resolved.committer_context(ctx))
+        .await
+    else {
+        return plan;
+    };
+    let (rebuilds, splits): (Vec<_>, Vec<_>) = plan.splits.into_iter().partition(|r| r.replace);
+    plan.splits = splits;
+    for r in rebuilds {
+        if let Some(gap) = plan
+            .gaps
+            .iter_mut()
+            .find(|g| g.bucket == r.bucket && g.partition == r.partition_name)
+        {
+            gap.accepted = false;
+            plan.refused.push(Error::new(
+                ErrorKind::LogGap,
+                format!(
+                    "bucket {}{}: the lake holds it up to offset {} but its log now starts at {}; offsets {}..{} ({} records) are lost to the lake \
+                     and the bucket cannot be rebuilt from its KV snapshot: {} (docs/operations.md, \"Log gaps\")",
+                    r.bucket,
+                    r.partition_name
+                        .as_ref()
+                        .map(|n| format!(" of partition {n}"))
+                        .unwrap_or_default(),
+                    gap.lake_offset,
+                    gap.log_start,
+                    gap.lake_offset,
+                    gap.log_start,
+                    gap.records(),
+                    why.message()
+                ),
+            ));
+        }
+    }
+    plan
+}
+
 /// The splits of this round: every bucket of every partition with something to tier, with
 /// the lake snapshot Fluss held when they were planned (the commit checks it still does).
 async fn plan_splits(
@@ -334,15 +396,21 @@ async fn plan_splits(
         } else {
             None
         };
-        // Only primary-key buckets never tiered start from a snapshot: ask only when there
-        // are some.
+        // Only primary-key buckets never tiered, or whose log starts past the lake's offset,
+        // start from a snapshot: ask only when there are some.
         let pid = partition.as_ref().map(|(id, _)| *id);
-        let kv_snapshots =
-            if kind.primary_key && (0..buckets).any(|b| !tiered.buckets.contains_key(&(pid, b))) {
-                Some(kv_snapshot::latest(&admin, path, name).await?)
-            } else {
-                None
-            };
+        let from_snapshot = |b: i32| match tiered.buckets.get(&(pid, b)) {
+            None => true,
+            Some(lake) => earliest
+                .as_ref()
+                .and_then(|e| e.get(&b))
+                .is_some_and(|start| start > lake),
+        };
+        let kv_snapshots = if kind.primary_key && (0..buckets).any(from_snapshot) {
+            Some(kv_snapshot::latest(&admin, path, name).await?)
+        } else {
+            None
+        };
         inputs.push(splits::PartitionOffsets {
             partition,
             buckets,

@@ -15,7 +15,9 @@
 //! (`table.log.ttl` expired rows the lake never received), tiering it on would commit a
 //! silent gap: it is refused with an error naming the lost range, unless the table accepts
 //! gaps, in which case a log table's bucket goes on from the log start and the gap is kept
-//! with the plan for the lake snapshot to record.
+//! with the plan for the lake snapshot to record, and a primary-key bucket is rebuilt from
+//! its latest KV snapshot (once one holds the bucket up to its log start): a split that
+//! reads the snapshot and replaces the bucket's lake files in the round's commit.
 //!
 //! Splits come out ordered by lag, most behind first, ties in random order: a round that
 //! reaches its freshness stops its splits where they are, so a fixed (partition, bucket)
@@ -44,7 +46,7 @@ pub struct PartitionOffsets {
     /// reads found the log shorter than the lake expected.
     pub earliest: Option<HashMap<i32, i64>>,
     /// The latest KV snapshot per bucket; only fetched for primary-key tables with a bucket
-    /// never tiered.
+    /// never tiered or whose log starts past the lake's offset.
     pub kv_snapshots: Option<HashMap<i32, SnapshotSource>>,
 }
 
@@ -59,6 +61,8 @@ pub struct Plan {
 }
 
 /// A tiered bucket whose log lost the rows from the lake's offset to its log start.
+/// Accepted, a log table's bucket skips them and a primary-key bucket is rebuilt from its KV
+/// snapshot (its split replaces the bucket in the lake).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogGap {
     pub partition: Option<String>,
@@ -67,7 +71,8 @@ pub struct LogGap {
     pub lake_offset: i64,
     /// Where the log starts now.
     pub log_start: i64,
-    /// Tiered on from `log_start` (the table accepts gaps), not refused.
+    /// Tiered on (the table accepts gaps): from `log_start`, or for a primary-key bucket from
+    /// a KV snapshot replacing the bucket; not refused.
     pub accepted: bool,
 }
 
@@ -177,7 +182,17 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets], table: Tabl
             if let (Some(lake_offset), Some(log_start)) = (committed, log_start)
                 && log_start > lake_offset
             {
-                let accepted = !table.primary_key && table.on_log_gap == OnLogGap::Accept;
+                let accepts = table.on_log_gap == OnLogGap::Accept;
+                // A primary-key bucket cannot skip changelog rows (a key changed or deleted in
+                // the gap would be wrong in the lake): it is rebuilt from a KV snapshot that
+                // holds the bucket at least up to its log start, from where its changelog goes
+                // on.
+                let rebuild_from = p
+                    .kv_snapshots
+                    .as_ref()
+                    .and_then(|s| s.get(&bucket))
+                    .filter(|s| s.log_offset >= log_start);
+                let accepted = accepts && (!table.primary_key || rebuild_from.is_some());
                 let gap = LogGap {
                     partition: range.partition_name.clone(),
                     bucket,
@@ -185,13 +200,18 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets], table: Tabl
                     log_start,
                     accepted,
                 };
-                if accepted {
+                if accepted && let Some(source) = rebuild_from.filter(|_| table.primary_key) {
+                    range.snapshot = Some(*source);
+                    range.start = EARLIEST_OFFSET;
+                    range.stop = source.log_offset;
+                    range.replace = true;
+                } else if accepted {
                     range.start = log_start;
                 } else {
-                    let way_out = if table.primary_key {
-                        "a primary-key bucket cannot skip changelog rows"
-                    } else {
-                        "to tier it on from the log start, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'"
+                    let way_out = match (table.primary_key, accepts) {
+                        (true, true) => "it is rebuilt from the cluster's next KV snapshot of it: none holds the bucket up to its log start yet",
+                        (true, false) => "to rebuild it from the cluster's KV snapshot, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'",
+                        (false, _) => "to tier it on from the log start, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'",
                     };
                     refused.push(Error::new(
                         ErrorKind::LogGap,
@@ -298,6 +318,7 @@ fn split_for_bucket(
         start,
         stop: latest,
         snapshot: None,
+        replace: false,
     })
 }
 
@@ -344,6 +365,7 @@ mod tests {
             start,
             stop,
             snapshot: None,
+            replace: false,
         }
     }
 
@@ -518,8 +540,9 @@ mod tests {
     }
 
     /// A tiered bucket whose log now starts past the lake's offset is never read from the
-    /// log start silently: refused naming the lost range, or (a log table that accepts gaps)
-    /// tiered from the log start with the gap kept for the lake snapshot.
+    /// log start silently: refused naming the lost range, or (a table that accepts gaps)
+    /// tiered from the log start with the gap kept for the lake snapshot (log table) or
+    /// rebuilt from a KV snapshot replacing the lake's bucket (primary-key table).
     #[test]
     fn buckets_whose_log_starts_past_the_lake_are_refused_or_skip_the_named_gap() {
         let mut parts = table(&[(0, 90), (1, 50)], 2);
@@ -557,10 +580,40 @@ mod tests {
         assert!(p.gaps[0].accepted);
         assert_eq!(p.gaps[0].records(), 15);
 
-        // A primary-key table's changelog cannot skip rows: refused whatever the policy.
+        // A primary-key table's changelog cannot skip rows: accepted, the bucket is rebuilt
+        // from a KV snapshot holding it up to its log start at least, replacing the lake's
+        // bucket; until the cluster has one, it is refused.
         let p = plan(&t, &parts, kind(true, OnLogGap::Accept));
-        assert_eq!(p.splits, vec![bucket1]);
+        assert_eq!(p.splits, vec![bucket1.clone()]);
         assert_eq!(p.refused[0].kind(), ErrorKind::LogGap);
+        assert!(p.refused[0].message().contains("next KV snapshot"), "{}", p.refused[0]);
+        assert!(!p.gaps[0].accepted);
+        for (snapshot_offset, rebuilt) in [(39, false), (40, true), (70, true)] {
+            let source = SnapshotSource {
+                snapshot_id: 3,
+                log_offset: snapshot_offset,
+            };
+            parts[0].kv_snapshots = Some(HashMap::from([(0, source), (1, source)]));
+            let p = plan(&t, &parts, kind(true, OnLogGap::Accept));
+            assert_eq!(p.gaps[0].accepted, rebuilt);
+            if rebuilt {
+                let mut bucket0 = range(0, EARLIEST_OFFSET, snapshot_offset, 2);
+                bucket0.partition_id = Some(7);
+                bucket0.partition_name = Some("2024".to_string());
+                bucket0.snapshot = Some(source);
+                bucket0.replace = true;
+                assert!(p.refused.is_empty(), "{:?}", p.refused);
+                // Bucket 1 (no gap) goes on from the lake's offset, not from the snapshot.
+                assert_eq!(p.splits, vec![bucket0, bucket1.clone()]);
+            } else {
+                assert_eq!(p.splits, vec![bucket1.clone()]);
+                assert_eq!(p.refused.len(), 1);
+            }
+            // Refused by policy, snapshot or not.
+            let p = plan(&t, &parts, kind(true, OnLogGap::Refuse));
+            assert!(p.refused[0].message().contains("to rebuild it from the cluster's KV snapshot"));
+        }
+        parts[0].kv_snapshots = None;
         // A bucket never tiered has no lake offset, so no gap: a log table starts at the log
         // start, as in Java.
         let p = plan(

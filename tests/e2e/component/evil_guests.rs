@@ -14,7 +14,7 @@ use fluss_lake_e2e::unique_name;
 use fluss_lake_host::ErrorKind;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::storage::StorageQuota;
-use fluss_lake_host::plugin::wit::{TableInfo, WriterContext};
+use fluss_lake_host::plugin::wit::{CommitterContext, TableInfo, WriterContext};
 use fluss_lake_host::plugin::{Plugin, PluginInstance};
 use fluss_lake_host::warehouse::Warehouse;
 use tokio_util::sync::CancellationToken;
@@ -298,7 +298,34 @@ async fn a_plugin_of_contract_0_3_5_still_links_and_writes() {
     assert!(imports(b"fluss:lake/table-catalog@0.3.5") && !imports(b"fluss:lake/version-catalog"));
     let old = Plugin::load(engine, &fixture).await.unwrap();
     assert!(!old.implements_contract("0.3.6"));
+    assert!(!old.replaces_buckets(), "0.3.7's bucket-replace is optional");
     s.split(&old, &evil_table("honest", &[])).await.unwrap();
+}
+
+/// Contract 0.3.7's optional `bucket-replace` export: the host asks `check-replace` before it
+/// reads a KV snapshot to rebuild a bucket. A plugin that answers `unsupported` says so in the
+/// error the round names the bucket with; one that spins there is stopped at the call's
+/// deadline with one line, and the plugin's next instance works.
+#[tokio::test]
+async fn a_plugin_spinning_in_check_replace_is_stopped_at_its_deadline() {
+    let s = Suite::load().await;
+    assert!(s.evil.replaces_buckets() && s.paimon.replaces_buckets());
+    let context = |mode: &str| CommitterContext {
+        table: evil_table(mode, &[]),
+        config: s.config(),
+        tiering_config: Vec::new(),
+    };
+    let mut i = PluginInstance::new(&s.evil, "evil-replace".into()).await.unwrap();
+    let e = i.check_replace(&context("honest")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.message().contains("does not replace buckets"), "{e}");
+    let e = i.check_replace(&context("replace-loop")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PluginLimit, "{e}");
+    assert!(
+        e.message().contains("bucket-replace.check-replace") && !e.message().contains('\n'),
+        "{e}"
+    );
+    s.good_split("after_replace_loop").await;
 }
 
 #[tokio::test]

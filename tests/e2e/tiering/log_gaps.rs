@@ -12,7 +12,12 @@
 //! - a log table with `lake.tiering.on-log-gap = accept`: tiered on from the log start; the lake
 //!   snapshot that crossed the gap records it in `fluss-log-gap`, and the lake holds exactly the
 //!   offsets before the gap and from its end on, none twice;
-//! - a primary-key table: refused whatever the policy (its changelog cannot skip rows).
+//! - primary-key tables in Paimon and Iceberg with `lake.tiering.on-log-gap = accept`, whose
+//!   keys changed and were deleted in the gap: each bucket is rebuilt from the cluster's KV
+//!   snapshot, replacing the bucket's lake files in the snapshot that records it in
+//!   `fluss-replaced-buckets` (a merge would keep the deleted keys, and in Iceberg every key
+//!   twice); the lake then reads as Fluss looks up every key, and the next rounds go on from the
+//!   changelog.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -27,6 +32,8 @@ use fluss::rpc::message::OffsetSpec;
 use fluss_lake_e2e::host::{self, HostProcess};
 use fluss_lake_e2e::lake_check::assert_no_duplicate_offsets;
 use fluss_lake_e2e::{cluster, data, paimon, prometheus, unique_name};
+
+use super::merge_engines::assert_lake_reads_as_fluss;
 
 const BUCKETS: i32 = 2;
 
@@ -65,13 +72,24 @@ fn pk_table() -> TableDescriptor {
         .unwrap()
 }
 
+/// Round 0 upserts keys 0..100; later rounds upsert keys 0..90 and delete 90..100 (in the
+/// gap: a lake that merged the rebuilt bucket into its old files would keep them).
 async fn upsert(conn: &fluss::client::FlussConnection, path: &TablePath, round: i64) {
     let writer = data::upsert_writer(conn, path).await;
-    for id in 0..100 {
+    let row = |id: i32, name: String| {
         let mut row = GenericRow::new(2);
         row.set_field(0, id);
-        row.set_field(1, format!("r{round}"));
-        writer.upsert(&row).unwrap();
+        row.set_field(1, name);
+        row
+    };
+    let kept = if round == 0 { 100 } else { 90 };
+    for id in 0..kept {
+        writer.upsert(&row(id, format!("r{round}"))).unwrap();
+    }
+    if round == 1 {
+        for id in kept..100 {
+            writer.delete(&row(id, "r0".to_string())).unwrap();
+        }
     }
     writer.flush().await.unwrap();
 }
@@ -127,18 +145,25 @@ fn gauge(metrics: &str, metric: &str, table: &str) -> Option<i64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bucket_whose_log_starts_past_the_lake_is_refused_or_skips_a_recorded_gap() {
-    let c = cluster::lease_kv_snapshots("paimon");
+async fn a_bucket_whose_log_starts_past_the_lake_is_refused_skips_a_recorded_gap_or_is_rebuilt() {
+    let mut c = cluster::lease_kv_snapshots("paimon");
     let conn = fluss_lake_e2e::connect(&c.bootstrap).await;
     let admin = conn.get_admin().unwrap();
     let id = unique_name("loggap");
     let refused = TablePath::new("fluss", format!("{id}_refused"));
     let accepted = TablePath::new("fluss", format!("{id}_accepted"));
     let pk = TablePath::new("fluss", format!("{id}_pk"));
+    let pk_iceberg = TablePath::new("fluss", format!("{id}_pk_iceberg"));
+    // Each table in the format the cluster has when it is created.
+    c.set_lake_format("iceberg");
+    data::create_table(&admin, &pk_iceberg, &pk_table()).await;
+    c.set_lake_format("paimon");
     data::create_table(&admin, &refused, &log_table(false)).await;
     data::create_table(&admin, &accepted, &log_table(true)).await;
     data::create_table(&admin, &pk, &pk_table()).await;
     let logs = [&refused, &accepted];
+    let pks = [(&pk, "paimon"), (&pk_iceberg, "iceberg")];
+    let all = [&refused, &accepted, &pk, &pk_iceberg];
 
     // Tiered once.
     let mut next_id = 0;
@@ -146,22 +171,32 @@ async fn a_bucket_whose_log_starts_past_the_lake_is_refused_or_skips_a_recorded_
         data::write_rows(&conn, path, next_id, 200, 100).await;
     }
     next_id += 200;
-    upsert(&conn, &pk, 0).await;
+    for (path, _) in pks {
+        upsert(&conn, path, 0).await;
+    }
     let metrics = format!("127.0.0.1:{}", prometheus::free_port().unwrap());
+    // Fluss shows a table only the options of the cluster's current format (paimon): the host
+    // is told where Iceberg's warehouse is.
+    let iceberg_wh = c.iceberg_warehouse.display().to_string();
     let args = host::args(
         &c.bootstrap,
-        &[host::plugin("paimon")],
-        &["--metrics.address", &metrics],
+        &[host::plugin("paimon"), host::plugin("iceberg")],
+        &[
+            "--metrics.address",
+            &metrics,
+            "--datalake.iceberg.warehouse",
+            &iceberg_wh,
+        ],
     );
     let mut h = HostProcess::spawn(&args, &format!("{id}-host"));
-    for path in [&refused, &accepted, &pk] {
+    for path in all {
         wait_tiered(&admin, path, &h).await;
     }
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
 
     // The lake off: written until every bucket's log starts past the lake's offset.
     let mut lake = HashMap::new();
-    for path in [&refused, &accepted, &pk] {
+    for path in all {
         lake.insert(path.clone(), lake_offsets(&admin, path).await);
         set_lake(&admin, path, false).await;
     }
@@ -172,10 +207,12 @@ async fn a_bucket_whose_log_starts_past_the_lake_is_refused_or_skips_a_recorded_
             data::write_rows(&conn, path, next_id, 200, 100).await;
         }
         next_id += 200;
-        upsert(&conn, &pk, round).await;
+        for (path, _) in pks {
+            upsert(&conn, path, round).await;
+        }
         round += 1;
         let mut behind = Vec::new();
-        for path in [&refused, &accepted, &pk] {
+        for path in all {
             let starts = log_starts(&admin, path).await;
             for (b, start) in &starts {
                 if *start <= lake[path].get(b).copied().unwrap_or(0) {
@@ -193,7 +230,7 @@ async fn a_bucket_whose_log_starts_past_the_lake_is_refused_or_skips_a_recorded_
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let mut starts = HashMap::new();
-    for path in [&refused, &accepted, &pk] {
+    for path in all {
         starts.insert(path.clone(), log_starts(&admin, path).await);
         set_lake(&admin, path, true).await;
     }
@@ -201,11 +238,34 @@ async fn a_bucket_whose_log_starts_past_the_lake_is_refused_or_skips_a_recorded_
     let mut h = HostProcess::spawn(&args, &format!("{id}-host"));
     // Accepted: tiered on from the log start up to the log end.
     wait_tiered(&admin, &accepted, &h).await;
-    // Refused (log table and primary-key table): one error per bucket, naming the range.
-    for (path, way_out) in [
-        (&refused, "--tiering.on-log-gap accept"),
-        (&pk, "a primary-key bucket cannot skip changelog rows"),
-    ] {
+    // Primary-key tables that accept gaps: every bucket rebuilt from its KV snapshot; the lake
+    // then reads as Fluss looks up every key (the keys deleted in the gap are gone).
+    for (path, format) in pks {
+        let rows = assert_lake_reads_as_fluss(&c, &conn, &admin, format, path, &["id", "name"], &format!("{path} rebuilt"), &h).await;
+        assert_eq!(rows.len(), 90, "{path}: {rows:?}");
+        let after = lake_offsets(&admin, path).await;
+        for b in 0..BUCKETS {
+            assert!(after[&b] >= starts[path][&b], "{path} bucket {b}: {after:?}");
+        }
+    }
+    // The Paimon snapshot that rebuilt the buckets says so, as an OVERWRITE.
+    let latest = paimon::snapshot(&c.paimon_warehouse, "fluss", pk.table(), None);
+    let rebuilt = (1..=latest["id"].as_i64().unwrap())
+        .rev()
+        .map(|s| paimon::snapshot(&c.paimon_warehouse, "fluss", pk.table(), Some(s)))
+        .find(|s| s["properties"]["fluss-replaced-buckets"].is_string())
+        .unwrap_or_else(|| panic!("no snapshot of {pk} records fluss-replaced-buckets: {latest}"));
+    assert_eq!(rebuilt["commitKind"], "OVERWRITE", "{rebuilt}");
+    let recorded = rebuilt["properties"]["fluss-replaced-buckets"].as_str().unwrap();
+    assert_eq!(recorded.split(',').count(), BUCKETS as usize, "{recorded}");
+    // The next rounds go on from the changelog.
+    for (path, format) in pks {
+        upsert(&conn, path, round).await;
+        let rows = assert_lake_reads_as_fluss(&c, &conn, &admin, format, path, &["id", "name"], &format!("{path} after"), &h).await;
+        assert!(rows.iter().all(|r| r["name"] == format!("r{round}")), "{path}: {rows:?}");
+    }
+    // Refused (log table on the default policy): one error per bucket, naming the range.
+    for (path, way_out) in [(&refused, "--tiering.on-log-gap accept")] {
         for b in 0..BUCKETS {
             let from = lake[path][&b];
             let needle = format!(
@@ -251,19 +311,19 @@ async fn a_bucket_whose_log_starts_past_the_lake_is_refused_or_skips_a_recorded_
         (lost_then..=lost_now).contains(&gap),
         "gauge {gap}, lost {lost_then}..={lost_now}"
     );
-    assert_eq!(
-        gauge(
-            &scraped,
-            "fluss_lake_table_log_gap_records",
-            accepted.table()
-        ),
-        Some(0),
-        "{scraped}"
-    );
-    // Nothing committed past a refused gap.
-    for path in [&refused, &pk] {
-        assert_eq!(lake_offsets(&admin, path).await, lake[path], "{path}");
+    for path in [&accepted, &pk, &pk_iceberg] {
+        assert_eq!(
+            gauge(&scraped, "fluss_lake_table_log_gap_records", path.table()),
+            Some(0),
+            "{path}: {scraped}"
+        );
     }
+    for (path, _) in pks {
+        let rebuilt = gauge(&scraped, "fluss_lake_table_buckets_rebuilt_total", path.table());
+        assert_eq!(rebuilt, Some(BUCKETS as i64), "{path}: {scraped}");
+    }
+    // Nothing committed past a refused gap.
+    assert_eq!(lake_offsets(&admin, &refused).await, lake[&refused]);
     assert!(h.terminate(Duration::from_secs(40)).unwrap().success());
 
     // The lake snapshot that crossed the gap records it, and the lake holds exactly the

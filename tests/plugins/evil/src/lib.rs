@@ -39,12 +39,14 @@
 //! | `maintain-loop` | an honest lake whose `maintain` spins forever                      |
 //! | `maintain-flood`| an honest lake whose `maintain` reports 50 000 snapshots committed |
 //! | `maintain-fail` | an honest lake whose `maintain` fails (`io`)                       |
+//! | `replace-loop`  | an honest lake whose `check-replace` (contract 0.3.7) spins forever |
 //! | `over-budget`   | an honest lake that reports `u32::MAX`, then 7, parts over budget  |
 //! |                 | in `maintain` (the last counts), and 1 000 in every `write`, where |
 //! |                 | the host ignores it                                                |
 //!
 //! Otherwise `maintain` (the optional export of contract 0.3.1) records each request it gets
-//! in `maintained/<n>` (`keep-since` and the two flags) and reports nothing done.
+//! in `maintained/<n>` (`keep-since` and the two flags) and reports nothing done, and
+//! `bucket-replace` (0.3.7) answers `unsupported`.
 //!
 //! Its `info` can also be made to claim another contract version (see `CONTRACT_MARKER`),
 //! any plugin version (see `VERSION_MARKER`), any table layout (see `LAYOUT_MARKER`), or to
@@ -59,11 +61,11 @@ use std::cell::RefCell;
 
 use fluss_lake_guest_sdk::CONTRACT_VERSION;
 use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{
-    catalog, committer, maintenance, plugin, writer,
+    bucket_replace, catalog, committer, maintenance, plugin, writer,
 };
 use fluss_lake_guest_sdk::bindings::fluss::lake::{logging, maintenance_status, storage};
 use fluss_lake_guest_sdk::wit::{
-    CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
+    BucketRef, CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
     MaintenanceRequest, PluginInfo, ReadableSnapshot, RowBatch, TableInfo, TableLayout,
     TieringStats, WitErrorKind, WriteResult, WriterContext,
 };
@@ -763,6 +765,30 @@ impl maintenance::Guest for Evil {
         );
         storage::put(&format!("maintained/{n:06}"), record.as_bytes())?;
         Ok(report)
+    }
+}
+
+impl bucket_replace::Guest for Evil {
+    fn check_replace(context: CommitterContext) -> Result<(), LakeError> {
+        if mode(&context.table, &context.config) == "replace-loop" {
+            loop {
+                std::hint::black_box(compute(1_000_000));
+            }
+        }
+        Err(error(
+            WitErrorKind::Unsupported,
+            "the evil lake does not replace buckets".into(),
+        ))
+    }
+
+    fn commit_replacing(
+        context: CommitterContext,
+        _committable: Vec<u8>,
+        _properties: Vec<(String, String)>,
+        _tiered_base: Option<i64>,
+        _replace: Vec<BucketRef>,
+    ) -> Result<CommitResult, LakeError> {
+        Self::check_replace(context).map(|()| unreachable!("check_replace always fails"))
     }
 }
 
