@@ -21,8 +21,8 @@ use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
 use super::host_api::{InstanceState, MaintenanceStatus};
 use super::maintenance_bindings::LakeMaintenance;
-use super::replace_bindings::LakeBucketReplace;
 use super::registry::Plugin;
+use super::replace_bindings::LakeBucketReplace;
 use super::sandbox::{
     self, DeadlineExceeded, MAX_INFO_FIELD_BYTES, check_result_size, truncate_message,
 };
@@ -548,7 +548,14 @@ impl PluginInstance {
             ));
         };
         let r = guest_call!(self, "bucket-replace.commit-replacing", |_b, s| guest
-            .call_commit_replacing(s, context, committable, properties, tiered_base, replace))?;
+            .call_commit_replacing(
+                s,
+                context,
+                committable,
+                properties,
+                tiered_base,
+                replace
+            ))?;
         r.map_err(|e| {
             let conflict = e.kind == wit::ErrorKind::Conflict;
             let err = self.plugin_error("bucket-replace.commit-replacing", e);

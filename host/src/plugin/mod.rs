@@ -67,13 +67,13 @@ pub mod replace_bindings {
 }
 
 pub use bindings::fluss::lake::types as wit;
-pub use replace_bindings::exports::fluss::lake::bucket_replace::BucketRef;
 pub use instance::PluginInstance;
 pub use maintenance_bindings::exports::fluss::lake::maintenance::{
     MaintenanceReport, MaintenanceRequest,
 };
 pub use registry::{Plugin, PluginRegistry};
 pub use reload::PluginSet;
+pub use replace_bindings::exports::fluss::lake::bucket_replace::BucketRef;
 
 /// The contract version this host implements (the WIT package version).
 pub const CONTRACT_VERSION: &str = "0.3.7";

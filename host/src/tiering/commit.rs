@@ -140,14 +140,21 @@ pub async fn commit_round(
     let completed: Vec<&SplitResult> = results.iter().filter(|r| r.end_offset.is_some()).collect();
     // A bucket rebuilt from its KV snapshot is replaced by the whole snapshot or not at all: a
     // snapshot split is never force-finished, so one without an end is a broken invariant.
-    if results.iter().any(|r| r.range.replace && r.end_offset.is_none()) {
+    if results
+        .iter()
+        .any(|r| r.range.replace && r.end_offset.is_none())
+    {
         abort_written(instance, resolved, results).await;
         return Err(Error::new(
             ErrorKind::Internal,
             "a split rebuilding a bucket from its KV snapshot ended before the snapshot's end",
         ));
     }
-    let replace: Vec<&SplitResult> = completed.iter().copied().filter(|r| r.range.replace).collect();
+    let replace: Vec<&SplitResult> = completed
+        .iter()
+        .copied()
+        .filter(|r| r.range.replace)
+        .collect();
     let committer = instance
         .open_committer(&resolved.committer_context(ctx))
         .await?;
@@ -181,7 +188,10 @@ pub async fn commit_round(
     }
     if !replace.is_empty() {
         let rebuilt: Vec<String> = replace.iter().map(|r| replaced_bucket(r)).collect();
-        properties.push((FLUSS_REPLACED_BUCKETS_PROPERTY.to_string(), rebuilt.join(",")));
+        properties.push((
+            FLUSS_REPLACED_BUCKETS_PROPERTY.to_string(),
+            rebuilt.join(","),
+        ));
     }
     let replace: Vec<BucketRef> = replace
         .iter()

@@ -209,9 +209,15 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets], table: Tabl
                     range.start = log_start;
                 } else {
                     let way_out = match (table.primary_key, accepts) {
-                        (true, true) => "it is rebuilt from the cluster's next KV snapshot of it: none holds the bucket up to its log start yet",
-                        (true, false) => "to rebuild it from the cluster's KV snapshot, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'",
-                        (false, _) => "to tier it on from the log start, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'",
+                        (true, true) => {
+                            "it is rebuilt from the cluster's next KV snapshot of it: none holds the bucket up to its log start yet"
+                        }
+                        (true, false) => {
+                            "to rebuild it from the cluster's KV snapshot, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'"
+                        }
+                        (false, _) => {
+                            "to tier it on from the log start, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'"
+                        }
                     };
                     refused.push(Error::new(
                         ErrorKind::LogGap,
@@ -586,7 +592,11 @@ mod tests {
         let p = plan(&t, &parts, kind(true, OnLogGap::Accept));
         assert_eq!(p.splits, vec![bucket1.clone()]);
         assert_eq!(p.refused[0].kind(), ErrorKind::LogGap);
-        assert!(p.refused[0].message().contains("next KV snapshot"), "{}", p.refused[0]);
+        assert!(
+            p.refused[0].message().contains("next KV snapshot"),
+            "{}",
+            p.refused[0]
+        );
         assert!(!p.gaps[0].accepted);
         for (snapshot_offset, rebuilt) in [(39, false), (40, true), (70, true)] {
             let source = SnapshotSource {
@@ -611,7 +621,11 @@ mod tests {
             }
             // Refused by policy, snapshot or not.
             let p = plan(&t, &parts, kind(true, OnLogGap::Refuse));
-            assert!(p.refused[0].message().contains("to rebuild it from the cluster's KV snapshot"));
+            assert!(
+                p.refused[0]
+                    .message()
+                    .contains("to rebuild it from the cluster's KV snapshot")
+            );
         }
         parts[0].kv_snapshots = None;
         // A bucket never tiered has no lake offset, so no gap: a log table starts at the log

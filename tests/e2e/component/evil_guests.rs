@@ -298,7 +298,10 @@ async fn a_plugin_of_contract_0_3_5_still_links_and_writes() {
     assert!(imports(b"fluss:lake/table-catalog@0.3.5") && !imports(b"fluss:lake/version-catalog"));
     let old = Plugin::load(engine, &fixture).await.unwrap();
     assert!(!old.implements_contract("0.3.6"));
-    assert!(!old.replaces_buckets(), "0.3.7's bucket-replace is optional");
+    assert!(
+        !old.replaces_buckets(),
+        "0.3.7's bucket-replace is optional"
+    );
     s.split(&old, &evil_table("honest", &[])).await.unwrap();
 }
 
@@ -315,7 +318,9 @@ async fn a_plugin_spinning_in_check_replace_is_stopped_at_its_deadline() {
         config: s.config(),
         tiering_config: Vec::new(),
     };
-    let mut i = PluginInstance::new(&s.evil, "evil-replace".into()).await.unwrap();
+    let mut i = PluginInstance::new(&s.evil, "evil-replace".into())
+        .await
+        .unwrap();
     let e = i.check_replace(&context("honest")).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
     assert!(e.message().contains("does not replace buckets"), "{e}");

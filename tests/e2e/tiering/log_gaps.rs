@@ -241,11 +241,24 @@ async fn a_bucket_whose_log_starts_past_the_lake_is_refused_skips_a_recorded_gap
     // Primary-key tables that accept gaps: every bucket rebuilt from its KV snapshot; the lake
     // then reads as Fluss looks up every key (the keys deleted in the gap are gone).
     for (path, format) in pks {
-        let rows = assert_lake_reads_as_fluss(&c, &conn, &admin, format, path, &["id", "name"], &format!("{path} rebuilt"), &h).await;
+        let rows = assert_lake_reads_as_fluss(
+            &c,
+            &conn,
+            &admin,
+            format,
+            path,
+            &["id", "name"],
+            &format!("{path} rebuilt"),
+            &h,
+        )
+        .await;
         assert_eq!(rows.len(), 90, "{path}: {rows:?}");
         let after = lake_offsets(&admin, path).await;
         for b in 0..BUCKETS {
-            assert!(after[&b] >= starts[path][&b], "{path} bucket {b}: {after:?}");
+            assert!(
+                after[&b] >= starts[path][&b],
+                "{path} bucket {b}: {after:?}"
+            );
         }
     }
     // The Paimon snapshot that rebuilt the buckets says so, as an OVERWRITE.
@@ -255,14 +268,29 @@ async fn a_bucket_whose_log_starts_past_the_lake_is_refused_skips_a_recorded_gap
         .map(|s| paimon::snapshot(&c.paimon_warehouse, "fluss", pk.table(), Some(s)))
         .find(|s| s["properties"]["fluss-replaced-buckets"].is_string())
         .unwrap_or_else(|| panic!("no snapshot of {pk} records fluss-replaced-buckets: {latest}"));
-    assert_eq!(rebuilt["commitKind"], "OVERWRITE", "{rebuilt}");
-    let recorded = rebuilt["properties"]["fluss-replaced-buckets"].as_str().unwrap();
+    assert_eq!(rebuilt["commit_kind"], "OVERWRITE", "{rebuilt}");
+    let recorded = rebuilt["properties"]["fluss-replaced-buckets"]
+        .as_str()
+        .unwrap();
     assert_eq!(recorded.split(',').count(), BUCKETS as usize, "{recorded}");
     // The next rounds go on from the changelog.
     for (path, format) in pks {
         upsert(&conn, path, round).await;
-        let rows = assert_lake_reads_as_fluss(&c, &conn, &admin, format, path, &["id", "name"], &format!("{path} after"), &h).await;
-        assert!(rows.iter().all(|r| r["name"] == format!("r{round}")), "{path}: {rows:?}");
+        let rows = assert_lake_reads_as_fluss(
+            &c,
+            &conn,
+            &admin,
+            format,
+            path,
+            &["id", "name"],
+            &format!("{path} after"),
+            &h,
+        )
+        .await;
+        assert!(
+            rows.iter().all(|r| r["name"] == format!("r{round}")),
+            "{path}: {rows:?}"
+        );
     }
     // Refused (log table on the default policy): one error per bucket, naming the range.
     for (path, way_out) in [(&refused, "--tiering.on-log-gap accept")] {
@@ -319,7 +347,11 @@ async fn a_bucket_whose_log_starts_past_the_lake_is_refused_skips_a_recorded_gap
         );
     }
     for (path, _) in pks {
-        let rebuilt = gauge(&scraped, "fluss_lake_table_buckets_rebuilt_total", path.table());
+        let rebuilt = gauge(
+            &scraped,
+            "fluss_lake_table_buckets_rebuilt_total",
+            path.table(),
+        );
         assert_eq!(rebuilt, Some(BUCKETS as i64), "{path}: {scraped}");
     }
     // Nothing committed past a refused gap.
