@@ -40,6 +40,22 @@ const FAR_FUTURE: i64 = i64::MAX / 2;
 /// A row of the test tables: `(id, name, __bucket, __offset)`.
 type Row = (i32, String, i32, i64);
 
+/// A batch of the test tables' columns `id INT NOT NULL, name STRING`.
+fn id_name_batch<'a>(rows: impl Iterator<Item = (i32, &'a str)> + Clone) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int32, false),
+        Field::new("name", DataType::Utf8, true),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int32Array::from_iter_values(rows.clone().map(|r| r.0))),
+            Arc::new(StringArray::from_iter_values(rows.map(|r| r.1))),
+        ],
+    )
+    .unwrap()
+}
+
 /// A Fluss table tiered into an Iceberg table in memory, round by round.
 struct Lake {
     storage: Rc<MemoryStorage>,
@@ -107,18 +123,7 @@ impl Lake {
             if rows.is_empty() {
                 continue;
             }
-            let schema = Arc::new(Schema::new(vec![
-                Field::new("id", DataType::Int32, false),
-                Field::new("name", DataType::Utf8, true),
-            ]));
-            let batch = RecordBatch::try_new(
-                schema,
-                vec![
-                    Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.1))),
-                    Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
-                ],
-            )
-            .unwrap();
+            let batch = id_name_batch(rows.iter().map(|r| (r.1, r.2)));
             let kinds: Vec<ChangeType> = rows.iter().map(|r| r.0).collect();
             let offset = self.offsets.entry(b).or_default();
             let rb = make_changelog_batch(&batch, &kinds, *offset, 1_000).unwrap();
@@ -1243,20 +1248,7 @@ fn a_replaced_bucket_holds_only_its_snapshot_image_even_after_a_racing_compactio
         })
         .chain([(50, "n50".to_string())])
         .collect();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int32, false),
-        Field::new("name", DataType::Utf8, true),
-    ]));
-    let batch = RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(Int32Array::from_iter_values(image.iter().map(|r| r.0))),
-            Arc::new(StringArray::from_iter_values(
-                image.iter().map(|r| r.1.as_str()),
-            )),
-        ],
-    )
-    .unwrap();
+    let batch = id_name_batch(image.iter().map(|r| (r.0, r.1.as_str())));
     let inner = lake.storage.clone();
     let mut w =
         IcebergWriter::open(&writer_context(&lake.table, 0, None, &lake.config), &*inner).unwrap();

@@ -324,6 +324,23 @@ impl PluginInstance {
         )
     }
 
+    /// [`plugin_error`](Self::plugin_error), except that the plugin's `kind` keeps its own
+    /// kind (a lost race, an operation the plugin does not do): the lake's answer, not a
+    /// failure of the plugin.
+    fn plugin_error_as(&self, call: &str, e: wit::LakeError, kind: wit::ErrorKind) -> Error {
+        let keep = e.kind == kind;
+        let err = self.plugin_error(call, e);
+        match kind {
+            wit::ErrorKind::Conflict if keep => {
+                Error::new(ErrorKind::Conflict, err.message().to_string())
+            }
+            wit::ErrorKind::Unsupported if keep => {
+                Error::new(ErrorKind::Unsupported, err.message().to_string())
+            }
+            _ => err,
+        }
+    }
+
     fn plugin_error(&self, call: &str, e: wit::LakeError) -> Error {
         Error::new(
             ErrorKind::Plugin,
@@ -456,16 +473,8 @@ impl PluginInstance {
             .fluss_lake_committer()
             .lake_committer()
             .call_commit(s, c.0, committable, properties, tiered_base))?;
-        r.map_err(|e| {
-            // A lost race is the lake's answer, not the plugin's failure: transient.
-            let conflict = e.kind == wit::ErrorKind::Conflict;
-            let err = self.plugin_error("committer.commit", e);
-            if conflict {
-                Error::new(ErrorKind::Conflict, err.message().to_string())
-            } else {
-                err
-            }
-        })
+        // A lost race is the lake's answer, not the plugin's failure: transient.
+        r.map_err(|e| self.plugin_error_as("committer.commit", e, wit::ErrorKind::Conflict))
     }
 
     pub async fn abort(&mut self, c: &CommitterHandle, committable: &[u8]) -> Result<()> {
@@ -498,32 +507,36 @@ impl PluginInstance {
         Ok(snapshot)
     }
 
+    /// The plugin's `bucket-replace` export, or why it has none.
+    fn bucket_replace(
+        &self,
+    ) -> Result<super::replace_bindings::exports::fluss::lake::bucket_replace::Guest> {
+        self.replace
+            .as_ref()
+            .map(|m| m.fluss_lake_bucket_replace().clone())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "plugin {} does not export bucket-replace (contract 0.3.7): rebuild it on the current SDK",
+                        self.plugin_name
+                    ),
+                )
+            })
+    }
+
     /// Whether this plugin can replace the buckets of the context's table (`bucket-replace`
     /// exported and its `check-replace` accepting); why not, when it cannot.
     pub async fn check_replace(&mut self, context: &wit::CommitterContext) -> Result<()> {
-        let Some(guest) = self
-            .replace
-            .as_ref()
-            .map(|m| m.fluss_lake_bucket_replace().clone())
-        else {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "plugin {} does not export bucket-replace (contract 0.3.7): rebuild it on the current SDK",
-                    self.plugin_name
-                ),
-            ));
-        };
+        let guest = self.bucket_replace()?;
         let r = guest_call!(self, "bucket-replace.check-replace", |_b, s| guest
             .call_check_replace(s, context))?;
         r.map_err(|e| {
-            let unsupported = e.kind == wit::ErrorKind::Unsupported;
-            let err = self.plugin_error("bucket-replace.check-replace", e);
-            if unsupported {
-                Error::new(ErrorKind::Unsupported, err.message().to_string())
-            } else {
-                err
-            }
+            self.plugin_error_as(
+                "bucket-replace.check-replace",
+                e,
+                wit::ErrorKind::Unsupported,
+            )
         })
     }
 
@@ -537,16 +550,7 @@ impl PluginInstance {
         tiered_base: Option<i64>,
         replace: &[super::BucketRef],
     ) -> Result<wit::CommitResult> {
-        let Some(guest) = self
-            .replace
-            .as_ref()
-            .map(|m| m.fluss_lake_bucket_replace().clone())
-        else {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                format!("plugin {} cannot replace buckets", self.plugin_name),
-            ));
-        };
+        let guest = self.bucket_replace()?;
         let r = guest_call!(self, "bucket-replace.commit-replacing", |_b, s| guest
             .call_commit_replacing(
                 s,
@@ -557,13 +561,11 @@ impl PluginInstance {
                 replace
             ))?;
         r.map_err(|e| {
-            let conflict = e.kind == wit::ErrorKind::Conflict;
-            let err = self.plugin_error("bucket-replace.commit-replacing", e);
-            if conflict {
-                Error::new(ErrorKind::Conflict, err.message().to_string())
-            } else {
-                err
-            }
+            self.plugin_error_as(
+                "bucket-replace.commit-replacing",
+                e,
+                wit::ErrorKind::Conflict,
+            )
         })
     }
 
@@ -598,15 +600,9 @@ impl PluginInstance {
             .take()
             .unwrap_or_default();
         let r = r?;
+        // A plugin that does not maintain tables says so; that is no failure.
         let report = r.map_err(|e| {
-            // A plugin that does not maintain tables says so; that is no failure.
-            let unsupported = e.kind == wit::ErrorKind::Unsupported;
-            let err = self.plugin_error("maintenance.maintain", e);
-            if unsupported {
-                Error::new(ErrorKind::Unsupported, err.message().to_string())
-            } else {
-                err
-            }
+            self.plugin_error_as("maintenance.maintain", e, wit::ErrorKind::Unsupported)
         })?;
         if report.committed_snapshots.len() > MAX_MAINTENANCE_SNAPSHOTS {
             return Err(Error::new(
