@@ -113,6 +113,16 @@ pub async fn inspect(cli: &InspectCli, out: &mut impl std::io::Write) -> Result<
             "not exported (its tables are tiered, not maintained)".to_string()
         },
     );
+    w(
+        out,
+        "bucket replace",
+        if plugin.replaces_buckets() {
+            "exported (a primary-key bucket that lost log rows can be rebuilt from its KV snapshot)"
+                .to_string()
+        } else {
+            "not exported (a primary-key bucket that lost log rows stays refused)".to_string()
+        },
+    );
     // The first instance was created while loading; time a few more, as rounds create them.
     let mut best = plugin.instantiate_time();
     for _ in 0..5 {
