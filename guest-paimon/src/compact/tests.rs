@@ -1506,3 +1506,69 @@ fn a_replaced_bucket_holds_only_its_snapshot_image_even_after_a_racing_compactio
     assert!(!rows.is_empty());
     assert!(orphans(&*inner).is_empty(), "{:?}", orphans(&*inner));
 }
+
+/// A replaced bucket of a partitioned table: only that partition's bucket loses its files.
+#[test]
+fn a_replaced_bucket_of_one_partition_leaves_the_other_partitions_alone() {
+    use fluss_lake_guest_sdk::replace::ReplaceSet;
+    use fluss_lake_guest_sdk::wit::BucketRef;
+
+    let storage = MemoryStorage::new();
+    let table = pk_table(
+        "db",
+        "parted",
+        &[
+            ("id", "INT", false),
+            ("v", "STRING", true),
+            ("p", "STRING", false),
+        ],
+        &["id", "p"],
+        1,
+        &["p"],
+    );
+    create_table_if_missing(&storage, &table, &[]).unwrap();
+    let write = |partition: &str, ids: &[i32], value: &str| {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, false),
+            Field::new("v", DataType::Utf8, true),
+            Field::new("p", DataType::Utf8, false),
+        ]));
+        let rows = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int32Array::from(ids.to_vec())),
+                Arc::new(StringArray::from_iter_values(ids.iter().map(|_| value))),
+                Arc::new(StringArray::from_iter_values(ids.iter().map(|_| partition))),
+            ],
+        )
+        .unwrap();
+        let context = writer_context(&table, 0, Some(partition), &[]);
+        let mut w = PaimonWriter::open(&context, &storage).unwrap();
+        w.write(make_row_batch(&rows, 0, 1).unwrap()).unwrap();
+        w.complete().unwrap().payload
+    };
+    let round = to_committable(&[write("a", &[1, 2, 3], "old"), write("b", &[11, 12], "old")]);
+    let mut c = PaimonCommitter::new(&storage, vec![]);
+    let base = c.commit(&round.unwrap(), &[], None).unwrap().snapshot_id;
+    let image = to_committable(&[write("a", &[2], "new")]).unwrap();
+    let replace = ReplaceSet::new(
+        &table,
+        &[BucketRef {
+            partition_id: Some(1),
+            partition_name: Some("a".into()),
+            bucket: 0,
+            num_buckets: 1,
+        }],
+    )
+    .unwrap();
+    let id = c
+        .commit_replacing(&image, &[], Some(base), &replace)
+        .unwrap()
+        .snapshot_id;
+    let rows = pk_rows(&storage, id);
+    let expected: BTreeMap<i32, String> = [(2, "new"), (11, "old"), (12, "old")]
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect();
+    assert_eq!(rows, expected);
+}
