@@ -8,6 +8,7 @@
 //! nothing.
 
 use fluss_lake_guest_sdk::commit::{self, Published};
+use fluss_lake_guest_sdk::memo::FileMemo;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
 
@@ -68,15 +69,40 @@ pub fn current_version(storage: &dyn Storage) -> Result<Option<u64>> {
 
 /// The current metadata, or `None` when the table does not exist.
 pub fn load(storage: &dyn Storage) -> Result<Option<Loaded>> {
+    load_through(storage, None)
+}
+
+thread_local! {
+    static LAST_METADATA: FileMemo<TableMetadata> = const { FileMemo::new() };
+}
+
+/// [`load`] for a writer of table `table_id`: the current version is found as before, but
+/// its file is read only when it is not the one this plugin instance read last
+/// ([`FileMemo`]: a round's splits are written one after another by the same instances, and
+/// the metadata grows with the table's snapshots).
+pub fn load_for_writer(storage: &dyn Storage, table_id: i64) -> Result<Option<Loaded>> {
+    load_through(storage, Some(table_id))
+}
+
+fn load_through(storage: &dyn Storage, writer_of: Option<i64>) -> Result<Option<Loaded>> {
     let Some(version) = current_version(storage)? else {
         return Ok(None);
     };
-    let bytes = storage.get(&metadata_path(version))?;
-    let metadata = TableMetadata::parse(&bytes)
-        .map_err(|e| e.context(format!("reading {}", metadata_path(version))))?;
+    let file = metadata_path(version);
+    let read = || {
+        let bytes = storage.get(&file)?;
+        TableMetadata::parse(&bytes).map_err(|e| e.context(format!("reading {file}")))
+    };
+    let metadata = match writer_of {
+        Some(table_id) => match storage.head(&file)? {
+            Some(meta) => LAST_METADATA.with(|memo| memo.get_or_read(table_id, &meta, read))?,
+            None => read()?,
+        },
+        None => read()?,
+    };
     Ok(Some(Loaded {
         version,
-        file: metadata_path(version),
+        file,
         metadata,
     }))
 }
@@ -148,5 +174,27 @@ mod tests {
             loaded.metadata_file().unwrap(),
             "file:/x/metadata/v2.metadata.json"
         );
+    }
+
+    #[test]
+    fn a_writer_sees_the_current_version_of_its_own_table_through_the_memo() {
+        let t = log_table("db", "t", &[("a", "INT", true)], &[], 1, &[]);
+        let schema = IcebergSchema::for_fluss_table(&t).unwrap();
+        let spec = PartitionSpec::for_fluss_table(&t, &schema).unwrap();
+        let (one, other) = (MemoryStorage::new(), MemoryStorage::new());
+        let first = TableMetadata::new_table("file:/one", &schema, &spec, vec![], "u", 1);
+        publish(&one, None, &first).unwrap();
+        let theirs = TableMetadata::new_table("file:/other", &schema, &spec, vec![], "u2", 1);
+        publish(&other, None, &theirs).unwrap();
+        let metadata = |s: &MemoryStorage, id| load_for_writer(s, id).unwrap().unwrap().metadata;
+        assert_eq!(metadata(&one, 1), first);
+        assert_eq!(metadata(&other, 2), theirs);
+        assert_eq!(metadata(&one, 1), first);
+        // A newer version is seen at once.
+        let next = TableMetadata::new_table("file:/one", &schema, &spec, vec![], "u3", 1);
+        publish(&one, Some(1), &next).unwrap();
+        let loaded = load_for_writer(&one, 1).unwrap().unwrap();
+        assert_eq!((loaded.version, loaded.metadata), (2, next));
+        assert!(load_for_writer(&MemoryStorage::new(), 1).unwrap().is_none());
     }
 }

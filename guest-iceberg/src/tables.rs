@@ -81,6 +81,15 @@ pub fn load(storage: &dyn Storage) -> Result<Option<Loaded>> {
     }
 }
 
+/// [`load`] for a writer of table `table_id`, which reads a Hadoop table's metadata file only
+/// when its plugin instance has not read it already ([`hadoop_tables::load_for_writer`]).
+pub fn load_for_writer(storage: &dyn Storage, table_id: i64) -> Result<Option<Loaded>> {
+    match kind() {
+        CatalogKind::Files => hadoop_tables::load_for_writer(storage, table_id),
+        _ => load(storage),
+    }
+}
+
 /// `00003-<uuid>.metadata.json` → 3.
 fn catalog_version(file: &str) -> u64 {
     let name = file.rsplit('/').next().unwrap_or(file);

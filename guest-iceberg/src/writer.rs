@@ -102,7 +102,7 @@ pub struct IcebergWriter<S: Storage + Clone> {
 impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
     fn open(context: &WriterContext, storage: S) -> Result<Self> {
         let table = &context.table;
-        let loaded = tables::load(&storage)?.ok_or_else(|| {
+        let loaded = tables::load_for_writer(&storage, table.table_id)?.ok_or_else(|| {
             Error::not_found(format!(
                 "Iceberg table {}.{} does not exist (no metadata/v<N>.metadata.json)",
                 table.path.database, table.path.table

@@ -9,6 +9,7 @@
 //! add fields) are read too.
 
 use std::cmp::Ordering;
+use std::rc::Rc;
 
 use fluss_lake_guest_sdk::avro::{self, AvroCodec, Schema, Value as AvroValue, access};
 use fluss_lake_guest_sdk::storage::Storage;
@@ -261,18 +262,15 @@ pub fn manifest_file_meta_schema_json() -> String {
     )
 }
 
-fn schema_of(json: &str) -> Result<Schema> {
-    avro::parse_schema(json)
-}
-
-/// The parsed manifest entry schema.
-pub fn manifest_entry_schema() -> Result<Schema> {
-    schema_of(&manifest_entry_schema_json())
+/// The parsed manifest entry schema (parsed once: every split's write result is encoded with
+/// it).
+pub fn manifest_entry_schema() -> Result<Rc<Schema>> {
+    avro::parse_schema_once(&manifest_entry_schema_json())
 }
 
 /// The parsed manifest file meta schema.
-pub fn manifest_file_meta_schema() -> Result<Schema> {
-    schema_of(&manifest_file_meta_schema_json())
+pub fn manifest_file_meta_schema() -> Result<Rc<Schema>> {
+    avro::parse_schema_once(&manifest_file_meta_schema_json())
 }
 
 // ---- encoding -------------------------------------------------------------------------------

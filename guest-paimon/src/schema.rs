@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use fluss_lake_guest_sdk::datatype::ColumnType;
-use fluss_lake_guest_sdk::storage::Storage;
+use fluss_lake_guest_sdk::memo::FileMemo;
+use fluss_lake_guest_sdk::storage::{ObjectMeta, Storage};
 use fluss_lake_guest_sdk::wit::TableInfo;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt};
 use serde::{Deserialize, Serialize};
@@ -133,20 +134,45 @@ pub fn schema_path(id: i64) -> String {
 
 /// Reads the latest schema, or `None` when the table has no schema (does not exist).
 pub fn load_latest_schema(storage: &dyn Storage) -> Result<Option<TableSchema>> {
-    let latest = storage
+    match latest_schema_file(storage)? {
+        Some((id, _)) => load_schema(storage, id).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The id and listing entry of the table's latest schema file, if it has one.
+fn latest_schema_file(storage: &dyn Storage) -> Result<Option<(i64, ObjectMeta)>> {
+    Ok(storage
         .list(SCHEMA_DIR)?
-        .iter()
+        .into_iter()
         .filter_map(|m| {
-            m.path
+            let id = m
+                .path
                 .rsplit('/')
                 .next()?
                 .strip_prefix("schema-")?
                 .parse::<i64>()
-                .ok()
+                .ok()?;
+            Some((id, m))
         })
-        .max();
-    let Some(id) = latest else { return Ok(None) };
-    load_schema(storage, id).map(Some)
+        .max_by_key(|(id, _)| *id))
+}
+
+thread_local! {
+    static LAST_SCHEMA: FileMemo<TableSchema> = const { FileMemo::new() };
+}
+
+/// [`load_latest_schema`] for a writer of table `table_id`: the schema directory is listed
+/// as before, but the latest file is read only when it is not the one this plugin instance
+/// read last ([`FileMemo`]: a round's splits are written one after another by the same
+/// instances).
+pub fn load_latest_schema_of(storage: &dyn Storage, table_id: i64) -> Result<Option<TableSchema>> {
+    let Some((id, file)) = latest_schema_file(storage)? else {
+        return Ok(None);
+    };
+    LAST_SCHEMA
+        .with(|memo| memo.get_or_read(table_id, &file, || load_schema(storage, id)))
+        .map(Some)
 }
 
 /// Reads schema `id`.
@@ -447,6 +473,40 @@ mod tests {
                 type_json: serde_json::json!(ty),
                 description: None,
             },
+        );
+    }
+
+    #[test]
+    fn a_writer_sees_the_latest_schema_of_its_own_table_through_the_memo() {
+        use fluss_lake_guest_sdk::storage::MemoryStorage;
+        let (one, other) = (MemoryStorage::new(), MemoryStorage::new());
+        let mut schema = schema_for_fluss_table(&table(), true, 0).unwrap();
+        one.put(&schema_path(0), &schema.to_json().unwrap())
+            .unwrap();
+        assert_eq!(
+            load_latest_schema_of(&one, 1).unwrap(),
+            Some(schema.clone())
+        );
+        // Another table with a schema-0 of its own, in the same instance.
+        let mut theirs = schema.clone();
+        add_field(&mut theirs, 0, "theirs", "INT");
+        other
+            .put(&schema_path(0), &theirs.to_json().unwrap())
+            .unwrap();
+        assert_eq!(load_latest_schema_of(&other, 2).unwrap(), Some(theirs));
+        assert_eq!(
+            load_latest_schema_of(&one, 1).unwrap(),
+            Some(schema.clone())
+        );
+        // A newer schema of the table is seen at once.
+        add_field(&mut schema, 0, "added", "STRING");
+        schema.id = 1;
+        one.put(&schema_path(1), &schema.to_json().unwrap())
+            .unwrap();
+        assert_eq!(load_latest_schema_of(&one, 1).unwrap(), Some(schema));
+        assert_eq!(
+            load_latest_schema_of(&MemoryStorage::new(), 1).unwrap(),
+            None
         );
     }
 

@@ -16,7 +16,7 @@ use crate::commit_message::CommitMessage;
 use crate::manifest::{DataFileMeta, FileKind, ManifestEntry};
 use crate::merge_tree::MergeTreeWriter;
 use crate::rows::TableRows;
-use crate::schema::{TableSchema, check_compatible, load_latest_schema};
+use crate::schema::{TableSchema, check_compatible, load_latest_schema_of};
 use crate::table::{BucketMode, DataFileNames, Partition, bucket_dir, check_supported};
 use parquet::basic::Compression;
 
@@ -117,7 +117,7 @@ pub struct BucketTarget {
 impl BucketTarget {
     /// Reads the latest schema, checks it, and resolves bucket and partition.
     pub fn open(context: &WriterContext, storage: &dyn Storage) -> Result<BucketTarget> {
-        let schema = load_latest_schema(storage)?.ok_or_else(|| {
+        let schema = load_latest_schema_of(storage, context.table.table_id)?.ok_or_else(|| {
             Error::not_found(format!(
                 "Paimon table {}.{} has no schema",
                 context.table.path.database, context.table.path.table

@@ -5,6 +5,10 @@
 //! WASI toolchain (`scripts/build-plugins.sh` installs it, `.cargo/config.toml` points `cc` at
 //! it); xz is not built, and a file using it is refused as unsupported.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
 pub use apache_avro::Schema;
 use apache_avro::error::Details;
 pub use apache_avro::types::Value;
@@ -74,6 +78,37 @@ fn read_error(e: apache_avro::Error) -> Error {
 /// Parses an Avro schema from its JSON text.
 pub fn parse_schema(json: &str) -> Result<Schema> {
     Schema::parse_str(json).map_err(|e| Error::internal(format!("invalid Avro schema: {e}")))
+}
+
+/// Schemas [`parse_schema_once`] keeps per plugin instance (a plugin encodes with a few).
+const PARSED_SCHEMAS: usize = 8;
+
+thread_local! {
+    static PARSED: RefCell<VecDeque<(String, Rc<Schema>)>> = const { RefCell::new(VecDeque::new()) };
+}
+
+/// [`parse_schema`] for a schema a plugin encodes with again and again, such as a Paimon
+/// write result's (a container of manifest entries, one per split): parsed once per plugin
+/// instance, then shared. Parsing validates every name with regular expressions, which cost
+/// as much as the rest of writing a small split. The [`PARSED_SCHEMAS`] latest are kept.
+pub fn parse_schema_once(json: &str) -> Result<Rc<Schema>> {
+    let kept = PARSED.with_borrow(|parsed| {
+        parsed
+            .iter()
+            .find(|(text, _)| text == json)
+            .map(|(_, schema)| schema.clone())
+    });
+    if let Some(schema) = kept {
+        return Ok(schema);
+    }
+    let schema = Rc::new(parse_schema(json)?);
+    PARSED.with_borrow_mut(|parsed| {
+        if parsed.len() == PARSED_SCHEMAS {
+            parsed.pop_front();
+        }
+        parsed.push_back((json.to_string(), schema.clone()));
+    });
+    Ok(schema)
 }
 
 /// Encodes `records` (each a [`Value::Record`] matching `schema`) as one container file.
@@ -228,6 +263,35 @@ pub mod access {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schema_parsed_once_is_shared_and_each_text_is_its_own() {
+        let record = |name: &str| {
+            format!(
+                r#"{{"type":"record","name":"{name}","fields":[{{"name":"a","type":"long"}}]}}"#
+            )
+        };
+        let first = parse_schema_once(&record("r")).unwrap();
+        assert!(Rc::ptr_eq(
+            &first,
+            &parse_schema_once(&record("r")).unwrap()
+        ));
+        let other = parse_schema_once(&record("s")).unwrap();
+        assert_eq!(
+            other.canonical_form(),
+            parse_schema(&record("s")).unwrap().canonical_form()
+        );
+        assert!(!Rc::ptr_eq(&first, &other));
+        // Only the latest are kept; an older one is parsed again.
+        for i in 0..PARSED_SCHEMAS {
+            parse_schema_once(&record(&format!("n{i}"))).unwrap();
+        }
+        assert!(!Rc::ptr_eq(
+            &first,
+            &parse_schema_once(&record("r")).unwrap()
+        ));
+        assert!(parse_schema_once("{").is_err());
+    }
 
     #[test]
     fn round_trips_with_every_codec() {

@@ -32,6 +32,7 @@ pub mod ipc;
 pub mod layout;
 pub mod log;
 pub mod maintenance;
+pub mod memo;
 pub mod ord;
 pub mod parquet;
 pub mod parquet_read;

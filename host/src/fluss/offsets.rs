@@ -48,32 +48,54 @@ pub enum LogEnd {
     Latest,
 }
 
-/// An offset of every bucket of a table, or of one partition of it.
+/// The buckets whose offsets [`bucket_offsets`] lists.
+#[derive(Debug, Clone, Copy)]
+pub enum BucketsOf<'a> {
+    /// Every bucket of a table without partitions: its bucket count.
+    Table(i32),
+    /// Every bucket of each of these partitions of a table: name and bucket count.
+    Partitions(&'a [(&'a str, i32)]),
+}
+
+/// An offset of every bucket of `of`, one map (bucket → offset) per partition in the order
+/// given, or one for a table without partitions. A table's partitions are listed together
+/// (one metadata update, then their requests in flight together): listing them one by one
+/// updated the client's metadata per partition, which made planning a wide table grow with
+/// the square of its partitions.
 pub async fn bucket_offsets(
     admin: &FlussAdmin,
     path: &TablePath,
-    partition_name: Option<&str>,
-    num_buckets: i32,
+    of: BucketsOf<'_>,
     end: LogEnd,
-) -> Result<HashMap<i32, i64>> {
-    let buckets: Vec<i32> = (0..num_buckets).collect();
+) -> Result<Vec<HashMap<i32, i64>>> {
     let spec = match end {
         LogEnd::Earliest => OffsetSpec::Earliest,
         LogEnd::Latest => OffsetSpec::Latest,
     };
-    match partition_name {
-        None => admin.list_offsets(path, &buckets, spec).await,
-        Some(p) => admin.list_partition_offsets(path, p, &buckets, spec).await,
+    match of {
+        BucketsOf::Table(buckets) => {
+            let buckets: Vec<i32> = (0..buckets).collect();
+            admin
+                .list_offsets(path, &buckets, spec)
+                .await
+                .map(|o| vec![o])
+        }
+        BucketsOf::Partitions([]) => Ok(Vec::new()),
+        BucketsOf::Partitions(partitions) => {
+            let buckets: Vec<Vec<i32>> =
+                partitions.iter().map(|(_, n)| (0..*n).collect()).collect();
+            let named: Vec<(&str, &[i32])> = partitions
+                .iter()
+                .zip(&buckets)
+                .map(|((name, _), b)| (*name, b.as_slice()))
+                .collect();
+            admin.list_partitions_offsets(path, &named, spec).await
+        }
     }
     .map_err(|e| {
         Error::new(
             ErrorKind::Fluss,
-            format!(
-                "cannot list the {end:?} offsets of {path}{}",
-                partition_name
-                    .map(|p| format!(" partition {p}"))
-                    .unwrap_or_default()
-            ),
+            format!("cannot list the {end:?} offsets of {path}"),
         )
         .with_source(e)
     })

@@ -26,7 +26,7 @@ use super::{fluss_commit, row_batches, splits};
 use crate::catalog::{CatalogOptions, GlueCatalog, HiveCatalog, LakeCatalog, PointerTable};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
-use crate::fluss::offsets::{self, LogEnd};
+use crate::fluss::offsets::{self, BucketsOf, LogEnd};
 use crate::fluss::{kv_snapshot, reader, table};
 use crate::metrics::registry::{CommittedRound, short_digest};
 use crate::metrics::{TableLabels, TableMetrics, metrics};
@@ -387,15 +387,26 @@ async fn plan_splits(
     };
     let kind = splits::TableKind::of(info, ctx.config.on_log_gap)?;
     let with_log_start = kind.primary_key || ctx.log_gaps.is_suspect(assignment.table_id);
+    let named: Vec<(&str, i32)> = partitions
+        .iter()
+        .filter_map(|(p, buckets)| p.as_ref().map(|(_, name)| (name.as_str(), *buckets)))
+        .collect();
+    let of = if info.is_partitioned() {
+        BucketsOf::Partitions(&named)
+    } else {
+        BucketsOf::Table(table_buckets)
+    };
+    let latest = offsets::bucket_offsets(&admin, path, of, LogEnd::Latest).await?;
+    let mut earliest = if with_log_start {
+        Some(offsets::bucket_offsets(&admin, path, of, LogEnd::Earliest).await?)
+    } else {
+        None
+    }
+    .map(Vec::into_iter);
     let mut inputs = Vec::with_capacity(partitions.len());
-    for (partition, buckets) in partitions {
+    for ((partition, buckets), latest) in partitions.into_iter().zip(latest) {
         let name = partition.as_ref().map(|(_, n)| n.as_str());
-        let latest = offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Latest).await?;
-        let earliest = if with_log_start {
-            Some(offsets::bucket_offsets(&admin, path, name, buckets, LogEnd::Earliest).await?)
-        } else {
-            None
-        };
+        let earliest = earliest.as_mut().and_then(Iterator::next);
         // Only primary-key buckets never tiered, or whose log starts past the lake's offset,
         // start from a snapshot: ask only when there are some.
         let pid = partition.as_ref().map(|(id, _)| *id);

@@ -57,6 +57,11 @@ fn parse_table_descriptor(bytes: &[u8]) -> Result<TableDescriptor> {
     TableDescriptor::deserialize_json(&node)
 }
 
+/// Partitions whose ListOffsets requests
+/// [`FlussAdmin::list_partitions_offsets`] keeps in flight at once (patched in): enough to
+/// overlap the round trips, few enough not to queue hundreds of requests on a server.
+pub const LIST_OFFSETS_PARTITIONS_IN_FLIGHT: usize = 32;
+
 pub struct FlussAdmin {
     metadata: Arc<Metadata>,
     rpc_client: Arc<RpcClient>,
@@ -375,6 +380,87 @@ impl FlussAdmin {
     ) -> Result<HashMap<i32, i64>> {
         self.do_list_offsets(table_path, Some(partition_name), buckets_id, offset_spec)
             .await
+    }
+
+    /// Offsets of the buckets of many partitions of a table, as
+    /// [`list_partition_offsets`](Self::list_partition_offsets) of each would give them, in the
+    /// order of `partitions` (name, buckets). (Patched in.) One metadata update covers the
+    /// table and every partition: each update copies the whole metadata cache, which grows
+    /// with the partitions, so one per partition made listing P partitions cost O(P²). The
+    /// requests (one per partition and leader) are then in flight
+    /// [`LIST_OFFSETS_PARTITIONS_IN_FLIGHT`] partitions at a time.
+    pub async fn list_partitions_offsets(
+        &self,
+        table_path: &TablePath,
+        partitions: &[(&str, &[BucketId])],
+        offset_spec: OffsetSpec,
+    ) -> Result<Vec<HashMap<BucketId, i64>>> {
+        if partitions.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some((name, _)) = partitions.iter().find(|(_, buckets)| buckets.is_empty()) {
+            return Err(Error::IllegalArgument {
+                message: format!("Buckets of partition '{name}' are empty."),
+            });
+        }
+        let table = Arc::new(table_path.clone());
+        let physical: Vec<Arc<PhysicalTablePath>> = partitions
+            .iter()
+            .map(|(name, _)| {
+                Arc::new(PhysicalTablePath::of_partitioned(
+                    table.clone(),
+                    Some(name.to_string()),
+                ))
+            })
+            .collect();
+        // Force the update, as `do_list_offsets` (and the Java client) does, in one request.
+        self.metadata
+            .update_tables_metadata(
+                &HashSet::from([table_path]),
+                &physical.iter().collect(),
+                vec![],
+            )
+            .await?;
+        let cluster = self.metadata.get_cluster();
+        let table_id = cluster.get_table(table_path)?.table_id;
+        let mut ids = Vec::with_capacity(partitions.len());
+        for ((name, _), path) in partitions.iter().zip(&physical) {
+            ids.push(cluster.get_partition_id(path).ok_or_else(|| {
+                Error::partition_not_exist(format!(
+                    "Partition '{name}' not found for table '{table_path}'"
+                ))
+            })?);
+        }
+        let mut results = Vec::with_capacity(partitions.len());
+        for window in partitions
+            .iter()
+            .zip(ids)
+            .collect::<Vec<_>>()
+            .chunks(LIST_OFFSETS_PARTITIONS_IN_FLIGHT)
+        {
+            let mut pending = Vec::with_capacity(window.len());
+            for ((_, buckets), partition_id) in window {
+                let requests = self.prepare_list_offsets_requests(
+                    table_id,
+                    Some(*partition_id),
+                    buckets,
+                    offset_spec.clone(),
+                )?;
+                pending.push(self.send_list_offsets_request(requests).await?);
+            }
+            for responses in pending {
+                let mut offsets = HashMap::new();
+                for response in responses {
+                    let listed = response.await.map_err(|e| Error::UnexpectedError {
+                        message: "Fail to get result for list offsets.".to_string(),
+                        source: Some(Box::new(e)),
+                    })?;
+                    offsets.extend(listed?);
+                }
+                results.push(offsets);
+            }
+        }
+        Ok(results)
     }
 
     async fn do_list_offsets(
