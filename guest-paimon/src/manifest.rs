@@ -507,7 +507,7 @@ pub fn encode_entries(entries: &[ManifestEntry], codec: AvroCodec) -> Result<Vec
 
 /// Decodes an Avro container of manifest entries.
 pub fn decode_entries(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
-    let (_, records) = avro::read_container(bytes)?;
+    let records = avro::read_container_records(bytes)?;
     records.iter().map(entry_from_avro).collect()
 }
 
@@ -519,7 +519,7 @@ pub fn encode_manifest_list(metas: &[ManifestFileMeta], codec: AvroCodec) -> Res
 
 /// Decodes a manifest list.
 pub fn decode_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFileMeta>> {
-    let (_, records) = avro::read_container(bytes)?;
+    let records = avro::read_container_records(bytes)?;
     records.iter().map(meta_from).collect()
 }
 
