@@ -155,9 +155,8 @@ pub async fn commit_round(
         .copied()
         .filter(|r| r.range.replace)
         .collect();
-    let committer = instance
-        .open_committer(&resolved.committer_context(ctx))
-        .await?;
+    let committer_context = resolved.committer_context(ctx);
+    let committer = instance.open_committer(&committer_context).await?;
     let committable = instance.to_committable(&committer, &payloads).await?;
 
     let offsets_path = match prepare(
@@ -206,7 +205,6 @@ pub async fn commit_round(
     // a round that overlapped this one (fenced, or of another host) cannot be tiered twice.
     // Under the table's metastore lock where its writers commit under one; a lock not
     // granted is a commit never attempted.
-    let committer_context = resolved.committer_context(ctx);
     let lake_commit = async {
         if replace.is_empty() {
             instance

@@ -340,24 +340,10 @@ async fn refuse_rebuilds_the_plugin_cannot_commit(
             .find(|g| g.bucket == r.bucket && g.partition == r.partition_name)
         {
             gap.accepted = false;
-            plan.refused.push(Error::new(
-                ErrorKind::LogGap,
-                format!(
-                    "bucket {}{}: the lake holds it up to offset {} but its log now starts at {}; offsets {}..{} ({} records) are lost to the lake \
-                     and the bucket cannot be rebuilt from its KV snapshot: {} (docs/operations.md, \"Log gaps\")",
-                    r.bucket,
-                    r.partition_name
-                        .as_ref()
-                        .map(|n| format!(" of partition {n}"))
-                        .unwrap_or_default(),
-                    gap.lake_offset,
-                    gap.log_start,
-                    gap.lake_offset,
-                    gap.log_start,
-                    gap.records(),
-                    why.message()
-                ),
-            ));
+            plan.refused.push(gap.refusal(&format!(
+                "it cannot be rebuilt from its KV snapshot: {}",
+                why.message()
+            )));
         }
     }
     plan

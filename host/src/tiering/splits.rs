@@ -83,6 +83,30 @@ impl LogGap {
     }
 }
 
+impl LogGap {
+    /// The error a refused gap is reported with: the bucket, the lost range, and `way_out`.
+    pub fn refusal(&self, way_out: &str) -> Error {
+        Error::new(
+            ErrorKind::LogGap,
+            format!(
+                "bucket {}{}: the lake holds it up to offset {} but its log now starts at {}; \
+                 offsets {}..{} ({} records) are lost to the lake and the bucket is not tiered \
+                 ({way_out}; docs/operations.md, \"Log gaps\")",
+                self.bucket,
+                self.partition
+                    .as_ref()
+                    .map(|n| format!(" of partition {n}"))
+                    .unwrap_or_default(),
+                self.lake_offset,
+                self.log_start,
+                self.lake_offset,
+                self.log_start,
+                self.records()
+            ),
+        )
+    }
+}
+
 /// How the lake snapshot records the gaps a round skipped: `[partition/]bucket:from-to`,
 /// comma-separated.
 impl std::fmt::Display for LogGap {
@@ -219,16 +243,7 @@ pub fn plan(tiered: &TieredOffsets, partitions: &[PartitionOffsets], table: Tabl
                             "to tier it on from the log start, set --tiering.on-log-gap accept or the table property 'lake.tiering.on-log-gap'='accept'"
                         }
                     };
-                    refused.push(Error::new(
-                        ErrorKind::LogGap,
-                        format!(
-                            "bucket {bucket}{}: the lake holds it up to offset {lake_offset} but its log now starts at {log_start}; \
-                             offsets {lake_offset}..{log_start} ({} records) are lost to the lake and the bucket is not tiered \
-                             ({way_out}; docs/operations.md, \"Log gaps\")",
-                            of_partition(),
-                            gap.records()
-                        ),
-                    ));
+                    refused.push(gap.refusal(way_out));
                 }
                 gaps.push(gap);
                 if !accepted {
