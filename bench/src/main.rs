@@ -58,6 +58,9 @@ enum Command {
         bootstrap: String,
         #[arg(long)]
         table: String,
+        /// Also encode every row natively as a lake data file, at this zstd level (the limit).
+        #[arg(long)]
+        encode_zstd_level: Option<i32>,
     },
 }
 
@@ -121,7 +124,11 @@ async fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args).await,
-        Command::RawScan { bootstrap, table } => raw_scan::run(&bootstrap, &table)
+        Command::RawScan {
+            bootstrap,
+            table,
+            encode_zstd_level,
+        } => raw_scan::run(&bootstrap, &table, encode_zstd_level)
             .await
             .map(|f| println!("{}", serde_json::to_string(&f).expect("json"))),
     };
@@ -233,6 +240,7 @@ async fn run_backlog(
         host: None,
         flink: None,
         raw_scan: None,
+        limit: None,
     };
     for &service in &args.services {
         // A cluster emptied of tables for each service.
@@ -255,13 +263,21 @@ async fn run_backlog(
         result.records = prepared.records;
         result.tables = prepared.tables.len();
         if kind.has_raw_scan() && result.raw_scan.is_none() {
-            let scan = raw_scan::in_child(&c.bootstrap, &prepared.tables[0])?;
+            let scan = raw_scan::in_child(&c.bootstrap, &prepared.tables[0], None)?;
             eprintln!(
                 "   raw scan: {:.0} rows/s, {:.2} CPU-s",
                 scan.rows_per_s(),
                 scan.cpu_s
             );
             result.raw_scan = Some(scan);
+            // The format's own default zstd level: Paimon 1, Iceberg 3.
+            let level = if format == "iceberg" { 3 } else { 1 };
+            let limit = raw_scan::in_child(&c.bootstrap, &prepared.tables[0], Some(level))?;
+            eprintln!(
+                "   limit (raw scan + native Parquet zstd-{level} encode): {:.2} CPU-s per 1M rows",
+                limit.cpu_s_per_million()
+            );
+            result.limit = Some(limit);
         }
         let log = work.join(format!(
             "logs/{}-{format}-{}.log",
@@ -377,6 +393,14 @@ fn check(args: &RunArgs, r: &RunResult) -> Result<()> {
             (None, true) => problems.push(format!("{}: no raw scan", b.workload)),
             _ => {}
         }
+        match (&b.limit, scanned) {
+            (Some(l), true) if l.records != b.records || l.cpu_s <= 0.0 => problems.push(format!(
+                "{}: the limit's scan and encode read {} of {} records in {:.2} CPU-s",
+                b.workload, l.records, b.records, l.cpu_s
+            )),
+            (None, true) => problems.push(format!("{}: no limit", b.workload)),
+            _ => {}
+        }
     }
     for s in &r.steady {
         for f in [&s.host, &s.flink].into_iter().flatten() {
@@ -386,7 +410,7 @@ fn check(args: &RunArgs, r: &RunResult) -> Result<()> {
         }
     }
     for t in &r.wasm_tax {
-        if t.native_cpu_s <= 0.0 || t.wasm_cpu_s <= 0.0 {
+        if t.native_cpu_s <= 0.0 || t.wasm_cpu_s <= 0.0 || t.data_plane_cpu_s <= 0.0 {
             problems.push(format!("WASM tax {}: implausible {t:?}", t.format));
         }
     }

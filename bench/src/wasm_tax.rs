@@ -1,10 +1,12 @@
 //! The WASM tax: the same guest code (a format's writer and committer) writing the same rows,
-//! once compiled natively over the SDK's local storage, once as the `.wasm` plugin in the
+//! once compiled natively over the SDK's local storage, and as the `.wasm` plugin in the
 //! host's plugin runtime with the host's default sandbox limits (memory ceiling, call
-//! deadlines, epoch interruption, scoped storage, result bounds). The rows are encoded as
-//! contract row batches beforehand, so both sides are timed on the guest's work alone. The two
-//! alternate [`REPEATS`] times and each side's median counts, as single runs on shared cores
-//! vary by a fifth.
+//! deadlines, epoch interruption, scoped storage, result bounds) two ways: the pure-guest path
+//! (`writer`: the plugin encodes its files in WebAssembly) and the data-plane path
+//! (`batch-writer`, contract 0.3.8: the rows stay in the host, which encodes the files the
+//! plugin lays out). The rows are prepared beforehand (contract row batches, or the host's
+//! batches), so every side is timed on the writing alone. The three alternate [`REPEATS`]
+//! times and each side's median counts, as single runs on shared cores vary by a fifth.
 
 use std::path::Path;
 use std::time::Instant;
@@ -16,6 +18,7 @@ use fluss_lake_e2e::data;
 use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter};
 use fluss_lake_guest_sdk::storage::LocalStorage;
 use fluss_lake_guest_sdk::wit as guest;
+use fluss_lake_host::plugin::data_plane::HostRows;
 use fluss_lake_host::plugin::engine::EngineSettings;
 use serde::Serialize;
 
@@ -36,14 +39,23 @@ pub struct TaxFigures {
     pub batch_rows: usize,
     pub native_wall_s: f64,
     pub native_cpu_s: f64,
+    /// The pure-guest path.
     pub wasm_wall_s: f64,
     pub wasm_cpu_s: f64,
+    /// The data-plane path.
+    pub data_plane_wall_s: f64,
+    pub data_plane_cpu_s: f64,
 }
 
 impl TaxFigures {
-    /// WASM CPU seconds over native CPU seconds for the same work.
+    /// WASM CPU seconds (pure-guest path) over native CPU seconds for the same work.
     pub fn ratio(&self) -> f64 {
         self.wasm_cpu_s / self.native_cpu_s.max(1e-9)
+    }
+
+    /// Data-plane CPU seconds over native CPU seconds for the same work.
+    pub fn data_plane_ratio(&self) -> f64 {
+        self.data_plane_cpu_s / self.native_cpu_s.max(1e-9)
     }
 }
 
@@ -73,13 +85,15 @@ pub async fn measure(format: &str, rows: usize, dir: &Path) -> Result<TaxFigures
         EngineSettings::default(),
     )
     .await;
-    let (mut native, mut wasm) = (Vec::new(), Vec::new());
+    let (mut native, mut wasm, mut data_plane) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..REPEATS {
         native.push(native_once(format, &arrow, &dir.join(format!("native-{i}"))).await?);
-        wasm.push(wasm_once(format, &driver, &arrow, &format!("tax{i}")).await?);
+        wasm.push(wasm_once(format, &driver, &arrow, &format!("tax{i}"), false).await?);
+        data_plane.push(wasm_once(format, &driver, &arrow, &format!("plane{i}"), true).await?);
     }
     let (native_wall_s, native_cpu_s) = median(native);
     let (wasm_wall_s, wasm_cpu_s) = median(wasm);
+    let (data_plane_wall_s, data_plane_cpu_s) = median(data_plane);
     Ok(TaxFigures {
         format: format.to_string(),
         records: rows as u64,
@@ -88,6 +102,8 @@ pub async fn measure(format: &str, rows: usize, dir: &Path) -> Result<TaxFigures
         native_cpu_s,
         wasm_wall_s,
         wasm_cpu_s,
+        data_plane_wall_s,
+        data_plane_cpu_s,
     })
 }
 
@@ -110,28 +126,52 @@ async fn native_once(format: &str, arrow: &[RecordBatch], dir: &Path) -> Result<
 }
 
 /// The WASM round: the plugin in the host's runtime with the host's default limits, into a
-/// table of its own. Wall and CPU seconds.
+/// table of its own, through `writer` or, with `data_plane`, `batch-writer`. Wall and CPU
+/// seconds.
 async fn wasm_once(
     format: &str,
     driver: &ComponentDriver,
     arrow: &[RecordBatch],
     name: &str,
+    data_plane: bool,
 ) -> Result<(f64, f64)> {
     let table = component::table(format, name, COLUMNS, &[], &[], 1, &[]);
     driver.create(&table).await;
-    let host_batches: Vec<_> = arrow
-        .iter()
-        .scan(0i64, |offset, b| {
-            let batch = component::row_batch(b, Vec::new(), *offset, TS_MS);
-            *offset += b.num_rows() as i64;
-            Some(batch)
-        })
-        .collect();
+    let offsets = arrow.iter().scan(0i64, |offset, b| {
+        let first = *offset;
+        *offset += b.num_rows() as i64;
+        Some((b, first))
+    });
+    let (row_batches, host_rows): (Vec<_>, Vec<_>) = if data_plane {
+        let rows = offsets
+            .map(|(b, first)| {
+                let n = b.num_rows() as i64;
+                HostRows::new(
+                    b.clone(),
+                    Vec::new(),
+                    (first..first + n).collect(),
+                    vec![TS_MS; n as usize],
+                )
+            })
+            .collect();
+        (Vec::new(), rows)
+    } else {
+        let batches = offsets
+            .map(|(b, first)| component::row_batch(b, Vec::new(), first, TS_MS))
+            .collect();
+        (batches, Vec::new())
+    };
     let cpu0 = proc_stats::own_cpu_seconds()?;
     let started = Instant::now();
-    let (_, commit) = driver
-        .streamed_round(&table, host_batches.into_iter(), offsets_property())
-        .await;
+    let (_, commit) = if data_plane {
+        driver
+            .streamed_native_round(&table, host_rows.into_iter(), offsets_property())
+            .await
+    } else {
+        driver
+            .streamed_round(&table, row_batches.into_iter(), offsets_property())
+            .await
+    };
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = proc_stats::own_cpu_seconds()? - cpu0;
     if commit.snapshot_id < 1 {

@@ -6,18 +6,17 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int32Array, RecordBatch, TimestampMicrosecondArray};
-use arrow_array::{Int64Array, StringArray};
+use arrow_array::{Int64Array, RecordBatch, StringArray};
 use arrow_schema::SchemaRef;
-use fluss_lake_guest_sdk::convert::to_file_array;
-use fluss_lake_guest_sdk::parquet::{DataFileInfo, ParquetOptions, RollingParquetWriter};
+use fluss_lake_guest_sdk::Result;
+use fluss_lake_guest_sdk::data_plane::SplitRows;
+use fluss_lake_guest_sdk::parquet::{DataFileInfo, Encoding, ParquetOptions, RollingParquetWriter};
 use fluss_lake_guest_sdk::stats::ColumnStats;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::{Error, Result};
 
 use crate::manifest::{DataFile, FileContent};
 use crate::partition::{PartitionSpec, PartitionValue};
-use crate::schema::{ColumnSource, NestedField, TableLayout, file_schema};
+use crate::schema::{NestedField, TableLayout, file_schema};
 use crate::types::{IcebergType, single_value, truncate_lower, truncate_upper};
 
 /// Field ids and names of position-delete files (Iceberg's reserved `file_path` and `pos`).
@@ -69,39 +68,10 @@ impl SplitTarget {
         offsets: &[i64],
         timestamps_ms: &[i64],
     ) -> Result<RecordBatch> {
-        let n = batch.num_rows();
-        let schema = &self.layout.file_schema;
-        let columns = self
+        Ok(self
             .layout
-            .sources
-            .iter()
-            .zip(&self.layout.schema.fields)
-            .enumerate()
-            .map(|(i, (source, f))| -> Result<ArrayRef> {
-                let target = schema.field(i).data_type();
-                Ok(match source {
-                    ColumnSource::Fluss(c) => {
-                        let col = batch.columns().get(*c).ok_or_else(|| {
-                            Error::invalid_input(format!("batch has no column {c} ({})", f.name))
-                        })?;
-                        to_file_array(col, target, !f.required, &f.name)?
-                    }
-                    ColumnSource::Bucket => Arc::new(Int32Array::from(vec![self.bucket; n])),
-                    ColumnSource::Offset => Arc::new(Int64Array::from(offsets.to_vec())),
-                    ColumnSource::Timestamp => Arc::new(
-                        TimestampMicrosecondArray::from(
-                            timestamps_ms
-                                .iter()
-                                .map(|t| t.saturating_mul(1000))
-                                .collect::<Vec<_>>(),
-                        )
-                        .with_timezone("UTC"),
-                    ),
-                    ColumnSource::Absent => arrow_array::new_null_array(target, n),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+            .file_columns()?
+            .assemble(batch, offsets, timestamps_ms, self.bucket)?)
     }
 }
 
@@ -135,6 +105,25 @@ impl<S: Storage> ContentWriter<S> {
         )
     }
 
+    /// Data files of a split's rows ([`SplitRows`]), encoded as `encoding` says.
+    pub fn split_rows(storage: S, target: &SplitTarget, encoding: Encoding) -> Result<Self> {
+        let parquet = RollingParquetWriter::for_columns(
+            storage,
+            target.layout.file_columns()?,
+            target.bucket,
+            target.parquet.clone(),
+            encoding,
+            target.namer(),
+        );
+        Ok(Self::with_parquet(
+            parquet,
+            target,
+            &target.layout.schema.fields,
+            FileContent::Data,
+            None,
+        ))
+    }
+
     /// Position-delete files (`file_path`, `pos`).
     pub fn position_deletes(storage: S, target: &SplitTarget) -> Self {
         let fields = position_delete_fields();
@@ -156,13 +145,20 @@ impl<S: Storage> ContentWriter<S> {
         content: FileContent,
         equality_ids: Option<Vec<i32>>,
     ) -> Self {
+        let parquet =
+            RollingParquetWriter::new(storage, schema, target.parquet.clone(), target.namer());
+        Self::with_parquet(parquet, target, fields, content, equality_ids)
+    }
+
+    fn with_parquet(
+        parquet: RollingParquetWriter<S>,
+        target: &SplitTarget,
+        fields: &[NestedField],
+        content: FileContent,
+        equality_ids: Option<Vec<i32>>,
+    ) -> Self {
         ContentWriter {
-            parquet: RollingParquetWriter::new(
-                storage,
-                schema,
-                target.parquet.clone(),
-                target.namer(),
-            ),
+            parquet,
             content,
             equality_ids,
             fields: fields.iter().map(|f| (f.id, f.ty.clone())).collect(),
@@ -175,6 +171,15 @@ impl<S: Storage> ContentWriter<S> {
     pub fn next_position(&mut self) -> Result<(String, i64)> {
         let path = self.parquet.ensure_open()?.to_string();
         Ok((self.target.uri(&path), self.parquet.open_rows() as i64))
+    }
+
+    /// Appends a split's rows (a writer of [`Self::split_rows`]).
+    pub fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<()> {
+        if let Some(info) = self.parquet.write_rows(rows)? {
+            let f = self.describe(info);
+            self.files.push(f);
+        }
+        Ok(())
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {

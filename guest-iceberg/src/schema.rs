@@ -130,18 +130,10 @@ impl IcebergSchema {
     }
 }
 
-/// Where each column of the Iceberg table's data files comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnSource {
-    /// The Fluss column at this index.
-    Fluss(usize),
-    /// `__bucket`, `__offset` or `__timestamp`.
-    Bucket,
-    Offset,
-    Timestamp,
-    /// An optional Iceberg column Fluss does not have: null.
-    Absent,
-}
+/// Where each column of the Iceberg table's data files comes from (`Null`: an optional
+/// Iceberg column Fluss does not have).
+pub use fluss_lake_guest_sdk::file_columns::ColumnSource;
+use fluss_lake_guest_sdk::file_columns::FileColumns;
 
 /// How a Fluss table's rows become rows of the Iceberg table's current schema.
 #[derive(Debug, Clone)]
@@ -211,7 +203,7 @@ impl TableLayout {
                     f.name
                 )));
             } else {
-                ColumnSource::Absent
+                ColumnSource::Null
             };
             sources.push(source);
         }
@@ -247,13 +239,21 @@ impl TableLayout {
 }
 
 impl TableLayout {
+    /// The data files' columns and where each comes from.
+    pub fn file_columns(&self) -> Result<FileColumns> {
+        Ok(FileColumns::new(
+            self.file_schema.clone(),
+            self.sources.clone(),
+        )?)
+    }
+
     /// The layout of files holding rows already in the table's shape: compaction rewrites
     /// them with every column read back, none filled from Fluss.
     pub fn of_table_rows(schema: &IcebergSchema) -> TableLayout {
         TableLayout {
             file_schema: file_schema(&schema.fields),
             schema: schema.clone(),
-            sources: vec![ColumnSource::Absent; schema.fields.len()],
+            sources: vec![ColumnSource::Null; schema.fields.len()],
         }
     }
 }
@@ -349,7 +349,7 @@ mod tests {
         );
         assert_eq!(
             TableLayout::new(&wider, &t).unwrap().sources[1],
-            ColumnSource::Absent
+            ColumnSource::Null
         );
     }
 

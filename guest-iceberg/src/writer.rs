@@ -11,12 +11,13 @@ use std::collections::HashMap;
 
 use arrow_array::{BooleanArray, RecordBatch};
 use fluss_lake_guest_sdk::arrow_util::row_keys;
+use fluss_lake_guest_sdk::data_plane::SplitRows;
 use fluss_lake_guest_sdk::deps::arrow_select::filter::filter_record_batch;
-use fluss_lake_guest_sdk::ipc::{ChangeType, decode_row_batch};
-use fluss_lake_guest_sdk::parquet::{ParquetOptions, parse_compression};
+use fluss_lake_guest_sdk::ipc::ChangeType;
+use fluss_lake_guest_sdk::parquet::{Encoding, ParquetOptions, parse_compression};
 use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
+use fluss_lake_guest_sdk::wit::{WriteResult, WriterContext};
 use fluss_lake_guest_sdk::{Error, Result, config};
 use parquet::basic::Compression;
 use serde::{Deserialize, Serialize};
@@ -47,7 +48,7 @@ pub fn data_compression<'a>(
         None if codec.trim().eq_ignore_ascii_case("zstd") => Some(3),
         None => None,
     };
-    parse_compression(codec, level, COMPRESSION_CODEC)
+    Ok(parse_compression(codec, level, COMPRESSION_CODEC)?)
 }
 
 /// Plugin config / table property for the target data file size.
@@ -99,8 +100,10 @@ pub struct IcebergWriter<S: Storage + Clone> {
     records: u64,
 }
 
-impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
-    fn open(context: &WriterContext, storage: S) -> Result<Self> {
+impl<S: Storage + Clone> IcebergWriter<S> {
+    /// Opens the split's writer; a log table's data files are encoded as `encoding` says (a
+    /// primary-key table's rows are routed here by key, so they are always encoded here).
+    pub fn open_encoded(context: &WriterContext, storage: S, encoding: Encoding) -> Result<Self> {
         let table = &context.table;
         let loaded = tables::load_for_writer(&storage, table.table_id)?.ok_or_else(|| {
             Error::not_found(format!(
@@ -162,17 +165,42 @@ impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
                 pos_deletes: Vec::new(),
             })
         };
+        let data = match (&delta, encoding) {
+            (None, _) => ContentWriter::split_rows(storage.clone(), &target, encoding)?,
+            _ => ContentWriter::rows(storage.clone(), &target, None),
+        };
         Ok(IcebergWriter {
-            data: ContentWriter::rows(storage.clone(), &target, None),
+            data,
             storage,
             target,
             delta,
             records: 0,
         })
     }
+}
 
-    fn write(&mut self, batch: RowBatch) -> Result<()> {
-        let decoded = decode_row_batch(batch)?;
+impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
+    fn open(context: &WriterContext, storage: S) -> Result<Self> {
+        Self::open_encoded(context, storage, Encoding::Guest)
+    }
+
+    fn open_batches(context: &WriterContext, storage: S) -> Result<Self> {
+        Self::open_encoded(context, storage, Encoding::Host)
+    }
+
+    fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<()> {
+        if self.delta.is_none() {
+            // A log table: its rows go to data files as they are.
+            if let Some(bad) = rows.first_non_addition()? {
+                return Err(Error::invalid_input(format!(
+                    "update or delete rows ({bad:?}) for an Iceberg table without identifier \
+                     fields (a Fluss log table)"
+                )));
+            }
+            self.records += rows.num_rows() as u64;
+            return self.data.write_rows(rows);
+        }
+        let decoded = rows.into_decoded()?;
         let n = decoded.num_rows();
         if n == 0 {
             return Ok(());
@@ -182,13 +210,7 @@ impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
                 .to_file_batch(&decoded.batch, &decoded.log_offsets, &decoded.timestamps)?;
         self.records += n as u64;
         let Some(delta) = self.delta.as_mut() else {
-            if !decoded.is_insert_only() {
-                return Err(Error::invalid_input(
-                    "update or delete rows for an Iceberg table without identifier fields \
-                     (a Fluss log table)",
-                ));
-            }
-            return self.data.write(&rows);
+            return Err(Error::internal("a log table's rows were written above"));
         };
         let key_arrays: Vec<&dyn arrow_array::Array> = delta
             .key_columns

@@ -3,10 +3,10 @@
 
 use arrow_array::RecordBatch;
 use fluss_lake_guest_sdk::convert::to_file_array;
-use fluss_lake_guest_sdk::ipc::decode_row_batch;
+use fluss_lake_guest_sdk::data_plane::SplitRows;
 use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::{ObjectWriter, Storage};
-use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
+use fluss_lake_guest_sdk::wit::{WriteResult, WriterContext};
 use fluss_lake_guest_sdk::{Error, Result, config};
 use serde::{Deserialize, Serialize};
 
@@ -120,8 +120,8 @@ impl<S: Storage> FormatWriter<S> for LanceWriter<S> {
         })
     }
 
-    fn write(&mut self, batch: RowBatch) -> Result<()> {
-        let decoded = decode_row_batch(batch)?;
+    fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<()> {
+        let decoded = rows.into_decoded()?;
         if !decoded.is_insert_only() {
             return Err(Error::invalid_input(
                 "update or delete rows for a Lance dataset (Lance tables are log tables)",
@@ -136,7 +136,7 @@ impl<S: Storage> FormatWriter<S> for LanceWriter<S> {
             .fields()
             .iter()
             .zip(decoded.batch.columns())
-            .map(|(f, c)| to_file_array(c, f.data_type(), f.is_nullable(), f.name()))
+            .map(|(f, c)| Ok(to_file_array(c, f.data_type(), f.is_nullable(), f.name())?))
             .collect::<Result<Vec<_>>>()?;
         let rows = RecordBatch::try_new(self.schema.clone(), columns)?;
         self.records += n as u64;

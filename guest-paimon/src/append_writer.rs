@@ -5,10 +5,10 @@
 //! Fluss log offsets are used, which are consecutive per bucket too and keep growing across
 //! rounds, so files of a fixed bucket stay ordered by sequence number as Paimon expects.
 
-use fluss_lake_guest_sdk::ipc::decode_row_batch;
-use fluss_lake_guest_sdk::parquet::{DataFileInfo, RollingParquetWriter};
+use fluss_lake_guest_sdk::data_plane::SplitRows;
+use fluss_lake_guest_sdk::parquet::{DataFileInfo, Encoding, RollingParquetWriter};
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult};
+use fluss_lake_guest_sdk::wit::WriteResult;
 use fluss_lake_guest_sdk::{Error, Result, ResultExt};
 
 use crate::manifest::DataFileMeta;
@@ -31,17 +31,19 @@ pub struct AppendWriter<S: Storage> {
 }
 
 impl<S: Storage> AppendWriter<S> {
-    /// A writer into `target`.
-    pub fn new(target: BucketTarget, storage: S) -> Result<Self> {
+    /// A writer into `target`, whose files are encoded as `encoding` says.
+    pub fn new(target: BucketTarget, storage: S, encoding: Encoding) -> Result<Self> {
         let layout = target.rows.layout();
         let names: Vec<&str> = layout.fields.iter().map(|(n, _, _)| n.as_str()).collect();
         let modes = stats_modes(&names, &target.schema.options)?;
         let dense_stats = dense_store(&target.schema.options);
         let prefix = target.schema.option("data-file.prefix").unwrap_or("data-");
-        let writer = RollingParquetWriter::new(
+        let writer = RollingParquetWriter::for_columns(
             storage,
-            target.rows.schema().clone(),
+            target.rows.columns().clone(),
+            target.rows.fluss_bucket(),
             target.parquet.clone(),
+            encoding,
             target.names.paths(prefix),
         );
         Ok(AppendWriter {
@@ -55,31 +57,27 @@ impl<S: Storage> AppendWriter<S> {
         })
     }
 
-    /// Appends a row batch (log tables: every row must be `+A` or `+I`).
-    pub fn write(&mut self, row_batch: RowBatch) -> Result<()> {
-        let decoded = decode_row_batch(row_batch)?;
-        if decoded.num_rows() == 0 {
+    /// Appends a batch of rows (log tables: every row must be `+A` or `+I`).
+    pub fn write(&mut self, rows: SplitRows<'_>) -> Result<()> {
+        let n = rows.num_rows();
+        if n == 0 {
             return Ok(());
         }
-        if !decoded.is_insert_only() {
-            let bad = (0..decoded.num_rows())
-                .map(|i| decoded.change_type(i))
-                .find(|c| !matches!(c, Ok(c) if c.is_addition()));
+        if let Some(bad) = rows.first_non_addition()? {
             return Err(Error::invalid_input(format!(
                 "append-only Paimon tables only take +A/+I rows, got {bad:?}"
             )));
         }
-        let file_batch =
-            self.target
-                .rows
-                .convert(&decoded.batch, &decoded.log_offsets, &decoded.timestamps)?;
-        let (first, last) = decoded.offset_range().expect("non-empty batch");
+        let (first, last) = rows.offset_range().expect("non-empty batch");
+        if let SplitRows::Decoded(d) = &rows {
+            self.target.rows.check_columns(&d.batch)?;
+        }
         self.open_seq = Some(match self.open_seq {
             None => (first, last),
             Some((lo, hi)) => (lo.min(first), hi.max(last)),
         });
-        self.records += decoded.num_rows() as u64;
-        if let Some(info) = self.writer.write(&file_batch)? {
+        self.records += n as u64;
+        if let Some(info) = self.writer.write_rows(rows)? {
             self.add_file(info)?;
         }
         Ok(())

@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
+use fluss_lake_guest_sdk::file_columns::FileColumns;
 use fluss_lake_guest_sdk::{Error, Result};
 
-use crate::schema::{ColumnSource, TableLayout, WriteLayout};
-use fluss_lake_guest_sdk::convert::{constant_i32, i64_column, millis_column, to_file_array};
+use crate::schema::{TableLayout, WriteLayout};
 
 /// The Arrow schema of the table's rows in data files: Paimon's field ids and file types
 /// ([`crate::types::PaimonType::arrow_field`]).
@@ -30,18 +30,19 @@ pub fn table_file_schema(layout: &TableLayout) -> SchemaRef {
 #[derive(Debug, Clone)]
 pub struct TableRows {
     layout: WriteLayout,
-    schema: SchemaRef,
+    columns: FileColumns,
     fluss_bucket: i32,
 }
 
 impl TableRows {
     /// A converter for batches read from Fluss bucket `fluss_bucket`, written as `layout` says.
-    pub fn new(layout: WriteLayout, fluss_bucket: i32) -> TableRows {
-        TableRows {
-            schema: table_file_schema(&layout.table),
+    pub fn new(layout: WriteLayout, fluss_bucket: i32) -> Result<TableRows> {
+        let columns = FileColumns::new(table_file_schema(&layout.table), layout.sources.clone())?;
+        Ok(TableRows {
+            columns,
             layout,
             fluss_bucket,
-        }
+        })
     }
 
     /// The table layout.
@@ -51,7 +52,29 @@ impl TableRows {
 
     /// The schema of converted batches.
     pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+        self.columns.schema()
+    }
+
+    /// The data files' columns and where each comes from.
+    pub fn columns(&self) -> &FileColumns {
+        &self.columns
+    }
+
+    /// The Fluss bucket the rows are read from (the `__bucket` column's value).
+    pub fn fluss_bucket(&self) -> i32 {
+        self.fluss_bucket
+    }
+
+    /// Checks that `batch` has the Fluss table's columns.
+    pub fn check_columns(&self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_columns() != self.layout.fluss_columns {
+            return Err(Error::invalid_input(format!(
+                "batch has {} columns, the Fluss table {}",
+                batch.num_columns(),
+                self.layout.fluss_columns
+            )));
+        }
+        Ok(())
     }
 
     /// The table rows of `batch`, whose rows have the given log offsets and commit timestamps.
@@ -61,29 +84,9 @@ impl TableRows {
         offsets: &[i64],
         timestamps: &[i64],
     ) -> Result<RecordBatch> {
-        if batch.num_columns() != self.layout.fluss_columns {
-            return Err(Error::invalid_input(format!(
-                "batch has {} columns, the Fluss table {}",
-                batch.num_columns(),
-                self.layout.fluss_columns
-            )));
-        }
-        let n = batch.num_rows();
-        let fields = &self.layout.table.fields;
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(fields.len());
-        for (i, ((name, ty, _), source)) in fields.iter().zip(&self.layout.sources).enumerate() {
-            let target = self.schema.field(i).data_type();
-            let col = match *source {
-                ColumnSource::Fluss(c) => {
-                    to_file_array(batch.column(c), target, ty.nullable, name)?
-                }
-                ColumnSource::Null => arrow_array::new_null_array(target, n),
-                ColumnSource::Bucket => constant_i32(self.fluss_bucket, n),
-                ColumnSource::Offset => i64_column(offsets),
-                ColumnSource::Timestamp => millis_column(timestamps, target)?,
-            };
-            columns.push(col);
-        }
-        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+        self.check_columns(batch)?;
+        Ok(self
+            .columns
+            .assemble(batch, offsets, timestamps, self.fluss_bucket)?)
     }
 }

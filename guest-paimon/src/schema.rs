@@ -245,20 +245,9 @@ impl TableLayout {
     }
 }
 
-/// Where a column of the Paimon table takes its values from when Fluss rows are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnSource {
-    /// The Fluss column at this position of the Fluss row.
-    Fluss(usize),
-    /// A nullable column the Fluss table does not have (added to the lake table elsewhere).
-    Null,
-    /// `__bucket`: the Fluss bucket the rows were read from.
-    Bucket,
-    /// `__offset`: each row's log offset.
-    Offset,
-    /// `__timestamp`: each row's commit timestamp.
-    Timestamp,
-}
+/// Where a column of the Paimon table takes its values from when Fluss rows are written
+/// (`Null`: a nullable column the Fluss table does not have, added to the lake table elsewhere).
+pub use fluss_lake_guest_sdk::file_columns::ColumnSource;
 
 /// How the rows of a Fluss table fill the columns of its Paimon table: the table's layout and,
 /// for each of its columns in order, where the values come from.

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use fluss_lake_guest_sdk::parquet::{ParquetOptions, parse_compression};
+use fluss_lake_guest_sdk::data_plane::SplitRows;
+use fluss_lake_guest_sdk::ipc::decode_row_batch;
+use fluss_lake_guest_sdk::parquet::{Encoding, ParquetOptions, parse_compression};
 use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
@@ -93,7 +95,7 @@ pub fn file_compression_at(
     } else {
         None
     };
-    parse_compression(name, level, option)
+    Ok(parse_compression(name, level, option)?)
 }
 
 /// Where and how one writer writes, resolved once when it opens.
@@ -136,7 +138,7 @@ impl BucketTarget {
             ..Default::default()
         };
         Ok(BucketTarget {
-            rows: TableRows::new(layout, context.bucket),
+            rows: TableRows::new(layout, context.bucket)?,
             names: DataFileNames::new(bucket_dir(&partition, bucket)),
             schema,
             partition,
@@ -186,11 +188,17 @@ pub enum PaimonWriter<S: Storage> {
 }
 
 impl<S: Storage> PaimonWriter<S> {
-    /// Opens the writer the table needs.
+    /// Opens the writer the table needs, encoding its files here.
     pub fn open(context: &WriterContext, storage: S) -> Result<Self> {
+        Self::open_encoded(context, storage, Encoding::Guest)
+    }
+
+    /// Opens the writer the table needs; a log table's files are encoded as `encoding` says
+    /// (a primary-key table's rows are sorted and merged here, so they are always encoded here).
+    pub fn open_encoded(context: &WriterContext, storage: S, encoding: Encoding) -> Result<Self> {
         let target = BucketTarget::open(context, &storage)?;
         Ok(if target.schema.primary_keys.is_empty() {
-            PaimonWriter::Append(Box::new(AppendWriter::new(target, storage)?))
+            PaimonWriter::Append(Box::new(AppendWriter::new(target, storage, encoding)?))
         } else {
             PaimonWriter::PrimaryKey(Box::new(MergeTreeWriter::new(
                 target,
@@ -200,11 +208,16 @@ impl<S: Storage> PaimonWriter<S> {
         })
     }
 
-    /// Appends a batch of rows, in log order.
+    /// Appends a row batch, in log order.
     pub fn write(&mut self, batch: RowBatch) -> Result<()> {
+        self.write_rows(SplitRows::Decoded(decode_row_batch(batch)?))
+    }
+
+    /// Appends a batch of rows, in log order.
+    pub fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<()> {
         match self {
-            PaimonWriter::Append(w) => w.write(batch),
-            PaimonWriter::PrimaryKey(w) => w.write(batch),
+            PaimonWriter::Append(w) => w.write(rows),
+            PaimonWriter::PrimaryKey(w) => w.write(rows),
         }
     }
 
@@ -217,13 +230,17 @@ impl<S: Storage> PaimonWriter<S> {
     }
 }
 
-/// The SDK's writer interface (the WIT adapter drives it).
+/// The SDK's writer interface (the WIT adapter drives it): a log table's files are encoded by
+/// the host when it keeps the rows (`open_batches`).
 impl<S: Storage> FormatWriter<S> for PaimonWriter<S> {
     fn open(context: &WriterContext, storage: S) -> Result<Self> {
         PaimonWriter::open(context, storage)
     }
-    fn write(&mut self, batch: RowBatch) -> Result<()> {
-        PaimonWriter::write(self, batch)
+    fn open_batches(context: &WriterContext, storage: S) -> Result<Self> {
+        PaimonWriter::open_encoded(context, storage, Encoding::Host)
+    }
+    fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<()> {
+        PaimonWriter::write_rows(self, rows)
     }
     fn complete(self) -> Result<WriteResult> {
         PaimonWriter::complete(self)

@@ -189,6 +189,18 @@ impl From<arrow_schema::ArrowError> for Error {
     }
 }
 
+impl From<fluss_lake_columns::Error> for Error {
+    fn from(e: fluss_lake_columns::Error) -> Self {
+        use fluss_lake_columns::Error as E;
+        match e {
+            E::InvalidInput(m) => Error::invalid_input(m),
+            E::Unsupported(m) => Error::unsupported(m),
+            E::Arrow(e) => e.into(),
+            E::Parquet(e) => e.into(),
+        }
+    }
+}
+
 impl From<parquet::errors::ParquetError> for Error {
     fn from(e: parquet::errors::ParquetError) -> Self {
         Error::internal(format!("parquet: {e}"))

@@ -9,7 +9,9 @@
 //! * [`error`] — the one error type, convertible to and from the WIT `lake-error`.
 //! * [`layout`] — the table layout a plugin declares, and the locations composed from it.
 //! * [`ipc`] — decoding of `row-batch`es into Arrow `RecordBatch`es.
-//! * [`parquet`], [`stats`], [`avro`] — data and metadata file writing; [`parquet_read`] —
+//! * [`convert`], [`file_columns`], [`stats`] — Fluss's columns as lake files store them
+//!   (the `fluss-lake-columns` crate, shared with the host's native data plane);
+//!   [`parquet`], [`avro`] — data and metadata file writing; [`parquet_read`] —
 //!   reading data files back a row group at a time (compaction).
 //! * [`ord`] — ordering rows the way Java orders keys, for formats that sort their files.
 //! * [`commit`] — the commit kit: attempts, lost races, unknown outcomes and cleanup, once
@@ -25,7 +27,7 @@ pub mod bindings;
 pub mod clock;
 pub mod commit;
 pub mod config;
-pub mod convert;
+pub mod data_plane;
 pub mod datatype;
 pub mod error;
 pub mod ipc;
@@ -38,13 +40,15 @@ pub mod parquet;
 pub mod parquet_read;
 pub mod plugin;
 pub mod replace;
-pub mod stats;
 pub mod storage;
 pub mod table_catalog;
 pub mod testing;
 
 pub use bindings::export;
 pub use error::{Error, ErrorKind, Result, ResultExt, SdkError};
+/// Fluss's Arrow columns in lake files' types, the system columns, and column statistics:
+/// shared with the host's native data plane, which encodes files with the same code.
+pub use fluss_lake_columns::{convert, file_columns, stats};
 
 /// Re-exports of the crates format plugins use through the SDK, so that every plugin builds
 /// against the same versions.
@@ -77,7 +81,7 @@ pub mod wit {
 }
 
 /// The version of the WIT contract these bindings were generated from.
-pub const CONTRACT_VERSION: &str = "0.3.7";
+pub const CONTRACT_VERSION: &str = "0.3.8";
 
 /// The commit user Fluss's tiering service commits lake snapshots with.
 pub const FLUSS_COMMIT_USER: &str = "__fluss_lake_tiering";

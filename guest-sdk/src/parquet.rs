@@ -6,84 +6,20 @@
 //! size it is completed and a new one starts. Column statistics are collected on the way (see
 //! [`crate::stats`]) so formats can describe files in their metadata without reading them
 //! back.
+//!
+//! The files of a `batch-writer` may be encoded by the host instead ([`Encoding::Host`]), with
+//! the same encoder (`fluss-lake-columns`) and the same options, from the rows it holds.
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_writer::ArrowWriterOptions;
-use parquet::basic::{Compression, GzipLevel, ZstdLevel};
-use parquet::file::properties::{WriterProperties, WriterVersion};
+use fluss_lake_columns::encode::{EncodedFile, FileEncoder};
+pub use fluss_lake_columns::encode::{ParquetOptions, parse_compression};
+use fluss_lake_columns::file_columns::FileColumns;
 
+use crate::data_plane::{HostFile, SplitRows};
 use crate::error::{Error, Result, ResultExt};
 use crate::stats::ColumnStats;
 use crate::storage::{ObjectWriter, Storage};
-
-/// Settings of a [`RollingParquetWriter`].
-#[derive(Debug, Clone)]
-pub struct ParquetOptions {
-    /// Roll to a new file once the encoded size reaches this many bytes.
-    pub target_file_size: u64,
-    /// Compression codec: zstd level 1 unless the table says otherwise ([`parse_compression`]).
-    pub compression: Compression,
-    /// Maximum rows per row group.
-    pub max_row_group_rows: usize,
-    /// A row group is closed (and its bytes sent) once its encoded size reaches this: what
-    /// bounds the writer's memory, with one upload part.
-    pub row_group_bytes: usize,
-    /// Whether to embed the Arrow schema (`ARROW:schema`) in the footer. Java writers do not.
-    pub embed_arrow_schema: bool,
-    /// Whether [`DataFileInfo::column_stats`] has statistics of the fields of struct columns
-    /// (Iceberg's and Delta's metrics have them; Paimon keeps none for nested columns, so
-    /// computing them would only cost time).
-    pub struct_field_stats: bool,
-}
-
-impl Default for ParquetOptions {
-    fn default() -> Self {
-        ParquetOptions {
-            target_file_size: 128 << 20,
-            compression: Compression::ZSTD(ZstdLevel::default()),
-            max_row_group_rows: 1024 * 1024,
-            row_group_bytes: 16 << 20,
-            embed_arrow_schema: false,
-            struct_field_stats: true,
-        }
-    }
-}
-
-/// The Parquet codec a table option names, spelled as Java's Parquet writers spell it
-/// (`zstd`, `snappy`, `lz4`, `gzip`, `uncompressed` or `none`; any case), at `level` where
-/// the codec has levels (zstd 1–22, gzip 0–10; the codec's default
-/// level when `None`). `option` names the table option, for the error: an unknown codec or a
-/// codec guests do not have (`lzo`) is `unsupported`, a bad level `invalid-input`.
-pub fn parse_compression(name: &str, level: Option<i32>, option: &str) -> Result<Compression> {
-    let bad_level = |e: parquet::errors::ParquetError| {
-        Error::invalid_input(format!("{option}: {name} level {level:?}: {e}"))
-    };
-    let codec = match name.trim().to_ascii_lowercase().as_str() {
-        "uncompressed" | "none" => Compression::UNCOMPRESSED,
-        "snappy" => Compression::SNAPPY,
-        "lz4" => Compression::LZ4,
-        "lz4_raw" => Compression::LZ4_RAW,
-        "zstd" => Compression::ZSTD(match level {
-            Some(l) => ZstdLevel::try_new(l).map_err(bad_level)?,
-            None => ZstdLevel::default(),
-        }),
-        "gzip" => Compression::GZIP(match level {
-            Some(l) => {
-                GzipLevel::try_new(u32::try_from(l).unwrap_or(u32::MAX)).map_err(bad_level)?
-            }
-            None => GzipLevel::default(),
-        }),
-        other => {
-            return Err(Error::unsupported(format!(
-                "{option} = {other:?}: this plugin writes Parquet with zstd, snappy, lz4, gzip or \
-                 uncompressed; set {option} to one of them"
-            )));
-        }
-    };
-    Ok(codec)
-}
 
 /// What was written to one finished data file.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,11 +34,25 @@ pub struct DataFileInfo {
     pub column_stats: Vec<ColumnStats>,
 }
 
+/// Who encodes a writer's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// This plugin, in WebAssembly.
+    Guest,
+    /// The host's native data plane (contract 0.3.8), from the rows it holds: only for a
+    /// `batch-writer`, whose rows are [`SplitRows::Host`].
+    Host,
+}
+
+enum Encoder {
+    Guest(FileEncoder<ObjectWriter>),
+    Host(HostFile),
+}
+
 struct OpenFile {
     path: String,
-    writer: ArrowWriter<ObjectWriter>,
+    encoder: Encoder,
     rows: u64,
-    stats: Vec<ColumnStats>,
 }
 
 /// Writes record batches into Parquet files of roughly `target_file_size` bytes.
@@ -110,31 +60,51 @@ pub struct RollingParquetWriter<S: Storage> {
     storage: S,
     schema: SchemaRef,
     options: ParquetOptions,
-    properties: WriterProperties,
+    /// How split rows fill the files' columns, and the bucket they were read from; set by
+    /// [`Self::for_columns`].
+    columns: Option<(FileColumns, i32)>,
+    encoding: Encoding,
     next_path: Box<dyn FnMut() -> String>,
     open: Option<OpenFile>,
 }
 
 impl<S: Storage> RollingParquetWriter<S> {
     /// A writer of files with `schema` (carry field ids with
-    /// [`crate::arrow_util::field_with_id`]); `next_path` names each new file.
+    /// [`crate::arrow_util::field_with_id`]), encoded here; `next_path` names each new file.
+    /// It takes record batches of the files' schema ([`Self::write`]).
     pub fn new(
         storage: S,
         schema: SchemaRef,
         options: ParquetOptions,
         next_path: impl FnMut() -> String + 'static,
     ) -> Self {
-        let properties = WriterProperties::builder()
-            .set_compression(options.compression)
-            .set_writer_version(WriterVersion::PARQUET_1_0)
-            .set_max_row_group_row_count(Some(options.max_row_group_rows.max(1)))
-            .set_created_by("fluss-lake guest sdk".to_string())
-            .build();
         RollingParquetWriter {
             storage,
             schema,
             options,
-            properties,
+            columns: None,
+            encoding: Encoding::Guest,
+            next_path: Box::new(next_path),
+            open: None,
+        }
+    }
+
+    /// A writer of a split's rows into files with `columns`, whose bucket columns hold
+    /// `bucket`, encoded as `encoding` says. It takes split rows ([`Self::write_rows`]).
+    pub fn for_columns(
+        storage: S,
+        columns: FileColumns,
+        bucket: i32,
+        options: ParquetOptions,
+        encoding: Encoding,
+        next_path: impl FnMut() -> String + 'static,
+    ) -> Self {
+        RollingParquetWriter {
+            storage,
+            schema: columns.schema().clone(),
+            options,
+            columns: Some((columns, bucket)),
+            encoding,
             next_path: Box::new(next_path),
             open: None,
         }
@@ -150,18 +120,26 @@ impl<S: Storage> RollingParquetWriter<S> {
     pub fn ensure_open(&mut self) -> Result<&str> {
         if self.open.is_none() {
             let path = (self.next_path)();
-            let options = ArrowWriterOptions::new()
-                .with_properties(self.properties.clone())
-                .with_skip_arrow_metadata(!self.options.embed_arrow_schema);
-            let sink = ObjectWriter::create(&self.storage, &path)
-                .with_context(|| format!("starting {path}"))?;
-            let writer = ArrowWriter::try_new_with_options(sink, self.schema.clone(), options)?;
-            let stats = vec![ColumnStats::default(); self.schema.fields().len()];
+            let encoder = match (self.encoding, &self.columns) {
+                (Encoding::Host, Some((columns, bucket))) => Encoder::Host(
+                    HostFile::start(&path, columns, *bucket, &self.options)
+                        .with_context(|| format!("starting {path}"))?,
+                ),
+                (Encoding::Host, None) => {
+                    return Err(Error::internal(
+                        "the host encodes only files whose columns it knows",
+                    ));
+                }
+                (Encoding::Guest, _) => {
+                    let sink = ObjectWriter::create(&self.storage, &path)
+                        .with_context(|| format!("starting {path}"))?;
+                    Encoder::Guest(FileEncoder::new(sink, self.schema.clone(), &self.options)?)
+                }
+            };
             self.open = Some(OpenFile {
                 path,
-                writer,
+                encoder,
                 rows: 0,
-                stats,
             });
         }
         Ok(&self.open.as_ref().expect("file is open").path)
@@ -187,22 +165,62 @@ impl<S: Storage> RollingParquetWriter<S> {
         }
         self.ensure_open()?;
         let file = self.open.as_mut().expect("file is open");
-        file.writer
+        let Encoder::Guest(encoder) = &mut file.encoder else {
+            return Err(Error::internal(
+                "rows in guest memory for a file the host encodes",
+            ));
+        };
+        encoder
             .write(batch)
+            .map_err(Error::from)
             .with_context(|| format!("encoding {}", file.path))?;
         file.rows += batch.num_rows() as u64;
-        for (s, col) in file.stats.iter_mut().zip(batch.columns()) {
-            s.merge(&ColumnStats::of_array(
-                col.as_ref(),
-                self.options.struct_field_stats,
-            ));
+        let size = encoder.size();
+        self.roll_at(size)
+    }
+
+    /// Appends a split's rows as [`Self::for_columns`] laid the files out: the host encodes
+    /// the rows it holds when the writer's encoding is [`Encoding::Host`]; otherwise they
+    /// are assembled and encoded here. Returns the file finished if it reached the target
+    /// size.
+    pub fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<Option<DataFileInfo>> {
+        if rows.num_rows() == 0 {
+            return Ok(None);
         }
-        if file.writer.in_progress_size() >= self.options.row_group_bytes {
-            file.writer
-                .flush()
-                .with_context(|| format!("encoding {}", file.path))?;
+        let Some((columns, bucket)) = &self.columns else {
+            return Err(Error::internal("split rows for a writer of record batches"));
+        };
+        match (rows, self.encoding) {
+            (SplitRows::Host(batch), Encoding::Host) => {
+                self.ensure_open()?;
+                let file = self.open.as_mut().expect("file is open");
+                let Encoder::Host(host) = &file.encoder else {
+                    return Err(Error::internal("a guest file for host rows"));
+                };
+                let size = host
+                    .append(&batch)
+                    .with_context(|| format!("encoding {}", file.path))?;
+                file.rows += batch.num_rows() as u64;
+                self.roll_at(size)
+            }
+            (SplitRows::Decoded(_), Encoding::Host) => Err(Error::internal(
+                "rows in guest memory for a writer whose files the host encodes",
+            )),
+            (rows, Encoding::Guest) => {
+                let decoded = rows.into_decoded()?;
+                let batch = columns.assemble(
+                    &decoded.batch,
+                    &decoded.log_offsets,
+                    &decoded.timestamps,
+                    *bucket,
+                )?;
+                self.write(&batch)
+            }
         }
-        let size = file.writer.bytes_written() as u64 + file.writer.in_progress_size() as u64;
+    }
+
+    /// Finishes the open file once it reached the target size.
+    fn roll_at(&mut self, size: u64) -> Result<Option<DataFileInfo>> {
         if size >= self.options.target_file_size {
             self.finish_file()
         } else {
@@ -216,21 +234,33 @@ impl<S: Storage> RollingParquetWriter<S> {
             return Ok(None);
         };
         if file.rows == 0 {
-            // opened by `ensure_open` but never written: dropping the writer aborts the upload
+            // Opened by `ensure_open` but never written: dropping it aborts the upload.
             return Ok(None);
         }
-        let sink = file
-            .writer
-            .into_inner()
-            .with_context(|| format!("finishing {}", file.path))?;
-        let size = sink
-            .finish()
-            .with_context(|| format!("uploading {}", file.path))?;
+        let (size, encoded) = match file.encoder {
+            Encoder::Guest(encoder) => {
+                let (sink, encoded) = encoder
+                    .finish()
+                    .map_err(Error::from)
+                    .with_context(|| format!("finishing {}", file.path))?;
+                let size = sink
+                    .finish()
+                    .with_context(|| format!("uploading {}", file.path))?;
+                (size, encoded)
+            }
+            Encoder::Host(host) => host
+                .finish()
+                .with_context(|| format!("finishing {}", file.path))?,
+        };
+        let EncodedFile {
+            row_count,
+            column_stats,
+        } = encoded;
         Ok(Some(DataFileInfo {
             path: file.path,
             size,
-            row_count: file.rows,
-            column_stats: file.stats,
+            row_count,
+            column_stats,
         }))
     }
 
@@ -243,44 +273,6 @@ impl<S: Storage> RollingParquetWriter<S> {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-
-    #[test]
-    fn codec_names_and_levels_are_parsed_as_java_writers_spell_them() {
-        let opt = "file.compression";
-        assert_eq!(
-            parse_compression("ZSTD", Some(1), opt).unwrap(),
-            Compression::ZSTD(ZstdLevel::try_new(1).unwrap())
-        );
-        assert_eq!(
-            parse_compression("zstd", None, opt).unwrap(),
-            Compression::ZSTD(ZstdLevel::default())
-        );
-        assert_eq!(
-            parse_compression("snappy", None, opt).unwrap(),
-            Compression::SNAPPY
-        );
-        assert_eq!(
-            parse_compression("lz4", None, opt).unwrap(),
-            Compression::LZ4
-        );
-        assert_eq!(
-            parse_compression("none", None, opt).unwrap(),
-            Compression::UNCOMPRESSED
-        );
-        assert!(matches!(
-            parse_compression("gzip", Some(9), opt).unwrap(),
-            Compression::GZIP(_)
-        ));
-        // LZO and brotli: parquet-mr has no codec of its own for them (Hadoop codec classes
-        // Paimon and Iceberg do not bundle), and the plugins lack them too.
-        for name in ["lzo", "brotli"] {
-            let e = parse_compression(name, None, opt).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
-            assert!(e.message().contains("file.compression"), "{e}");
-        }
-        let e = parse_compression("zstd", Some(99), opt).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidInput, "{e}");
-    }
 
     /// Every codec the writer offers produces a file Parquet reads back.
     #[test]

@@ -11,9 +11,11 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 
 use crate::bindings::exports::fluss::lake::{
-    bucket_replace, catalog, committer, maintenance, plugin, writer,
+    batch_writer, bucket_replace, catalog, committer, maintenance, plugin, writer,
 };
+use crate::data_plane::{HostBatch, SplitRows};
 use crate::error::{Error, Result};
+use crate::ipc::decode_row_batch;
 use crate::layout::Layout;
 use crate::replace::ReplaceSet;
 use crate::storage::{HostStorage, Storage};
@@ -67,9 +69,30 @@ pub trait LakeFormat: 'static {
 
 /// A format's writer for one split, over any [`Storage`] (the host's in the component,
 /// local or in-memory storage in native tests).
+///
+/// The host opens it one of two ways: `open` then `write`s of row batches (the WIT `writer`
+/// export), or, when it keeps the rows itself (the `batch-writer` export, contract 0.3.8),
+/// `open_batches` then `write_rows` of [`SplitRows::Host`]. A format whose files the host may
+/// encode overrides `open_batches` to lay its files out for the host
+/// ([`crate::parquet::Encoding::Host`]); any other takes the rows into guest memory with
+/// [`SplitRows::into_decoded`] and encodes them itself.
 pub trait FormatWriter<S: Storage>: Sized {
+    /// Opens a writer whose rows arrive in guest memory.
     fn open(context: &WriterContext, storage: S) -> Result<Self>;
-    fn write(&mut self, batch: RowBatch) -> Result<()>;
+
+    /// Opens a writer whose rows the host keeps ([`SplitRows::Host`]). Defaults to `open`.
+    fn open_batches(context: &WriterContext, storage: S) -> Result<Self> {
+        Self::open(context, storage)
+    }
+
+    /// Takes a batch of the split's rows, in log order.
+    fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<()>;
+
+    /// Takes a row batch (the WIT `writer.write`): decoded, then [`write_rows`](Self::write_rows).
+    fn write(&mut self, batch: RowBatch) -> Result<()> {
+        self.write_rows(SplitRows::Decoded(decode_row_batch(batch)?))
+    }
+
     fn complete(self) -> Result<WriteResult>;
 }
 
@@ -180,6 +203,37 @@ impl<W: FormatWriter<HostStorage> + 'static> writer::GuestLakeWriter for WriterR
 
 impl<F: LakeFormat> writer::Guest for Component<F> {
     type LakeWriter = WriterResource<F::Writer>;
+}
+
+/// The `lake-batch-writer` resource of format `F`: the writer until `complete` takes it.
+pub struct BatchWriterResource<W>(RefCell<Option<W>>);
+
+impl<W: FormatWriter<HostStorage> + 'static> batch_writer::GuestLakeBatchWriter
+    for BatchWriterResource<W>
+{
+    fn open(
+        context: WriterContext,
+    ) -> std::result::Result<batch_writer::LakeBatchWriter, LakeError> {
+        let w = wit(W::open_batches(&context, HostStorage))?;
+        Ok(batch_writer::LakeBatchWriter::new(BatchWriterResource(
+            RefCell::new(Some(w)),
+        )))
+    }
+    fn write(&self, rows: &batch_writer::Batch) -> std::result::Result<(), LakeError> {
+        let mut w = self.0.borrow_mut();
+        wit(w
+            .as_mut()
+            .ok_or_else(completed)?
+            .write_rows(SplitRows::Host(HostBatch::new(rows))))
+    }
+    fn complete(&self) -> std::result::Result<WriteResult, LakeError> {
+        let w = self.0.borrow_mut().take().ok_or_else(completed)?;
+        wit(w.complete())
+    }
+}
+
+impl<F: LakeFormat> batch_writer::Guest for Component<F> {
+    type LakeBatchWriter = BatchWriterResource<F::Writer>;
 }
 
 /// The `lake-committer` resource of format `F`.

@@ -173,7 +173,9 @@ pub async fn connect(
         cluster.remote_data_dir = Some(dir.clone());
     }
     tracing::info!(remote_data_dir = ?cluster.remote_data_dir, warehouses = ?cluster.warehouses, "cluster configuration");
+    let writers = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_writers));
     Ok(Arc::new(TieringContext {
+        writers,
         config,
         fluss,
         coordinator,

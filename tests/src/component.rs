@@ -9,7 +9,8 @@ use arrow::array::RecordBatch;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::instance::CommitterHandle;
 use fluss_lake_host::plugin::wit::{
-    Column, CommitResult, CommitterContext, RowBatch, TableInfo, TablePath, WriterContext,
+    Column, CommitResult, CommitterContext, RowBatch, TableInfo, TablePath, WriteResult,
+    WriterContext,
 };
 use fluss_lake_host::plugin::{Plugin, PluginInstance};
 use fluss_lake_host::warehouse::Warehouse;
@@ -105,7 +106,7 @@ pub fn row_batch(
 ) -> RowBatch {
     let n = batch.num_rows() as i64;
     RowBatch {
-        ipc: fluss_lake_host::tiering::row_batches::encode_ipc(batch).expect("ipc"),
+        ipc: fluss_lake_host::plugin::data_plane::encode_ipc(batch).expect("ipc"),
         change_types,
         log_offsets: (first_offset..first_offset + n).collect(),
         timestamps: vec![ts; n as usize],
@@ -209,6 +210,84 @@ impl ComponentDriver {
             i.write(&w, &b).await.unwrap();
         }
         let result = i.complete(w).await.unwrap();
+        let (mut i, c) = self.committer(table).await;
+        let committable = i.to_committable(&c, &[result.payload]).await.unwrap();
+        let commit = i.commit(&c, &committable, &properties, None).await.unwrap();
+        (result.file_bytes, commit)
+    }
+
+    /// Writes one split (bucket 0) of `batches`, whose rows have consecutive offsets from 0
+    /// and commit time `ts`, through the plugin's `writer` (the plugin encodes its files) or,
+    /// when `native`, its `batch-writer` (contract 0.3.8: the host keeps the rows and encodes
+    /// the files the plugin lays out); the write result.
+    pub async fn write_split(
+        &self,
+        table: &TableInfo,
+        batches: &[RecordBatch],
+        ts: i64,
+        native: bool,
+    ) -> WriteResult {
+        let mut i = self.instance(table).await;
+        let context = WriterContext {
+            table: table.clone(),
+            bucket: 0,
+            partition_id: None,
+            partition_name: None,
+            split_index: 0,
+            round_timestamp: 0,
+            config: self.config.clone(),
+        };
+        let mut offset = 0i64;
+        if native {
+            assert!(i.writes_batches(), "the plugin exports batch-writer");
+            let w = i.open_batch_writer(&context).await.unwrap();
+            for b in batches {
+                let n = b.num_rows() as i64;
+                let rows = fluss_lake_host::plugin::data_plane::HostRows::new(
+                    b.clone(),
+                    Vec::new(),
+                    (offset..offset + n).collect(),
+                    vec![ts; n as usize],
+                );
+                i.write_batch(&w, rows).await.unwrap();
+                offset += n;
+            }
+            i.complete_batch_writer(w).await.unwrap()
+        } else {
+            let w = i.open_writer(&context).await.unwrap();
+            for b in batches {
+                i.write(&w, &row_batch(b, Vec::new(), offset, ts))
+                    .await
+                    .unwrap();
+                offset += b.num_rows() as i64;
+            }
+            i.complete(w).await.unwrap()
+        }
+    }
+
+    /// [`streamed_round`](Self::streamed_round) through the plugin's `batch-writer`: the host
+    /// keeps each batch (rows with their offsets and commit times) and lends it to the plugin.
+    pub async fn streamed_native_round(
+        &self,
+        table: &TableInfo,
+        batches: impl Iterator<Item = fluss_lake_host::plugin::data_plane::HostRows>,
+        properties: Vec<(String, String)>,
+    ) -> (u64, CommitResult) {
+        let mut i = self.instance(table).await;
+        let context = WriterContext {
+            table: table.clone(),
+            bucket: 0,
+            partition_id: None,
+            partition_name: None,
+            split_index: 0,
+            round_timestamp: 0,
+            config: self.config.clone(),
+        };
+        let w = i.open_batch_writer(&context).await.unwrap();
+        for b in batches {
+            i.write_batch(&w, b).await.unwrap();
+        }
+        let result = i.complete_batch_writer(w).await.unwrap();
         let (mut i, c) = self.committer(table).await;
         let committable = i.to_committable(&c, &[result.payload]).await.unwrap();
         let commit = i.commit(&c, &committable, &properties, None).await.unwrap();

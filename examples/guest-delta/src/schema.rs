@@ -533,7 +533,12 @@ pub fn to_delta_array(
     field: &ArrowField,
 ) -> Result<ArrayRef> {
     match staging {
-        None => to_file_array(array, field.data_type(), field.is_nullable(), field.name()),
+        None => Ok(to_file_array(
+            array,
+            field.data_type(),
+            field.is_nullable(),
+            field.name(),
+        )?),
         Some(staging) => {
             let staged = to_file_array(array, staging, field.is_nullable(), field.name())?;
             retype(&staged, field.data_type())

@@ -7,11 +7,11 @@
 use fluss_lake_guest_sdk::convert::{constant_i32, i64_column, millis_column};
 use fluss_lake_guest_sdk::deps::arrow_array::RecordBatch;
 use fluss_lake_guest_sdk::deps::serde_json::{self, Value, json};
-use fluss_lake_guest_sdk::ipc::decode_row_batch;
 use fluss_lake_guest_sdk::parquet::{DataFileInfo, ParquetOptions, RollingParquetWriter};
+use fluss_lake_guest_sdk::data_plane::SplitRows;
 use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::{Storage, join};
-use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult, WriterContext};
+use fluss_lake_guest_sdk::wit::{WriteResult, WriterContext};
 use fluss_lake_guest_sdk::{Error, Result, clock, config};
 
 use crate::actions::AddFile;
@@ -136,8 +136,8 @@ impl<S: Storage> FormatWriter<S> for DeltaWriter<S> {
         })
     }
 
-    fn write(&mut self, batch: RowBatch) -> Result<()> {
-        let decoded = decode_row_batch(batch)?;
+    fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<()> {
+        let decoded = rows.into_decoded()?;
         if !decoded.is_insert_only() {
             return Err(Error::invalid_input(
                 "update or delete rows for a Delta table (this plugin tiers log tables only)",
@@ -158,7 +158,7 @@ impl<S: Storage> FormatWriter<S> for DeltaWriter<S> {
                 }
                 ColumnSource::Bucket => Ok(constant_i32(self.bucket, n)),
                 ColumnSource::Offset => Ok(i64_column(&decoded.log_offsets)),
-                ColumnSource::Timestamp => millis_column(&decoded.timestamps, field.data_type()),
+                ColumnSource::Timestamp => Ok(millis_column(&decoded.timestamps, field.data_type())?),
             })
             .collect::<Result<Vec<_>>>()?;
         let rows = RecordBatch::try_new(self.layout.arrow.clone(), columns)?;

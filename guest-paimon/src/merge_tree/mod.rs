@@ -18,9 +18,9 @@ pub mod options;
 pub mod sequence;
 
 use fluss_lake_guest_sdk::arrow_util::interleave_batches;
-use fluss_lake_guest_sdk::ipc::decode_row_batch;
+use fluss_lake_guest_sdk::data_plane::SplitRows;
 use fluss_lake_guest_sdk::storage::Storage;
-use fluss_lake_guest_sdk::wit::{RowBatch, WriteResult};
+use fluss_lake_guest_sdk::wit::WriteResult;
 use fluss_lake_guest_sdk::{Result, ResultExt};
 
 use crate::manifest::DataFileMeta;
@@ -95,8 +95,8 @@ impl<S: Storage> MergeTreeWriter<S> {
 
     /// Buffers a batch of the bucket's changelog (rows in log order), flushing sorted runs
     /// whenever the buffer is full.
-    pub fn write(&mut self, row_batch: RowBatch) -> Result<()> {
-        let decoded = decode_row_batch(row_batch)?;
+    pub fn write(&mut self, rows: SplitRows<'_>) -> Result<()> {
+        let decoded = rows.into_decoded()?;
         let n = decoded.num_rows();
         if n == 0 {
             return Ok(());

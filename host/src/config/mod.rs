@@ -164,6 +164,28 @@ pub struct Cli {
     )]
     pub max_concurrent_splits: usize,
 
+    /// Plugin instances writing splits at the same time, over every table (default: the number
+    /// of CPUs, at least 2). With `--plugin-memory-limit` it bounds the memory writing takes,
+    /// whatever the number of tables and buckets: each instance holds its linear memory and
+    /// the files the native data plane encodes for it, both within that limit.
+    #[arg(
+        long = "lake.tiering.max-concurrent-writers",
+        value_name = "N",
+        default_value_t = default_concurrency()
+    )]
+    pub max_concurrent_writers: usize,
+
+    /// Who encodes the Parquet files of plugins that export `batch-writer` (contract 0.3.8):
+    /// `native`, the host (the plugin lays out each file, the host encodes the rows it keeps,
+    /// so they never cross into WebAssembly); `guest`, the plugin in WebAssembly, as plugins
+    /// without the export always do.
+    #[arg(
+        long = "plugin-data-plane",
+        value_name = "PLANE",
+        default_value = "native"
+    )]
+    pub plugin_data_plane: DataPlane,
+
     /// Directory for compiled plugins (default: $XDG_CACHE_HOME or ~/.cache, /fluss-lake-host;
     /// no cache when neither is set). It must be the host user's alone (mode 0700): it holds
     /// native code.
@@ -262,6 +284,15 @@ pub enum OnLogGap {
     Accept,
 }
 
+/// `--plugin-data-plane`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DataPlane {
+    /// The host encodes the files of plugins that export `batch-writer`.
+    Native,
+    /// Every plugin encodes its own files, in WebAssembly.
+    Guest,
+}
+
 /// `--log.format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -325,6 +356,8 @@ pub struct HostConfig {
     pub heartbeat_max_failures: u32,
     pub max_concurrent_tables: usize,
     pub max_concurrent_splits: usize,
+    pub max_concurrent_writers: usize,
+    pub plugin_data_plane: DataPlane,
     pub plugin_cache: Option<CacheSettings>,
     pub plugin_perf_map: bool,
     pub plugin_memory_limit: usize,
@@ -443,6 +476,8 @@ impl HostConfig {
             heartbeat_max_failures: cli.heartbeat_max_failures,
             max_concurrent_tables: cli.max_concurrent_tables.max(1),
             max_concurrent_splits: cli.max_concurrent_splits.max(1),
+            max_concurrent_writers: cli.max_concurrent_writers.max(1),
+            plugin_data_plane: cli.plugin_data_plane,
             plugin_cache: match cli.plugin_cache_dir.or_else(default_cache_dir) {
                 Some(dir) if !cli.no_plugin_cache => Some(CacheSettings {
                     dir,
@@ -654,6 +689,7 @@ fn split_prefixed(args: Vec<String>) -> std::result::Result<(Vec<String>, Vec<Ke
         "datalake.format",
         "lake.tiering.max-concurrent-tables",
         "lake.tiering.max-concurrent-splits",
+        "lake.tiering.max-concurrent-writers",
     ];
     let mut rest = Vec::with_capacity(args.len());
     let mut prefixed = Vec::new();

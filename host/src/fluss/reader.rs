@@ -57,6 +57,28 @@ pub struct BucketRange {
     /// gap, see `tiering::splits`): the round commits them through the plugin's
     /// `bucket-replace`. Only with `snapshot`.
     pub replace: bool,
+    /// One of the consecutive pieces a large log bucket's range was cut into, so that a table
+    /// with fewer buckets than the host has writers still keeps them busy; none for a whole
+    /// range.
+    pub piece: Option<Piece>,
+}
+
+/// Which piece of its bucket's range a range is: pieces are written in parallel and committed
+/// together, the bucket tiered up to the last piece's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// 0 for the first piece.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl BucketRange {
+    /// Whether the range ends where its bucket's range ends (a whole range, or the last
+    /// piece): only such a range may stop short of its end, since the bucket is tiered up to
+    /// where its last piece stopped.
+    pub fn ends_its_bucket(&self) -> bool {
+        self.piece.is_none_or(|p| p.index + 1 == p.count)
+    }
 }
 
 /// Consecutive rows of one bucket, as Fluss stored them.
@@ -312,7 +334,14 @@ async fn read_log(
             if batch.base_offset() >= range.stop {
                 return Ok(());
             }
-            if tx.send(log_batch(&batch, range.stop)?).await.is_err() {
+            if batch.base_offset() + batch.num_records() as i64 <= range.start {
+                continue;
+            }
+            if tx
+                .send(log_batch(&batch, range.start, range.stop)?)
+                .await
+                .is_err()
+            {
                 return Ok(());
             }
         }
@@ -323,8 +352,10 @@ async fn read_log(
     }
 }
 
-/// The rows of a fetched log batch below `stop` (its base offset is below `stop`).
-fn log_batch(batch: &ScanBatch, stop: i64) -> Result<BucketBatch> {
+/// The rows of a fetched log batch from `start` (a piece of a bucket may start inside a
+/// batch) and below `stop` (its base offset is below `stop`, its last offset not below
+/// `start`).
+fn log_batch(batch: &ScanBatch, start: i64, stop: i64) -> Result<BucketBatch> {
     // The vendored scanner sets every batch's timestamp; without it `__timestamp` would be
     // wrong, so a batch without one is refused rather than written.
     let timestamp = batch.commit_timestamp().ok_or_else(|| {
@@ -334,17 +365,22 @@ fn log_batch(batch: &ScanBatch, stop: i64) -> Result<BucketBatch> {
         )
     })?;
     let base = batch.base_offset();
-    let rows = batch
+    let skip = usize::try_from(start - base)
+        .unwrap_or(0)
+        .min(batch.num_records());
+    let end = batch
         .num_records()
         .min(usize::try_from(stop - base).unwrap_or(usize::MAX));
+    let rows = end.saturating_sub(skip);
+    let first = base + skip as i64;
     Ok(BucketBatch {
         rows: if rows == batch.num_records() {
             batch.batch().clone()
         } else {
-            batch.batch().slice(0, rows)
+            batch.batch().slice(skip, rows)
         },
         change_types: Vec::new(),
-        offsets: (base..base + rows as i64).collect(),
+        offsets: (first..first + rows as i64).collect(),
         timestamps: vec![timestamp; rows],
     })
 }
@@ -462,18 +498,28 @@ mod tests {
 
     #[test]
     fn a_log_batch_is_cut_at_the_stop_offset_with_its_offsets_and_timestamp() {
-        let b = log_batch(&scan_batch(10, 5).with_commit_timestamp(1234), 13).unwrap();
+        let b = log_batch(&scan_batch(10, 5).with_commit_timestamp(1234), -2, 13).unwrap();
         assert_eq!(b.rows.num_rows(), 3);
         assert_eq!(b.offsets, vec![10, 11, 12]);
         assert_eq!(b.timestamps, vec![1234; 3]);
         assert!(b.change_types.is_empty());
-        let whole = log_batch(&scan_batch(10, 5).with_commit_timestamp(1), 100).unwrap();
+        let whole = log_batch(&scan_batch(10, 5).with_commit_timestamp(1), 10, 100).unwrap();
         assert_eq!(whole.offsets, vec![10, 11, 12, 13, 14]);
+        // A piece of a bucket that starts inside the batch keeps its rows from its start.
+        let piece = log_batch(&scan_batch(10, 5).with_commit_timestamp(1), 12, 14).unwrap();
+        assert_eq!(piece.offsets, vec![12, 13]);
+        let values = piece
+            .rows
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(values.values().to_vec(), vec![2, 3]);
     }
 
     #[test]
     fn a_log_batch_without_a_commit_timestamp_is_refused() {
-        let e = log_batch(&scan_batch(0, 2), 10).err().expect("refused");
+        let e = log_batch(&scan_batch(0, 2), 0, 10).err().expect("refused");
         assert_eq!(e.kind(), ErrorKind::Internal);
     }
 }

@@ -46,7 +46,7 @@ impl HostMonotonicClock for FrozenClock {
 /// Per-instance state: the sandbox's WASI context, its limits and the table scope.
 pub struct InstanceState {
     wasi: WasiCtx,
-    table: ResourceTable,
+    pub(super) table: ResourceTable,
     pub(super) limits: SandboxLimits,
     /// When the call in progress must end; checked on every epoch tick.
     pub(super) deadline: Option<Instant>,
@@ -58,8 +58,8 @@ pub struct InstanceState {
     log_limit: LogRateLimit,
     /// Most entries one `list-objects` page may hold.
     max_list_entries: usize,
-    /// Uploads started and not yet finished or dropped.
-    open_uploads: usize,
+    /// Uploads (and natively encoded files) started and not yet finished or dropped.
+    pub(super) open_uploads: usize,
     /// What the `maintenance.maintain` call in progress reported through `maintenance-status`;
     /// `None` outside such a call, where reports are ignored.
     pub(super) maintenance_status: Option<MaintenanceStatus>,
@@ -112,7 +112,7 @@ impl InstanceState {
         warn_dropped(&self.log_context, dropped);
     }
 
-    fn storage(&self) -> Result<&ScopedStorage, types::LakeError> {
+    pub(super) fn storage(&self) -> Result<&ScopedStorage, types::LakeError> {
         self.storage.as_ref().ok_or_else(|| types::LakeError {
             kind: types::ErrorKind::InvalidInput,
             message: "storage is not available outside a table's round".into(),
@@ -136,7 +136,8 @@ fn warn_dropped(ctx: &str, dropped: u64) {
     }
 }
 
-fn to_wit(e: StorageError) -> types::LakeError {
+/// A storage error as the contract's error.
+pub(super) fn storage_error(e: StorageError) -> types::LakeError {
     let kind = match e.kind {
         StorageErrorKind::InvalidPath => types::ErrorKind::InvalidInput,
         StorageErrorKind::NotFound => types::ErrorKind::NotFound,
@@ -164,18 +165,21 @@ impl storage::Host for InstanceState {
     async fn get(&mut self, path: String) -> Result<Vec<u8>, types::LakeError> {
         // The object lands in guest memory: more than the instance may hold cannot be wanted.
         let max = self.limits.memory_limit() as u64;
-        self.storage()?.get(&path, max).await.map_err(to_wit)
+        self.storage()?.get(&path, max).await.map_err(storage_error)
     }
 
     async fn put(&mut self, path: String, data: Vec<u8>) -> Result<(), types::LakeError> {
-        self.storage()?.put(&path, data).await.map_err(to_wit)
+        self.storage()?
+            .put(&path, data)
+            .await
+            .map_err(storage_error)
     }
 
     async fn put_if_absent(&mut self, path: String, data: Vec<u8>) -> Result<(), types::LakeError> {
         self.storage()?
             .put_if_absent(&path, data)
             .await
-            .map_err(to_wit)
+            .map_err(storage_error)
     }
 
     async fn get_range(
@@ -189,7 +193,7 @@ impl storage::Host for InstanceState {
         self.storage()?
             .get_range(&path, offset, length, max)
             .await
-            .map_err(to_wit)
+            .map_err(storage_error)
     }
 
     async fn list_objects(
@@ -203,7 +207,7 @@ impl storage::Host for InstanceState {
             .storage()?
             .list_page(&prefix, start_after.as_deref(), max)
             .await
-            .map_err(to_wit)?;
+            .map_err(storage_error)?;
         Ok(types::ObjectPage {
             objects: page.objects.into_iter().map(meta).collect(),
             next: page.next,
@@ -211,11 +215,16 @@ impl storage::Host for InstanceState {
     }
 
     async fn delete_object(&mut self, path: String) -> Result<(), types::LakeError> {
-        self.storage()?.delete(&path).await.map_err(to_wit)
+        self.storage()?.delete(&path).await.map_err(storage_error)
     }
 
     async fn head(&mut self, path: String) -> Result<Option<types::ObjectMeta>, types::LakeError> {
-        Ok(self.storage()?.head(&path).await.map_err(to_wit)?.map(meta))
+        Ok(self
+            .storage()?
+            .head(&path)
+            .await
+            .map_err(storage_error)?
+            .map(meta))
     }
 }
 
@@ -230,7 +239,11 @@ impl storage::HostUpload for InstanceState {
                 ),
             });
         }
-        let upload = self.storage()?.start_upload(&path).await.map_err(to_wit)?;
+        let upload = self
+            .storage()?
+            .start_upload(&path)
+            .await
+            .map_err(storage_error)?;
         let handle = self.table.push(upload).map_err(|e| types::LakeError {
             kind: types::ErrorKind::InvalidInput,
             message: format!("too many handles: {e}"),
@@ -244,15 +257,21 @@ impl storage::HostUpload for InstanceState {
         upload: Resource<Upload>,
         data: Vec<u8>,
     ) -> Result<(), types::LakeError> {
-        self.upload(&upload)?.write(&data).await.map_err(to_wit)
+        self.upload(&upload)?
+            .write(&data)
+            .await
+            .map_err(storage_error)
     }
 
     async fn complete(&mut self, upload: Resource<Upload>) -> Result<u64, types::LakeError> {
-        self.upload(&upload)?.complete().await.map_err(to_wit)
+        self.upload(&upload)?
+            .complete()
+            .await
+            .map_err(storage_error)
     }
 
     async fn abort(&mut self, upload: Resource<Upload>) -> Result<(), types::LakeError> {
-        self.upload(&upload)?.abort().await.map_err(to_wit)
+        self.upload(&upload)?.abort().await.map_err(storage_error)
     }
 
     async fn drop(&mut self, upload: Resource<Upload>) -> wasmtime::Result<()> {

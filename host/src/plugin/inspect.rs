@@ -123,6 +123,16 @@ pub async fn inspect(cli: &InspectCli, out: &mut impl std::io::Write) -> Result<
             "not exported (a primary-key bucket that lost log rows stays refused)".to_string()
         },
     );
+    w(
+        out,
+        "batch writer",
+        if plugin.writes_batches() {
+            "exported (rows stay in the host, which encodes the files the plugin lays out)"
+                .to_string()
+        } else {
+            "not exported (the plugin encodes its files in WebAssembly)".to_string()
+        },
+    );
     // The first instance was created while loading; time a few more, as rounds create them.
     let mut best = plugin.instantiate_time();
     for _ in 0..5 {

@@ -17,8 +17,11 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
+use super::batch_write_bindings::LakeBatchWrite;
+use super::batch_write_bindings::exports::fluss::lake::batch_writer;
 use super::bindings::LakePlugin;
 use super::bindings::exports::fluss::lake::plugin::PluginInfo;
+use super::data_plane::HostRows;
 use super::host_api::{InstanceState, MaintenanceStatus};
 use super::maintenance_bindings::LakeMaintenance;
 use super::registry::Plugin;
@@ -104,6 +107,8 @@ pub struct PluginInstance {
     maintenance: Option<LakeMaintenance>,
     /// The optional `bucket-replace` export.
     replace: Option<LakeBucketReplace>,
+    /// The optional `batch-writer` export (0.3.8).
+    batch_write: Option<LakeBatchWrite>,
     plugin_name: String,
     call_timeout: Duration,
     max_result_bytes: usize,
@@ -126,6 +131,10 @@ pub struct Maintained {
 
 /// A writer resource living inside a [`PluginInstance`].
 pub struct WriterHandle(ResourceAny);
+
+/// A `batch-writer` resource living inside a [`PluginInstance`] (contract 0.3.8): a writer
+/// whose batches stay in the host.
+pub struct BatchWriterHandle(ResourceAny);
 
 /// A committer resource living inside a [`PluginInstance`].
 pub struct CommitterHandle(ResourceAny);
@@ -156,10 +165,14 @@ impl PluginInstance {
                 Some(indices) => Some(indices.load(&mut store, &instance)?),
                 None => None,
             };
-            Ok::<_, wasmtime::Error>((bindings, maintenance, replace))
+            let batch_write = match plugin.batch_write() {
+                Some(indices) => Some(indices.load(&mut store, &instance)?),
+                None => None,
+            };
+            Ok::<_, wasmtime::Error>((bindings, maintenance, replace, batch_write))
         })
         .await;
-        let (bindings, maintenance, replace) = match instantiated {
+        let (bindings, maintenance, replace, batch_write) = match instantiated {
             Ok(Ok(b)) => b,
             // A trap in a start function (a deadline, a limit, a panic): one line, as in a call.
             Ok(Err(e))
@@ -203,6 +216,7 @@ impl PluginInstance {
             bindings,
             maintenance,
             replace,
+            batch_write,
             plugin_name: plugin.name().to_string(),
             call_timeout: settings.call_timeout,
             max_result_bytes: settings.max_result_bytes,
@@ -433,6 +447,78 @@ impl PluginInstance {
         guest_call!(self, "writer drop", |_b, s| writer.0.resource_drop_async(s))?;
         let result = r.map_err(|e| self.plugin_error("writer.complete", e))?;
         self.check_size("writer.complete", "write result", result.payload.len())?;
+        Ok(result)
+    }
+
+    /// Whether the plugin exports `batch-writer` (contract 0.3.8): its splits can be written
+    /// with their rows kept in the host.
+    pub fn writes_batches(&self) -> bool {
+        self.batch_write.is_some()
+    }
+
+    fn batch_writer(&self) -> Result<batch_writer::Guest> {
+        self.batch_write
+            .as_ref()
+            .map(|b| b.fluss_lake_batch_writer().clone())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "plugin {} does not export batch-writer (contract 0.3.8)",
+                        self.plugin_name
+                    ),
+                )
+            })
+    }
+
+    /// Opens a `batch-writer` (the plugin must export it: [`writes_batches`](Self::writes_batches)).
+    pub async fn open_batch_writer(
+        &mut self,
+        context: &wit::WriterContext,
+    ) -> Result<BatchWriterHandle> {
+        let guest = self.batch_writer()?;
+        let r = guest_call!(self, "batch-writer.open", |_b, s| guest
+            .lake_batch_writer()
+            .call_open(s, context))?;
+        r.map(BatchWriterHandle)
+            .map_err(|e| self.plugin_error("batch-writer.open", e))
+    }
+
+    /// Lends `rows` to the writer for one `write` call; they are gone afterwards.
+    pub async fn write_batch(&mut self, writer: &BatchWriterHandle, rows: HostRows) -> Result<()> {
+        let guest = self.batch_writer()?;
+        let handle = self.store.data_mut().table.push(rows).map_err(|e| {
+            Error::new(
+                ErrorKind::PluginLimit,
+                format!("plugin {}: cannot lend a batch: {e}", self.plugin_name),
+            )
+        })?;
+        let lent = wasmtime::component::Resource::<HostRows>::new_borrow(handle.rep());
+        let r = guest_call!(self, "batch-writer.write", |_b, s| guest
+            .lake_batch_writer()
+            .call_write(s, writer.0, lent));
+        let _ = self.store.data_mut().table.delete(handle);
+        r?.map_err(|e| self.plugin_error("batch-writer.write", e))
+    }
+
+    /// Completes and drops the batch writer.
+    pub async fn complete_batch_writer(
+        &mut self,
+        writer: BatchWriterHandle,
+    ) -> Result<wit::WriteResult> {
+        let guest = self.batch_writer()?;
+        let r = guest_call!(self, "batch-writer.complete", |_b, s| guest
+            .lake_batch_writer()
+            .call_complete(s, writer.0))?;
+        guest_call!(self, "batch writer drop", |_b, s| writer
+            .0
+            .resource_drop_async(s))?;
+        let result = r.map_err(|e| self.plugin_error("batch-writer.complete", e))?;
+        self.check_size(
+            "batch-writer.complete",
+            "write result",
+            result.payload.len(),
+        )?;
         Ok(result)
     }
 

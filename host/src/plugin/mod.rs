@@ -18,6 +18,7 @@
 pub mod builtin;
 pub mod cache;
 pub mod compile;
+pub mod data_plane;
 pub mod engine;
 pub mod host_api;
 pub mod inspect;
@@ -66,6 +67,24 @@ pub mod replace_bindings {
     });
 }
 
+/// Bindings of the optional `batch-writer` export and the `data-plane` import it uses (`wit/`
+/// world `lake-batch-write`, contract 0.3.8), looked up apart from the others so that a plugin
+/// without it still loads; its batches and files are the host's own
+/// ([`data_plane`]).
+pub mod batch_write_bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "lake-batch-write",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "fluss:lake/types": super::bindings::fluss::lake::types,
+            "fluss:lake/data-plane.batch": super::data_plane::HostRows,
+            "fluss:lake/data-plane.parquet-file": super::data_plane::NativeFile,
+        },
+    });
+}
+
 pub use bindings::fluss::lake::types as wit;
 pub use instance::PluginInstance;
 pub use maintenance_bindings::exports::fluss::lake::maintenance::{
@@ -76,4 +95,4 @@ pub use reload::PluginSet;
 pub use replace_bindings::exports::fluss::lake::bucket_replace::BucketRef;
 
 /// The contract version this host implements (the WIT package version).
-pub const CONTRACT_VERSION: &str = "0.3.7";
+pub const CONTRACT_VERSION: &str = "0.3.8";

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
 
+use super::batch_write_bindings::{LakeBatchWrite, LakeBatchWriteIndices};
 use super::bindings::{LakePlugin, LakePluginIndices};
 use super::engine::{EngineSettings, PluginEngine};
 use super::host_api::InstanceState;
@@ -29,6 +30,8 @@ pub struct Plugin {
     maintenance: Option<LakeMaintenanceIndices>,
     /// The optional `bucket-replace` export (0.3.7); `None` when the plugin does not export it.
     replace: Option<LakeBucketReplaceIndices>,
+    /// The optional `batch-writer` export (0.3.8); `None` when the plugin does not export it.
+    batch_write: Option<LakeBatchWriteIndices>,
     path: PathBuf,
     digest: String,
     format: String,
@@ -90,6 +93,8 @@ impl Plugin {
             .map_err(|e| load_err(format!("cannot link host imports: {e:#}")))?;
         LakeMaintenance::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| load_err(format!("cannot link host imports: {e:#}")))?;
+        LakeBatchWrite::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(|e| load_err(format!("cannot link host imports: {e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             match other_contract_version(&component, engine.engine()) {
                 Some(theirs) => load_err(format!(
@@ -108,12 +113,14 @@ impl Plugin {
         })?;
         let maintenance = LakeMaintenanceIndices::new(&pre).ok();
         let replace = LakeBucketReplaceIndices::new(&pre).ok();
+        let batch_write = LakeBatchWriteIndices::new(&pre).ok();
         let mut plugin = Self {
             engine,
             pre,
             indices,
             maintenance,
             replace,
+            batch_write,
             path: path.to_path_buf(),
             digest,
             format: String::new(),
@@ -179,6 +186,16 @@ impl Plugin {
 
     pub(super) fn bucket_replace(&self) -> Option<&LakeBucketReplaceIndices> {
         self.replace.as_ref()
+    }
+
+    pub(super) fn batch_write(&self) -> Option<&LakeBatchWriteIndices> {
+        self.batch_write.as_ref()
+    }
+
+    /// Whether the plugin exports `batch-writer` (contract 0.3.8): writing splits whose rows
+    /// stay in the host, encoded by the native data plane.
+    pub fn writes_batches(&self) -> bool {
+        self.batch_write.is_some()
     }
 
     /// Whether the plugin exports `bucket-replace` (contract 0.3.7): rebuilding a primary-key

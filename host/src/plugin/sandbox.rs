@@ -145,6 +145,9 @@ pub struct SandboxLimits {
     memory_total: usize,
     /// Elements of every table of the instance together.
     table_elements: usize,
+    /// Host memory held for the instance (files the native data plane encodes for it),
+    /// counted against the same limit as its linear memories.
+    host_reserved: usize,
     pub(super) memory_exceeded: Option<usize>,
 }
 
@@ -154,8 +157,25 @@ impl SandboxLimits {
             memory_limit,
             memory_total: 0,
             table_elements: 0,
+            host_reserved: 0,
             memory_exceeded: None,
         }
+    }
+
+    /// Holds `bytes` of host memory for the instance, if they fit its limit beside its
+    /// memories and what is already held; otherwise the bytes held and the limit.
+    pub fn reserve(&mut self, bytes: usize) -> std::result::Result<(), (usize, usize)> {
+        let held = self.memory_total.saturating_add(self.host_reserved);
+        if held.saturating_add(bytes) > self.memory_limit {
+            return Err((held, self.memory_limit));
+        }
+        self.host_reserved += bytes;
+        Ok(())
+    }
+
+    /// Gives back what [`reserve`](Self::reserve) held.
+    pub fn release(&mut self, bytes: usize) {
+        self.host_reserved = self.host_reserved.saturating_sub(bytes);
     }
 
     /// Counts `bytes` the instance holds outside its memories and tables (its globals and
@@ -188,7 +208,7 @@ impl ResourceLimiter for SandboxLimits {
             .memory_total
             .saturating_sub(current)
             .saturating_add(desired);
-        if total > self.memory_limit {
+        if total.saturating_add(self.host_reserved) > self.memory_limit {
             self.memory_exceeded = Some(total);
             return Err(wasmtime::Error::msg(format!(
                 "memory of {total} bytes requested, over the instance limit of {} bytes",

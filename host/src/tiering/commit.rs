@@ -63,6 +63,51 @@ fn replaced_bucket(r: &SplitResult) -> String {
     )
 }
 
+/// Each bucket's pieces (see `splits::cut_into_pieces`) as one result, as Fluss knows the
+/// bucket: tiered up to where its last piece stopped (that piece's start when it wrote
+/// nothing: every earlier piece is written to its end), with the rows and the newest commit
+/// time of them all. Whole ranges are kept as they are. The write results' payloads were
+/// taken already: they go to the committable piece by piece.
+fn merge_pieces(results: Vec<SplitResult>) -> Vec<SplitResult> {
+    let mut out = Vec::with_capacity(results.len());
+    let mut pieces: std::collections::BTreeMap<(Option<i64>, i32), Vec<SplitResult>> =
+        Default::default();
+    for r in results {
+        if r.range.piece.is_some() {
+            pieces
+                .entry((r.range.partition_id, r.range.bucket))
+                .or_default()
+                .push(r);
+        } else {
+            out.push(r);
+        }
+    }
+    for (_, mut group) in pieces {
+        group.sort_by_key(|r| r.range.piece.map(|p| p.index));
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let merged = SplitResult {
+            range: crate::fluss::reader::BucketRange {
+                start: first.range.start,
+                stop: last.range.stop,
+                piece: None,
+                ..first.range.clone()
+            },
+            end_offset: Some(last.end_offset.unwrap_or(last.range.start)),
+            max_timestamp: group.iter().filter_map(|r| r.max_timestamp).max(),
+            rows: group.iter().map(|r| r.rows).sum(),
+            write_result: wit::WriteResult {
+                payload: Vec::new(),
+                record_count: group.iter().map(|r| r.write_result.record_count).sum(),
+                file_bytes: group.iter().map(|r| r.write_result.file_bytes).sum(),
+            },
+        };
+        out.push(merged);
+    }
+    out
+}
+
 /// Deletes the files of write results that will never be committed (best effort).
 pub async fn abort_written(
     instance: &mut PluginInstance,
@@ -137,6 +182,7 @@ pub async fn commit_round(
         .iter_mut()
         .map(|r| std::mem::take(&mut r.write_result.payload))
         .collect();
+    let results = merge_pieces(results);
     let completed: Vec<&SplitResult> = results.iter().filter(|r| r.end_offset.is_some()).collect();
     // A bucket rebuilt from its KV snapshot is replaced by the whole snapshot or not at all: a
     // snapshot split is never force-finished, so one without an end is a broken invariant.
@@ -472,5 +518,60 @@ mod tests {
             Published::Unknown,
             "an error is no proof of anything"
         );
+    }
+
+    #[test]
+    fn a_buckets_pieces_commit_as_the_bucket_up_to_its_last_pieces_end() {
+        use crate::fluss::reader::{BucketRange, Piece};
+        let piece = |index: u32, start: i64, stop: i64, end: Option<i64>, rows: u64| SplitResult {
+            range: BucketRange {
+                partition_id: None,
+                partition_name: None,
+                bucket: 0,
+                buckets: 1,
+                start,
+                stop,
+                snapshot: None,
+                replace: false,
+                piece: Some(Piece { index, count: 3 }),
+            },
+            end_offset: end,
+            max_timestamp: Some(100 + index as i64),
+            rows,
+            write_result: wit::WriteResult {
+                payload: Vec::new(),
+                record_count: rows,
+                file_bytes: 10,
+            },
+        };
+        let whole = SplitResult {
+            range: BucketRange {
+                bucket: 1,
+                piece: None,
+                ..piece(0, 0, 5, None, 0).range
+            },
+            ..piece(0, 0, 5, Some(5), 5)
+        };
+        // Given out of order; the last piece was force-finished at 250.
+        let merged = merge_pieces(vec![
+            piece(2, 200, 300, Some(250), 50),
+            whole,
+            piece(0, 0, 100, Some(100), 100),
+            piece(1, 100, 200, Some(200), 100),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].range.bucket, 1);
+        let b = &merged[1];
+        assert_eq!((b.range.start, b.range.stop, b.range.piece), (0, 300, None));
+        assert_eq!(b.end_offset, Some(250));
+        assert_eq!((b.rows, b.write_result.file_bytes), (250, 30));
+        assert_eq!(b.max_timestamp, Some(102));
+        // A last piece that wrote nothing: the bucket ends where it would have started.
+        let merged = merge_pieces(vec![
+            piece(0, 0, 100, Some(100), 100),
+            piece(1, 100, 200, Some(200), 100),
+            piece(2, 200, 300, None, 0),
+        ]);
+        assert_eq!(merged[0].end_offset, Some(200));
     }
 }

@@ -50,6 +50,9 @@ pub struct TieringContext {
     /// What each table's last commit asked Fluss to keep and when it was last maintained:
     /// decides whether a round with nothing to commit maintains the table.
     pub maintenance: MaintenanceLedger,
+    /// Plugin instances writing splits, over every table (`--lake.tiering.max-concurrent-writers`):
+    /// a writing instance holds a permit from its creation until it is dropped.
+    pub writers: Arc<tokio::sync::Semaphore>,
     /// Cancelled when the host begins to shut down. Rounds in flight get the grace period to
     /// finish their writes and commits, but maintenance, which only ever runs after a round's
     /// commits and can always be left for later, stops at once so that the host exits promptly.

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use fluss::metadata::TablePath;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -22,14 +22,17 @@ use super::context::{
 };
 use super::maintenance::{self, RoundEnd};
 use super::progress::RoundProgress;
+use super::row_batches::{BatchForm, Payload};
 use super::{fluss_commit, row_batches, splits};
 use crate::catalog::{CatalogOptions, GlueCatalog, HiveCatalog, LakeCatalog, PointerTable};
+use crate::config::DataPlane;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failpoints;
 use crate::fluss::offsets::{self, BucketsOf, LogEnd};
 use crate::fluss::{kv_snapshot, reader, table};
 use crate::metrics::registry::{CommittedRound, short_digest};
 use crate::metrics::{TableLabels, TableMetrics, metrics};
+use crate::plugin::instance::{BatchWriterHandle, WriterHandle};
 use crate::plugin::storage::{ScopedStorage, StorageQuota};
 use crate::plugin::table_catalog::{
     PointerScope, Resolved, RestScope, TableCatalogScope, VersionScope,
@@ -372,7 +375,15 @@ async fn plan_splits(
         vec![(None, table_buckets)]
     };
     let kind = splits::TableKind::of(info, ctx.config.on_log_gap)?;
-    let with_log_start = kind.primary_key || ctx.log_gaps.is_suspect(assignment.table_id);
+    // A log table with fewer buckets than the writers its round may use has its largest
+    // buckets cut into pieces, which needs their log starts.
+    let writers = ctx
+        .config
+        .max_concurrent_writers
+        .min(ctx.config.max_concurrent_splits);
+    let bucket_count: usize = partitions.iter().map(|(_, b)| *b as usize).sum();
+    let cut = !kind.primary_key && bucket_count < writers;
+    let with_log_start = kind.primary_key || cut || ctx.log_gaps.is_suspect(assignment.table_id);
     let named: Vec<(&str, i32)> = partitions
         .iter()
         .filter_map(|(p, buckets)| p.as_ref().map(|(_, name)| (name.as_str(), *buckets)))
@@ -416,7 +427,17 @@ async fn plan_splits(
             kv_snapshots,
         });
     }
-    let plan = splits::plan(&tiered, &inputs, kind);
+    let mut plan = splits::plan(&tiered, &inputs, kind);
+    if cut {
+        let log_start = |r: &reader::BucketRange| {
+            inputs
+                .iter()
+                .find(|p| p.partition.as_ref().map(|(id, _)| *id) == r.partition_id)
+                .and_then(|p| p.earliest.as_ref())
+                .and_then(|e| e.get(&r.bucket).copied())
+        };
+        plan.splits = splits::cut_into_pieces(plan.splits, log_start, writers);
+    }
     if plan.gaps.is_empty() {
         ctx.log_gaps.clear(assignment.table_id);
     } else {
@@ -878,21 +899,76 @@ fn cancel_all(tasks: &mut JoinSet<Result<SplitResult>>) {
 /// tearing it all down), so a round of thousands of small splits instantiates at most
 /// `--max-concurrent-splits` times. Each instance is scoped to the round's table, storage and
 /// catalog, so a reused one reaches nothing a fresh one would not; one whose call failed
-/// (trap, limit, error) is dropped, never reused.
-#[derive(Default)]
-struct IdleInstances(std::sync::Mutex<Vec<PluginInstance>>);
+/// (trap, limit, error) is dropped, never reused. Each keeps the host-wide writer permit it
+/// was created under (`--lake.tiering.max-concurrent-writers`) until it is dropped.
+struct IdleInstances<T = WritingInstance> {
+    idle: std::sync::Mutex<Vec<T>>,
+    /// Wakes a split waiting for a writer permit when an instance of its round goes idle: the
+    /// round's own idle instances hold permits, so waiting for a permit alone could wait for
+    /// the round itself.
+    returned: tokio::sync::Notify,
+}
 
-impl IdleInstances {
-    fn take(&self) -> Option<PluginInstance> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).pop()
+/// A plugin instance that writes splits, with its writer permit.
+struct WritingInstance {
+    instance: PluginInstance,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl<T> Default for IdleInstances<T> {
+    fn default() -> Self {
+        IdleInstances {
+            idle: Default::default(),
+            returned: Default::default(),
+        }
+    }
+}
+
+impl<T> IdleInstances<T> {
+    fn take(&self) -> Option<T> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
     }
 
-    fn put(&self, instance: PluginInstance) {
-        self.0
+    fn put(&self, instance: T) {
+        self.idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(instance);
+        self.returned.notify_one();
     }
+
+    /// An idle instance of the round, or else a permit for a new one, whichever comes first.
+    async fn idle_or_permit(
+        &self,
+        writers: &Arc<Semaphore>,
+        cancel: &CancellationToken,
+    ) -> Result<std::result::Result<T, OwnedSemaphorePermit>> {
+        loop {
+            // Registered before looking, so that an instance put back meanwhile wakes it.
+            let returned = self.returned.notified();
+            if let Some(idle) = self.take() {
+                return Ok(Ok(idle));
+            }
+            tokio::select! {
+                permit = writers.clone().acquire_owned() => {
+                    return permit.map(Err).map_err(|_| {
+                        Error::new(ErrorKind::Cancelled, "the host is shutting down")
+                    });
+                }
+                _ = returned => {}
+                _ = cancel.cancelled() => {
+                    return Err(Error::new(ErrorKind::Cancelled, "round cancelled"));
+                }
+            }
+        }
+    }
+}
+
+/// A split's writer: a `batch-writer` whose batches stay in the host (contract 0.3.8), or a
+/// `writer` that takes row batches.
+enum SplitWriter {
+    Rows(WriterHandle),
+    Batches(BatchWriterHandle),
 }
 
 /// One bucket range of a round.
@@ -935,19 +1011,23 @@ impl SplitTask<'_> {
             resolved.plugin.format(),
             range.bucket
         );
-        let mut instance = match instances.take() {
-            Some(mut idle) => {
-                idle.set_log_context(log_context);
+        let mut writing = match instances.idle_or_permit(&ctx.writers, cancel).await? {
+            Ok(mut idle) => {
+                idle.instance.set_log_context(log_context);
                 idle
             }
-            None => {
+            Err(permit) => {
                 let mut fresh = PluginInstance::new(&resolved.plugin, log_context).await?;
                 fresh.set_storage(resolved.storage.clone());
                 fresh.set_catalog(resolved.catalog.clone());
                 fresh.set_cancel(cancel.clone());
-                fresh
+                WritingInstance {
+                    instance: fresh,
+                    _permit: permit,
+                }
             }
         };
+        let instance = &mut writing.instance;
         // A writer sees its partition's bucket count (the contract's `writer-context`).
         let writer_ctx = wit::WriterContext {
             table: wit::TableInfo {
@@ -961,7 +1041,14 @@ impl SplitTask<'_> {
             round_timestamp: round_ts,
             config: resolved.plugin_config.clone(),
         };
-        let writer = instance.open_writer(&writer_ctx).await?;
+        let form = match ctx.config.plugin_data_plane {
+            DataPlane::Native if instance.writes_batches() => BatchForm::Host,
+            _ => BatchForm::Ipc,
+        };
+        let writer = match form {
+            BatchForm::Host => SplitWriter::Batches(instance.open_batch_writer(&writer_ctx).await?),
+            BatchForm::Ipc => SplitWriter::Rows(instance.open_writer(&writer_ctx).await?),
+        };
         let opened = started.elapsed();
         let mut first_batch = None;
 
@@ -980,7 +1067,7 @@ impl SplitTask<'_> {
             raw_tx,
         );
         let reader = tokio::spawn(async move {
-            tokio::try_join!(read, row_batches::encode_all(raw_rx, tx)).map(|(end, _)| end)
+            tokio::try_join!(read, row_batches::encode_all(raw_rx, tx, form)).map(|(end, _)| end)
         });
         // Aborts the reader whichever way this function returns.
         let _reader_guard = AbortOnDrop(reader.abort_handle());
@@ -998,15 +1085,30 @@ impl SplitTask<'_> {
                 }
                 // A snapshot split is never cut short (as in Java): what it read of the
                 // snapshot holds no offset to stop at.
-                _ = force_finish.cancelled(), if range.snapshot.is_none() => {
+                // Nor is a piece of a bucket before its last: the bucket is tiered up to its
+                // last piece's end, so every earlier piece must be written whole.
+                _ = force_finish.cancelled(), if range.snapshot.is_none() && range.ends_its_bucket() => {
                     forced = true;
                     break;
                 }
                 batch = rx.recv() => {
                     let Some(batch) = batch else { break };
                     first_batch.get_or_insert_with(|| started.elapsed());
-                    metrics.read(batch.rows as u64, batch.batch.ipc.len() as u64);
-                    instance.write(&writer, &batch.batch).await?;
+                    metrics.read(batch.rows as u64, batch.bytes as u64);
+                    match (&writer, batch.payload) {
+                        (SplitWriter::Batches(w), Payload::Host(rows)) => {
+                            instance.write_batch(w, rows).await?
+                        }
+                        (SplitWriter::Rows(w), Payload::Ipc(rows)) => {
+                            instance.write(w, &rows).await?
+                        }
+                        _ => {
+                            return Err(Error::new(
+                                ErrorKind::Internal,
+                                "a batch prepared for the other kind of writer",
+                            ))
+                        }
+                    }
                     let from = written.end_offset.unwrap_or(range.start.max(0));
                     progress.advance(u64::try_from(batch.end_offset - from).unwrap_or(0));
                     if written.rows == 0 {
@@ -1029,7 +1131,10 @@ impl SplitTask<'_> {
             })??)
         };
         let read = started.elapsed();
-        let write_result = instance.complete(writer).await?;
+        let write_result = match writer {
+            SplitWriter::Batches(w) => instance.complete_batch_writer(w).await?,
+            SplitWriter::Rows(w) => instance.complete(w).await?,
+        };
         tracing::debug!(
             opened_ms = opened.as_millis() as u64,
             first_batch_ms = first_batch.map(|d| d.as_millis() as u64),
@@ -1044,7 +1149,7 @@ impl SplitTask<'_> {
             plugin_memory_bytes = instance.memory_bytes(),
             "split written"
         );
-        instances.put(instance);
+        instances.put(writing);
         Ok(SplitResult {
             range,
             end_offset,
@@ -1076,6 +1181,38 @@ impl Drop for AbortOnDrop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A round with more splits than writer permits: the splits waiting for a permit take the
+    /// instances its finished splits put back (which keep their permits), rather than wait
+    /// for a permit only the round itself could release.
+    #[tokio::test]
+    async fn a_split_waiting_for_a_writer_takes_an_instance_its_round_put_back() {
+        let writers = Arc::new(Semaphore::new(1));
+        let idle: Arc<IdleInstances<&str>> = Arc::default();
+        let cancel = CancellationToken::new();
+        let Ok(Err(permit)) = idle.idle_or_permit(&writers, &cancel).await else {
+            panic!("the first split gets the permit");
+        };
+        let waiting = tokio::spawn({
+            let (idle, writers, cancel) = (idle.clone(), writers.clone(), cancel.clone());
+            async move { idle.idle_or_permit(&writers, &cancel).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        // The first split ends: its instance (and its permit) goes back to the round.
+        idle.put("instance of split 1");
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("the waiting split is not stuck")
+            .unwrap();
+        assert!(matches!(got, Ok(Ok("instance of split 1"))));
+        drop(permit);
+        // A cancelled round stops waiting.
+        let _held = writers.clone().acquire_owned().await.unwrap();
+        cancel.cancel();
+        let e = idle.idle_or_permit(&writers, &cancel).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Cancelled);
+    }
 
     #[test]
     fn a_round_holds_write_results_up_to_its_budget() {

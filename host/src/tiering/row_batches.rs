@@ -1,18 +1,19 @@
-//! Fluss bucket batches into the contract's row batches: one Arrow IPC stream per batch plus
-//! the per-row change types, offsets and timestamps. This is the one place that knows both
-//! Fluss's batches and the plugin contract's.
+//! Fluss bucket batches into what a plugin's writer takes: a batch kept in the host for a
+//! `batch-writer` (contract 0.3.8, [`Payload::Host`]), or the contract's row batch for a
+//! `writer`, one Arrow IPC stream per batch plus the per-row change types, offsets and
+//! timestamps ([`Payload::Ipc`]). This is the one place that knows both Fluss's batches and
+//! the plugin contract's.
 //!
 //! Batches are coalesced on the way: while the plugin is busy writing one row batch, the
 //! batches read meanwhile are gathered into the next one (up to [`MAX_BATCH_ROWS`] rows or
 //! [`MAX_BATCH_BYTES`] bytes), so each call into the plugin carries as many rows as are ready,
 //! and a plugin that keeps up still gets every batch as soon as it is read.
 
-use arrow::array::{Array, RecordBatch};
-use arrow::ipc::writer::StreamWriter;
 use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::fluss::reader::BucketBatch;
+use crate::plugin::data_plane::{HostRows, column_bytes};
 use crate::plugin::wit;
 
 /// Most rows gathered into one row batch.
@@ -21,35 +22,62 @@ pub const MAX_BATCH_ROWS: usize = 128 * 1024;
 /// passed on alone, as Fluss stored it.
 pub const MAX_BATCH_BYTES: usize = 4 << 20;
 
+/// How a split's writer takes its batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchForm {
+    /// As the contract's row batch (Arrow IPC), for a `writer`.
+    Ipc,
+    /// Kept in the host, for a `batch-writer`.
+    Host,
+}
+
+/// A batch in the form its writer takes.
+pub enum Payload {
+    Ipc(wit::RowBatch),
+    Host(HostRows),
+}
+
 /// A batch ready for a plugin, with what the round needs to know about it.
 pub struct EncodedBatch {
-    pub batch: wit::RowBatch,
+    pub payload: Payload,
     pub rows: usize,
+    /// Bytes of the batch as read (its columns), for the read metrics.
+    pub bytes: usize,
     /// Exclusive offset after the batch's last row.
     pub end_offset: i64,
     pub max_timestamp: Option<i64>,
 }
 
-pub fn encode(batch: BucketBatch) -> Result<EncodedBatch> {
+pub fn encode(batch: BucketBatch, form: BatchForm) -> Result<EncodedBatch> {
+    let (rows, end_offset, max_timestamp) =
+        (batch.num_rows(), batch.end_offset(), batch.max_timestamp());
+    let host = HostRows::new(
+        batch.rows,
+        batch.change_types,
+        batch.offsets,
+        batch.timestamps,
+    );
+    let bytes = host.column_bytes();
+    let payload = match form {
+        BatchForm::Host => Payload::Host(host),
+        BatchForm::Ipc => Payload::Ipc(host.into_row_batch()?),
+    };
     Ok(EncodedBatch {
-        rows: batch.num_rows(),
-        end_offset: batch.end_offset(),
-        max_timestamp: batch.max_timestamp(),
-        batch: wit::RowBatch {
-            ipc: encode_ipc(&batch.rows)?,
-            change_types: batch.change_types,
-            log_offsets: batch.offsets,
-            timestamps: batch.timestamps,
-        },
+        payload,
+        rows,
+        bytes,
+        end_offset,
+        max_timestamp,
     })
 }
 
-/// Encodes every batch from `rx` into `tx`, so that encoding overlaps with the plugin
-/// writing the previous batch, gathering what arrives meanwhile. Ends when either side
-/// closes.
+/// Prepares every batch from `rx` for the writer into `tx`, so that encoding overlaps with
+/// the plugin writing the previous batch, gathering what arrives meanwhile. Ends when either
+/// side closes.
 pub async fn encode_all(
     mut rx: mpsc::Receiver<BucketBatch>,
     tx: mpsc::Sender<EncodedBatch>,
+    form: BatchForm,
 ) -> Result<()> {
     let mut gathered = Gathered::default();
     let mut read_all = false;
@@ -62,7 +90,7 @@ pub async fn encode_all(
             biased;
             permit = tx.reserve(), if !gathered.parts.is_empty() => {
                 let Ok(permit) = permit else { return Ok(()) };
-                permit.send(encode(gathered.take()?)?);
+                permit.send(encode(gathered.take()?, form)?);
             }
             batch = rx.recv(), if !read_all && !gathered.is_full() => match batch {
                 Some(batch) => gathered.push(batch),
@@ -97,15 +125,6 @@ impl Gathered {
         self.bytes = 0;
         concat(std::mem::take(&mut self.parts))
     }
-}
-
-/// The bytes of column data a batch (possibly a slice of a larger one) refers to.
-fn column_bytes(batch: &RecordBatch) -> usize {
-    batch
-        .columns()
-        .iter()
-        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
-        .sum()
 }
 
 /// Consecutive batches of one bucket as one batch (the rows are copied once, natively, so
@@ -150,22 +169,11 @@ fn concat(mut parts: Vec<BucketBatch>) -> Result<BucketBatch> {
     })
 }
 
-/// One Arrow IPC stream: schema, the batch, end-of-stream.
-pub fn encode_ipc(batch: &RecordBatch) -> Result<Vec<u8>> {
-    let ipc_err = |e: arrow::error::ArrowError| {
-        Error::new(ErrorKind::Internal, "Arrow IPC encoding").with_source(e)
-    };
-    let mut writer = StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(ipc_err)?;
-    writer.write(batch).map_err(ipc_err)?;
-    writer.finish().map_err(ipc_err)?;
-    writer.into_inner().map_err(ipc_err)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
-    use arrow::array::Int64Array;
+    use arrow::array::{Int64Array, RecordBatch};
     use arrow::datatypes::{DataType, Field, Schema};
 
     use super::*;
@@ -206,7 +214,7 @@ mod tests {
     async fn batches_read_while_the_plugin_is_busy_reach_it_as_one_call() {
         let (raw_tx, raw_rx) = mpsc::channel(16);
         let (tx, mut rx) = mpsc::channel(1);
-        let encoder = tokio::spawn(encode_all(raw_rx, tx));
+        let encoder = tokio::spawn(encode_all(raw_rx, tx, BatchForm::Ipc));
         // The plugin takes the first batch as soon as it is read...
         raw_tx.send(batch(0, 10, vec![])).await.unwrap();
         let first = rx.recv().await.unwrap();
@@ -219,7 +227,10 @@ mod tests {
         drop(raw_tx);
         let mut calls = Vec::new();
         while let Some(b) = rx.recv().await {
-            calls.push((b.rows, b.end_offset, b.batch.log_offsets.len()));
+            let Payload::Ipc(batch) = b.payload else {
+                panic!("a writer's batch is a row batch")
+            };
+            calls.push((b.rows, b.end_offset, batch.log_offsets.len()));
         }
         encoder.await.unwrap().unwrap();
         assert_eq!(calls, vec![(10, 20, 10), (100, 120, 100)]);
@@ -237,7 +248,7 @@ mod tests {
                 .unwrap();
         }
         drop(raw_tx);
-        let encoder = tokio::spawn(encode_all(raw_rx, tx));
+        let encoder = tokio::spawn(encode_all(raw_rx, tx, BatchForm::Ipc));
         let mut sizes = Vec::new();
         while let Some(b) = rx.recv().await {
             sizes.push(b.rows);

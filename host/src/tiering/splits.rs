@@ -30,7 +30,7 @@ use crate::config::OnLogGap;
 use crate::error::{Error, ErrorKind};
 use crate::fluss::kv_snapshot::SnapshotSource;
 use crate::fluss::offsets::TieredOffsets;
-use crate::fluss::reader::{BucketRange, EARLIEST_OFFSET};
+use crate::fluss::reader::{BucketRange, EARLIEST_OFFSET, Piece};
 
 /// What split generation knows about one partition (or the whole non-partitioned table).
 #[derive(Debug, Clone, Default)]
@@ -340,7 +340,73 @@ fn split_for_bucket(
         stop: latest,
         snapshot: None,
         replace: false,
+        piece: None,
     })
+}
+
+/// The fewest records a piece of a bucket holds: below it, a piece's fixed cost (an instance,
+/// a file) outweighs the parallelism it buys.
+pub const MIN_PIECE_RECORDS: u64 = 256 * 1024;
+
+/// Cuts the largest log-table ranges into consecutive pieces until the round has `writers`
+/// ranges (or no range is worth cutting), so that a table with fewer buckets than the host
+/// has writers keeps them all busy (Fluss #2915: one split per bucket). Every piece holds at
+/// least [`MIN_PIECE_RECORDS`]; a range whose start is not known (`EARLIEST_OFFSET` with no
+/// log start in `log_start`) or that reads a KV snapshot is never cut. Pieces of a bucket
+/// are written in parallel and committed together, and only the last may stop short.
+pub fn cut_into_pieces(
+    splits: Vec<BucketRange>,
+    log_start: impl Fn(&BucketRange) -> Option<i64>,
+    writers: usize,
+) -> Vec<BucketRange> {
+    if splits.is_empty() || splits.len() >= writers {
+        return splits;
+    }
+    // Known starts, and how many pieces each range gets: one more to the largest piece while
+    // the round has fewer than `writers` and that piece would still hold enough records.
+    let starts: Vec<Option<i64>> = splits
+        .iter()
+        .map(|r| match (r.snapshot, r.start) {
+            (Some(_), _) => None,
+            (None, s) if s >= 0 => Some(s),
+            (None, _) => log_start(r).filter(|s| *s >= 0),
+        })
+        .collect();
+    let records =
+        |i: usize| starts[i].map_or(0, |s| u64::try_from(splits[i].stop - s).unwrap_or(0));
+    let mut pieces = vec![1u64; splits.len()];
+    let mut total = splits.len();
+    while total < writers {
+        let Some(i) = (0..splits.len())
+            .filter(|&i| records(i) / (pieces[i] + 1) >= MIN_PIECE_RECORDS)
+            .max_by_key(|&i| records(i) / pieces[i])
+        else {
+            break;
+        };
+        pieces[i] += 1;
+        total += 1;
+    }
+    let mut out = Vec::with_capacity(total);
+    for ((range, start), count) in splits.into_iter().zip(starts).zip(pieces) {
+        let Some(start) = start.filter(|_| count > 1) else {
+            out.push(range);
+            continue;
+        };
+        let len = range.stop - start;
+        let count_i = count as i64;
+        for index in 0..count_i {
+            out.push(BucketRange {
+                start: start + len * index / count_i,
+                stop: start + len * (index + 1) / count_i,
+                piece: Some(Piece {
+                    index: index as u32,
+                    count: count as u32,
+                }),
+                ..range.clone()
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -387,7 +453,45 @@ mod tests {
             stop,
             snapshot: None,
             replace: false,
+            piece: None,
         }
+    }
+
+    #[test]
+    fn a_table_with_fewer_buckets_than_writers_is_cut_into_pieces() {
+        let big = 4 * MIN_PIECE_RECORDS as i64;
+        // One bucket of a table never tiered (its log starts at 100), four writers.
+        let never = range(0, EARLIEST_OFFSET, 100 + big, 1);
+        let cut = cut_into_pieces(vec![never.clone()], |_| Some(100), 4);
+        assert_eq!(cut.len(), 4);
+        assert_eq!(cut[0].start, 100);
+        assert_eq!(cut[3].stop, 100 + big);
+        for (i, w) in cut.windows(2).enumerate() {
+            assert_eq!(w[0].stop, w[1].start, "pieces are consecutive");
+            assert_eq!(
+                w[0].piece,
+                Some(Piece {
+                    index: i as u32,
+                    count: 4
+                })
+            );
+            assert!(!w[0].ends_its_bucket());
+        }
+        assert!(cut[3].ends_its_bucket());
+        // Without a known log start, nothing is cut.
+        assert_eq!(cut_into_pieces(vec![never], |_| None, 4).len(), 1);
+        // Pieces go to the largest ranges, never below the minimum.
+        let small = range(1, 0, MIN_PIECE_RECORDS as i64, 2);
+        let large = range(0, 0, big, 2);
+        let cut = cut_into_pieces(vec![large, small.clone()], |_| None, 8);
+        assert_eq!(cut.iter().filter(|r| r.bucket == 0).count(), 4);
+        assert_eq!(
+            cut.iter().filter(|r| r.bucket == 1).collect::<Vec<_>>(),
+            vec![&small]
+        );
+        // As many ranges as writers: nothing to cut.
+        let two = vec![range(0, 0, big, 2), range(1, 0, big, 2)];
+        assert_eq!(cut_into_pieces(two.clone(), |_| None, 2), two);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use fluss_lake_e2e::component::{row_batch, table};
 use fluss_lake_e2e::host::{self, plugin};
 use fluss_lake_e2e::unique_name;
 use fluss_lake_host::ErrorKind;
+use fluss_lake_host::plugin::data_plane::HostRows;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::storage::StorageQuota;
 use fluss_lake_host::plugin::wit::{CommitterContext, TableInfo, WriterContext};
@@ -106,6 +107,42 @@ impl Suite {
         let (batch, _) = all_types(&[1, 2, 3], None);
         i.write(&w, &row_batch(&batch, Vec::new(), 0, 0)).await?;
         i.complete(w).await?;
+        Ok(())
+    }
+
+    /// One split of `table` through the plugin's `batch-writer` (contract 0.3.8): the host
+    /// keeps the batch and lends it to the plugin.
+    async fn native_split(
+        &self,
+        plugin: &Plugin,
+        table: &TableInfo,
+    ) -> fluss_lake_host::Result<()> {
+        let config = self.config();
+        let mut i = PluginInstance::new(plugin, "evil-suite".into()).await?;
+        let location = plugin
+            .layout()
+            .location(&table.path.database, &table.path.table)?;
+        i.set_storage(
+            Warehouse::open(&self.warehouse.display().to_string(), &Default::default())?
+                .scope(&location)?
+                .with_quota(StorageQuota::new(QUOTA_BYTES, 1000)),
+        );
+        i.create_table_if_missing(table, &config).await?;
+        let w = i
+            .open_batch_writer(&WriterContext {
+                table: table.clone(),
+                bucket: 0,
+                partition_id: None,
+                partition_name: None,
+                split_index: 0,
+                round_timestamp: 0,
+                config,
+            })
+            .await?;
+        let (batch, _) = all_types(&[1, 2, 3], None);
+        let rows = HostRows::new(batch, Vec::new(), vec![0, 1, 2], vec![0; 3]);
+        i.write_batch(&w, rows).await?;
+        i.complete_batch_writer(w).await?;
         Ok(())
     }
 
@@ -331,6 +368,61 @@ async fn a_plugin_spinning_in_check_replace_is_stopped_at_its_deadline() {
         "{e}"
     );
     s.good_split("after_replace_loop").await;
+}
+
+#[tokio::test]
+async fn a_plugin_abusing_the_native_data_plane_is_refused_everything() {
+    let s = Suite::with_call_timeout(UNHURRIED_CALL_TIMEOUT).await;
+    let outside = PathBuf::from("/tmp/fluss-evil-native.parquet");
+    let _ = std::fs::remove_file(&outside);
+    let t = evil_table("data-plane-abuse", &[]);
+    let e = s
+        .native_split(&s.evil, &t)
+        .await
+        .expect_err("the abuse must fail the split");
+    assert_eq!(e.kind(), ErrorKind::Plugin, "{e}");
+    let m = e.message();
+    assert!(
+        m.contains("every data-plane abuse was refused") && !m.contains("ABUSED"),
+        "{e}"
+    );
+    for refusal in [
+        "'../escaped.parquet' escapes its directory",
+        "'/tmp/fluss-evil-native.parquet' is absolute",
+        "not an Arrow IPC schema",
+        "a file schema of 2097152 bytes, over the",
+        "1 file columns but 0 column sources",
+        "bucket columns must hold one value",
+        "row groups of 18446744073709551615 bytes",
+        "zstd level 99",
+        "batch has no column 10000",
+        "of the instance's memory",
+        "more than 4 uploads or files open at once",
+        "data/finished.parquet is finished",
+    ] {
+        assert!(m.contains(refusal), "{refusal:?} not in: {e}");
+    }
+    assert!(!outside.exists());
+    // Nothing refused or abandoned became an object; the one file finished did.
+    let written = files(&s.warehouse);
+    assert!(
+        written.iter().any(|f| f.ends_with("data/finished.parquet")),
+        "{written:?}"
+    );
+    for f in &written {
+        for refused in ["missing.parquet", "big-", "open-", "escaped"] {
+            assert!(
+                !(f.contains(refused) && f.ends_with(".parquet")),
+                "{f} in {written:?}"
+            );
+        }
+    }
+    // What the refused files held is given back: the next split of the instance's plugin and
+    // of another plugin work.
+    s.native_split(&s.evil, &evil_table("honest", &[]))
+        .await
+        .expect("an honest native split");
+    s.good_split("after_data_plane_abuse").await;
 }
 
 #[tokio::test]

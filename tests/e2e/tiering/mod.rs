@@ -21,6 +21,7 @@ mod paimon_log_table;
 mod paimon_partitioned_concurrent;
 mod paimon_primary_key;
 mod paimon_rest;
+mod pieces;
 mod remote_log_stores;
 mod sasl;
 mod scale;

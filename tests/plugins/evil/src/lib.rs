@@ -40,9 +40,18 @@
 //! | `maintain-flood`| an honest lake whose `maintain` reports 50 000 snapshots committed |
 //! | `maintain-fail` | an honest lake whose `maintain` fails (`io`)                       |
 //! | `replace-loop`  | an honest lake whose `check-replace` (contract 0.3.7) spins forever |
+//! | `data-plane-abuse` | in `batch-writer.write` (contract 0.3.8), asks the host's native  |
+//! |                 | encoder for what it must refuse: files outside the table, schemas  |
+//! |                 | that are not Arrow or too large, sources that do not fit, row groups |
+//! |                 | and codec levels out of bounds, more memory or open files than its |
+//! |                 | instance may hold, appends to a finished file; fails with every    |
+//! |                 | refusal, or with `ABUSED` naming what the host let through          |
 //! | `over-budget`   | an honest lake that reports `u32::MAX`, then 7, parts over budget  |
 //! |                 | in `maintain` (the last counts), and 1 000 in every `write`, where |
 //! |                 | the host ignores it                                                |
+//!
+//! Its `batch-writer` (contract 0.3.8) takes each batch's rows from the host and writes them
+//! as `writer` does, in every mode but `data-plane-abuse`.
 //!
 //! Otherwise `maintain` (the optional export of contract 0.3.1) records each request it gets
 //! in `maintained/<n>` (`keep-since` and the two flags) and reports nothing done, and
@@ -61,9 +70,11 @@ use std::cell::RefCell;
 
 use fluss_lake_guest_sdk::CONTRACT_VERSION;
 use fluss_lake_guest_sdk::bindings::exports::fluss::lake::{
-    bucket_replace, catalog, committer, maintenance, plugin, writer,
+    batch_writer, bucket_replace, catalog, committer, maintenance, plugin, writer,
 };
-use fluss_lake_guest_sdk::bindings::fluss::lake::{logging, maintenance_status, storage};
+use fluss_lake_guest_sdk::bindings::fluss::lake::{
+    data_plane, logging, maintenance_status, storage,
+};
 use fluss_lake_guest_sdk::wit::{
     BucketRef, CommitResult, CommittedSnapshot, CommitterContext, LakeError, MaintenanceReport,
     MaintenanceRequest, PluginInfo, ReadableSnapshot, RowBatch, TableInfo, TableLayout,
@@ -233,9 +244,9 @@ struct EvilWriter {
     split: String,
 }
 
-impl writer::GuestLakeWriter for EvilWriter {
-    fn open(context: WriterContext) -> Result<writer::LakeWriter, LakeError> {
-        Ok(writer::LakeWriter::new(EvilWriter {
+impl EvilWriter {
+    fn new(context: &WriterContext) -> Self {
+        EvilWriter {
             mode: mode(&context.table, &context.config),
             compute: setting(&context.table, &context.config, "compute")
                 .and_then(|v| v.parse().ok())
@@ -247,7 +258,13 @@ impl writer::GuestLakeWriter for EvilWriter {
             rows: RefCell::new(0),
             written: RefCell::new(Vec::new()),
             split: format!("{}-{}", context.partition_id.unwrap_or(-1), context.bucket),
-        }))
+        }
+    }
+}
+
+impl writer::GuestLakeWriter for EvilWriter {
+    fn open(context: WriterContext) -> Result<writer::LakeWriter, LakeError> {
+        Ok(writer::LakeWriter::new(EvilWriter::new(&context)))
     }
 
     fn write(&self, batch: RowBatch) -> Result<(), LakeError> {
@@ -417,6 +434,172 @@ impl writer::GuestLakeWriter for EvilWriter {
 
 impl writer::Guest for Evil {
     type LakeWriter = EvilWriter;
+}
+
+/// The `batch-writer`: an [`EvilWriter`] fed with each batch's rows, or the data-plane abuse.
+struct EvilBatchWriter(EvilWriter);
+
+impl batch_writer::GuestLakeBatchWriter for EvilBatchWriter {
+    fn open(context: WriterContext) -> Result<batch_writer::LakeBatchWriter, LakeError> {
+        Ok(batch_writer::LakeBatchWriter::new(EvilBatchWriter(
+            EvilWriter::new(&context),
+        )))
+    }
+
+    fn write(&self, rows: &data_plane::Batch) -> Result<(), LakeError> {
+        if self.0.mode == "data-plane-abuse" {
+            return abuse_the_data_plane(rows);
+        }
+        writer::GuestLakeWriter::write(&self.0, rows.rows()?)
+    }
+
+    fn complete(&self) -> Result<WriteResult, LakeError> {
+        writer::GuestLakeWriter::complete(&self.0)
+    }
+}
+
+impl batch_writer::Guest for Evil {
+    type LakeBatchWriter = EvilBatchWriter;
+}
+
+/// An Arrow IPC stream holding only the schema of one nullable `BIGINT` column `v`.
+fn one_column_schema() -> Vec<u8> {
+    use fluss_lake_guest_sdk::deps::{arrow_ipc, arrow_schema};
+    let schema = arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "v",
+        arrow_schema::DataType::Int64,
+        true,
+    )]);
+    let mut out = Vec::new();
+    let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, &schema).expect("schema");
+    w.finish().expect("schema");
+    drop(w);
+    out
+}
+
+/// Asks the host's encoder for everything it must refuse, then fails with the refusals.
+fn abuse_the_data_plane(rows: &data_plane::Batch) -> Result<(), LakeError> {
+    use data_plane::{ColumnSource, Compression, FileColumns, ParquetFile, ParquetSettings};
+    let columns = |schema: Vec<u8>, sources: Vec<ColumnSource>| FileColumns { schema, sources };
+    let honest = || columns(one_column_schema(), vec![ColumnSource::LogOffset]);
+    let settings = |row_group_bytes: u64| ParquetSettings {
+        compression: Compression::Zstd(1),
+        max_row_group_rows: 1 << 20,
+        row_group_bytes,
+        embed_arrow_schema: false,
+        struct_field_stats: false,
+    };
+    let mut refused = Vec::new();
+    let mut abused = Vec::new();
+    let mut expect_refusal = |what: &str, outcome: Result<(), LakeError>| match outcome {
+        Ok(()) => abused.push(what.to_string()),
+        Err(e) if e.kind == WitErrorKind::InvalidInput => {
+            refused.push(format!("{what}: {}", e.message))
+        }
+        Err(e) => abused.push(format!("{what} failed as {:?}: {}", e.kind, e.message)),
+    };
+    let start = |path: &str, c: FileColumns, s: ParquetSettings| ParquetFile::start(path, &c, s);
+    for path in ["../escaped.parquet", "/tmp/fluss-evil-native.parquet"] {
+        expect_refusal(path, start(path, honest(), settings(1 << 20)).map(drop));
+    }
+    expect_refusal(
+        "garbage schema",
+        start("g", columns(b"garbage".to_vec(), vec![]), settings(1 << 20)).map(drop),
+    );
+    expect_refusal(
+        "huge schema",
+        start("h", columns(vec![0xFF; 2 << 20], vec![]), settings(1 << 20)).map(drop),
+    );
+    expect_refusal(
+        "missing sources",
+        start("m", columns(one_column_schema(), vec![]), settings(1 << 20)).map(drop),
+    );
+    expect_refusal(
+        "two buckets",
+        start(
+            "b",
+            columns(
+                one_column_schema(),
+                vec![ColumnSource::Bucket(1), ColumnSource::Bucket(2)],
+            ),
+            settings(1 << 20),
+        )
+        .map(drop),
+    );
+    expect_refusal(
+        "endless row groups",
+        start("r", honest(), settings(u64::MAX)).map(drop),
+    );
+    expect_refusal(
+        "zstd level 99",
+        start(
+            "z",
+            honest(),
+            ParquetSettings {
+                compression: Compression::Zstd(99),
+                ..settings(1 << 20)
+            },
+        )
+        .map(drop),
+    );
+    // A column the batch does not have: refused when rows are appended.
+    let missing = start(
+        "data/missing.parquet",
+        columns(one_column_schema(), vec![ColumnSource::Fluss(10_000)]),
+        settings(1 << 20),
+    )?;
+    expect_refusal("column 10000", missing.append(rows).map(drop));
+    drop(missing);
+    // Memory: row groups of 48 MiB hold about 128 MiB each; a 256 MiB instance holds one.
+    let mut held = Vec::new();
+    for i in 0..8 {
+        match start(
+            &format!("data/big-{i}.parquet"),
+            honest(),
+            settings(48 << 20),
+        ) {
+            Ok(f) => held.push(f),
+            Err(e) => {
+                expect_refusal("memory", Err(e));
+                break;
+            }
+        }
+    }
+    drop(held);
+    // Open files: each holds an upload slot.
+    let mut open = Vec::new();
+    for i in 0..64 {
+        match start(
+            &format!("data/open-{i}.parquet"),
+            honest(),
+            settings(1 << 20),
+        ) {
+            Ok(f) => open.push(f),
+            Err(e) => {
+                expect_refusal("open files", Err(e));
+                break;
+            }
+        }
+    }
+    drop(open);
+    let finished = start("data/finished.parquet", honest(), settings(1 << 20))?;
+    finished.append(rows)?;
+    finished.finish()?;
+    expect_refusal("append after finish", finished.append(rows).map(drop));
+    if abused.is_empty() {
+        Err(error(
+            WitErrorKind::InvalidInput,
+            format!(
+                "every data-plane abuse was refused: {}",
+                refused.join(" | ")
+            ),
+        ))
+    } else {
+        Err(error(
+            WitErrorKind::Internal,
+            format!("ABUSED: {}", abused.join(" | ")),
+        ))
+    }
 }
 
 /// Tries to use the `table-catalog` import beyond its own table; answers, as an error, what

@@ -60,7 +60,7 @@ pub struct ColumnStats {
 }
 
 /// Java's `Double.compare`: numeric, `-0.0 < 0.0`, NaN above everything and equal to itself.
-pub(crate) fn cmp_f64(a: f64, b: f64) -> Ordering {
+pub fn cmp_f64(a: f64, b: f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Greater,

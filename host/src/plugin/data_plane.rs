@@ -1,0 +1,706 @@
+//! The native data plane (contract 0.3.8): a split's rows stay in host memory as `batch`
+//! handles, and a plugin's Parquet files are encoded here, natively, with the same encoder
+//! the guest SDK runs as WebAssembly (`fluss-lake-columns`), so the heavy bytes never cross
+//! into the sandbox unless the plugin asks for them.
+//!
+//! The plugin still decides every byte of format logic: the file's schema (names, types,
+//! nullability, field ids), where each column comes from, the codec and row groups, and the
+//! path. What it hands over is bounded before the host spends anything on it: the schema
+//! message's size and field count, row-group sizes and rows, codec levels; every path goes
+//! through the instance's [`ScopedStorage`] (the same checks and the same quota as a
+//! `storage.upload`); an open file counts as an open upload; and the memory an open file may
+//! hold (its row group being encoded, and its parts on their way to the store) is reserved
+//! against the instance's memory limit when the file starts, so a plugin cannot make the host
+//! hold more for it than it could hold itself.
+
+use std::io::Cursor;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, Field, SchemaRef, TimeUnit};
+use arrow::ipc::reader::StreamReader;
+use arrow::ipc::writer::StreamWriter;
+use fluss_lake_columns::encode::{EncodedFile, FileEncoder, ParquetOptions};
+use fluss_lake_columns::file_columns::{ColumnSource, FileColumns};
+use fluss_lake_columns::stats::{ColumnStats, Datum};
+use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use wasmtime::component::Resource;
+
+use super::batch_write_bindings::fluss::lake::data_plane as dp;
+use super::bindings::fluss::lake::types;
+use super::host_api::InstanceState;
+use super::sandbox::MAX_OPEN_UPLOADS;
+use super::storage::{UPLOAD_PART_SIZE, UPLOAD_PARTS_IN_FLIGHT, Upload};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Largest schema message a plugin may describe a file with.
+pub const MAX_SCHEMA_BYTES: usize = 1 << 20;
+/// Most fields (nested ones included) of one file.
+pub const MAX_FILE_FIELDS: usize = 10_000;
+/// Largest row group a plugin may ask for, in encoded bytes; a quarter of the instance's
+/// memory limit when that is less.
+pub const MAX_ROW_GROUP_BYTES: u64 = 256 << 20;
+/// Most rows of one row group a plugin may ask for.
+pub const MAX_ROW_GROUP_ROWS: u64 = 1 << 24;
+
+/// One batch of a split's rows, held by the host for the `batch-writer.write` call it is
+/// handed to.
+pub struct HostRows {
+    rows: RecordBatch,
+    change_types: Vec<u8>,
+    offsets: Vec<i64>,
+    timestamps: Vec<i64>,
+}
+
+impl HostRows {
+    /// Rows with, for each, its change type (empty: all `+A`), log offset and commit time.
+    pub fn new(
+        rows: RecordBatch,
+        change_types: Vec<u8>,
+        offsets: Vec<i64>,
+        timestamps: Vec<i64>,
+    ) -> Self {
+        HostRows {
+            rows,
+            change_types,
+            offsets,
+            timestamps,
+        }
+    }
+
+    pub fn num_rows(&self) -> usize {
+        self.rows.num_rows()
+    }
+
+    /// Bytes of column data the rows refer to.
+    pub fn column_bytes(&self) -> usize {
+        column_bytes(&self.rows)
+    }
+
+    /// The rows as the contract's `row-batch` (`writer.write`'s argument).
+    pub fn to_row_batch(&self) -> Result<types::RowBatch> {
+        Ok(types::RowBatch {
+            ipc: encode_ipc(&self.rows)?,
+            change_types: self.change_types.clone(),
+            log_offsets: self.offsets.clone(),
+            timestamps: self.timestamps.clone(),
+        })
+    }
+
+    /// The rows as the contract's `row-batch`, consuming them.
+    pub fn into_row_batch(self) -> Result<types::RowBatch> {
+        Ok(types::RowBatch {
+            ipc: encode_ipc(&self.rows)?,
+            change_types: self.change_types,
+            log_offsets: self.offsets,
+            timestamps: self.timestamps,
+        })
+    }
+}
+
+/// The bytes of column data a batch (possibly a slice of a larger one) refers to.
+pub fn column_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+        .sum()
+}
+
+/// One Arrow IPC stream: schema, the batch, end-of-stream.
+pub fn encode_ipc(batch: &RecordBatch) -> Result<Vec<u8>> {
+    let ipc_err = |e: arrow::error::ArrowError| {
+        Error::new(ErrorKind::Internal, "Arrow IPC encoding").with_source(e)
+    };
+    let mut writer = StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(ipc_err)?;
+    writer.write(batch).map_err(ipc_err)?;
+    writer.finish().map_err(ipc_err)?;
+    writer.into_inner().map_err(ipc_err)
+}
+
+/// A Parquet file a plugin has the host encode.
+pub struct NativeFile {
+    path: String,
+    columns: FileColumns,
+    /// The value of the file's `bucket` columns.
+    bucket: i32,
+    /// None once the file is finished or aborted.
+    open: Option<OpenFile>,
+    /// Memory reserved against the instance's limit while the file is open.
+    reserved: usize,
+}
+
+struct OpenFile {
+    /// None while an `append` encodes on a blocking thread (or after one was abandoned).
+    encoder: Option<FileEncoder<Vec<u8>>>,
+    upload: Upload,
+}
+
+/// Runs `work` with the encoder on a blocking thread: encoding a batch takes milliseconds of
+/// CPU, which belong neither on the plugin's fiber stack (where host calls run) nor on a
+/// runtime worker.
+async fn off_the_fiber<T: Send + 'static>(
+    mut encoder: FileEncoder<Vec<u8>>,
+    work: impl FnOnce(&mut FileEncoder<Vec<u8>>) -> T + Send + 'static,
+) -> Result<(FileEncoder<Vec<u8>>, T), types::LakeError> {
+    tokio::task::spawn_blocking(move || {
+        let out = work(&mut encoder);
+        (encoder, out)
+    })
+    .await
+    .map_err(|e| types::LakeError {
+        kind: types::ErrorKind::Internal,
+        message: format!("the native encoder failed: {e}"),
+    })
+}
+
+fn invalid(message: impl Into<String>) -> types::LakeError {
+    types::LakeError {
+        kind: types::ErrorKind::InvalidInput,
+        message: message.into(),
+    }
+}
+
+fn plugin_error(e: fluss_lake_columns::Error) -> types::LakeError {
+    use fluss_lake_columns::Error as E;
+    let kind = match &e {
+        E::InvalidInput(_) | E::Arrow(_) => types::ErrorKind::InvalidInput,
+        E::Unsupported(_) => types::ErrorKind::Unsupported,
+        E::Parquet(_) => types::ErrorKind::Io,
+    };
+    types::LakeError {
+        kind,
+        message: e.to_string(),
+    }
+}
+
+/// The file's schema from its IPC schema message, bounded.
+fn file_schema(ipc: &[u8]) -> Result<SchemaRef, types::LakeError> {
+    if ipc.len() > MAX_SCHEMA_BYTES {
+        return Err(invalid(format!(
+            "a file schema of {} bytes, over the {MAX_SCHEMA_BYTES}-byte limit",
+            ipc.len()
+        )));
+    }
+    let reader = StreamReader::try_new(Cursor::new(ipc), None)
+        .map_err(|e| invalid(format!("the file schema is not an Arrow IPC schema: {e}")))?;
+    let schema = reader.schema();
+    let fields: usize = schema.fields().iter().map(|f| count_fields(f)).sum();
+    if fields > MAX_FILE_FIELDS {
+        return Err(invalid(format!(
+            "a file of {fields} fields, over the limit of {MAX_FILE_FIELDS}"
+        )));
+    }
+    Ok(schema)
+}
+
+/// A field and every field nested in it.
+fn count_fields(field: &Field) -> usize {
+    1 + match field.data_type() {
+        DataType::Struct(children) => children.iter().map(|c| count_fields(c)).sum(),
+        DataType::List(child)
+        | DataType::LargeList(child)
+        | DataType::FixedSizeList(child, _)
+        | DataType::Map(child, _) => count_fields(child),
+        _ => 0,
+    }
+}
+
+/// The encoder's options from the plugin's settings, bounded; `memory_limit` is the
+/// instance's.
+fn parquet_options(
+    settings: &dp::ParquetSettings,
+    memory_limit: usize,
+) -> Result<ParquetOptions, types::LakeError> {
+    let compression = match settings.compression {
+        dp::Compression::Uncompressed => Compression::UNCOMPRESSED,
+        dp::Compression::Snappy => Compression::SNAPPY,
+        dp::Compression::Lz4 => Compression::LZ4,
+        dp::Compression::Lz4Raw => Compression::LZ4_RAW,
+        dp::Compression::Zstd(level) => Compression::ZSTD(
+            ZstdLevel::try_new(level).map_err(|e| invalid(format!("zstd level {level}: {e}")))?,
+        ),
+        dp::Compression::Gzip(level) => Compression::GZIP(
+            GzipLevel::try_new(level).map_err(|e| invalid(format!("gzip level {level}: {e}")))?,
+        ),
+    };
+    let max_group_bytes = MAX_ROW_GROUP_BYTES.min(memory_limit as u64 / 4);
+    if settings.row_group_bytes == 0 || settings.row_group_bytes > max_group_bytes {
+        return Err(invalid(format!(
+            "row groups of {} bytes: between 1 and {max_group_bytes} bytes",
+            settings.row_group_bytes
+        )));
+    }
+    if settings.max_row_group_rows == 0 || settings.max_row_group_rows > MAX_ROW_GROUP_ROWS {
+        return Err(invalid(format!(
+            "row groups of {} rows: between 1 and {MAX_ROW_GROUP_ROWS} rows",
+            settings.max_row_group_rows
+        )));
+    }
+    Ok(ParquetOptions {
+        // The plugin rolls its files itself, from the sizes `append` returns.
+        target_file_size: u64::MAX,
+        compression,
+        max_row_group_rows: settings.max_row_group_rows as usize,
+        row_group_bytes: settings.row_group_bytes as usize,
+        embed_arrow_schema: settings.embed_arrow_schema,
+        struct_field_stats: settings.struct_field_stats,
+    })
+}
+
+/// The file's column sources, and the value of its bucket columns (one value per file).
+fn column_sources(
+    sources: &[dp::ColumnSource],
+) -> Result<(Vec<ColumnSource>, i32), types::LakeError> {
+    let mut bucket = None;
+    let sources = sources
+        .iter()
+        .map(|s| {
+            Ok(match *s {
+                dp::ColumnSource::Fluss(c) => ColumnSource::Fluss(c as usize),
+                dp::ColumnSource::Null => ColumnSource::Null,
+                dp::ColumnSource::Bucket(b) => {
+                    if bucket.is_some_and(|seen| seen != b) {
+                        return Err(invalid("a file's bucket columns must hold one value"));
+                    }
+                    bucket = Some(b);
+                    ColumnSource::Bucket
+                }
+                dp::ColumnSource::LogOffset => ColumnSource::Offset,
+                dp::ColumnSource::CommitTimestamp => ColumnSource::Timestamp,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((sources, bucket.unwrap_or(0)))
+}
+
+/// Memory an open file may hold: its row group being encoded (the columns' buffers and the
+/// encoded pages, up to twice the row group's size), the encoded bytes waiting for a part,
+/// and the upload's parts on their way.
+fn file_memory(options: &ParquetOptions) -> usize {
+    options
+        .row_group_bytes
+        .saturating_mul(2)
+        .saturating_add(UPLOAD_PART_SIZE * (UPLOAD_PARTS_IN_FLIGHT + 2))
+}
+
+fn datum(d: &Datum) -> dp::Datum {
+    let unit = |u: &arrow::datatypes::TimeUnit| match u {
+        TimeUnit::Second => dp::TimeUnit::Second,
+        TimeUnit::Millisecond => dp::TimeUnit::Millisecond,
+        TimeUnit::Microsecond => dp::TimeUnit::Microsecond,
+        TimeUnit::Nanosecond => dp::TimeUnit::Nanosecond,
+    };
+    match d {
+        Datum::Boolean(v) => dp::Datum::Boolean(*v),
+        Datum::Int8(v) => dp::Datum::Int8(*v),
+        Datum::Int16(v) => dp::Datum::Int16(*v),
+        Datum::Int32(v) => dp::Datum::Int32(*v),
+        Datum::Int64(v) => dp::Datum::Int64(*v),
+        Datum::Float32(v) => dp::Datum::Float32(*v),
+        Datum::Float64(v) => dp::Datum::Float64(*v),
+        Datum::Utf8(v) => dp::Datum::Utf8(v.clone()),
+        Datum::Binary(v) => dp::Datum::Binary(v.clone()),
+        Datum::Decimal(v) => dp::Datum::Decimal(((*v >> 64) as i64, *v as u64)),
+        Datum::Date32(v) => dp::Datum::Date32(*v),
+        Datum::Time(v, u) => dp::Datum::Time((*v, unit(u))),
+        Datum::Timestamp(v, u) => dp::Datum::Timestamp((*v, unit(u))),
+    }
+}
+
+/// Statistics in the contract's order: each column, then its fields' entries.
+fn flatten_stats(stats: &[ColumnStats], out: &mut Vec<dp::ColumnStats>) {
+    for s in stats {
+        out.push(dp::ColumnStats {
+            null_count: s.null_count,
+            min: s.min.as_ref().map(datum),
+            max: s.max.as_ref().map(datum),
+            fields: s.fields.len() as u32,
+        });
+        flatten_stats(&s.fields, out);
+    }
+}
+
+fn encoded_file(size: u64, file: &EncodedFile) -> dp::EncodedFile {
+    let mut column_stats = Vec::new();
+    flatten_stats(&file.column_stats, &mut column_stats);
+    dp::EncodedFile {
+        size,
+        row_count: file.row_count,
+        column_stats,
+    }
+}
+
+impl InstanceState {
+    fn native_file(
+        &mut self,
+        file: &Resource<NativeFile>,
+    ) -> Result<&mut NativeFile, types::LakeError> {
+        self.table
+            .get_mut(file)
+            .map_err(|e| invalid(format!("not a parquet-file handle: {e}")))
+    }
+
+    fn host_rows(&self, rows: &Resource<HostRows>) -> Result<&HostRows, types::LakeError> {
+        self.table
+            .get(rows)
+            .map_err(|e| invalid(format!("not a batch handle: {e}")))
+    }
+
+    /// Encodes the batch's rows into the file; the file's size so far.
+    async fn append_rows(
+        &mut self,
+        file: &Resource<NativeFile>,
+        rows: &Resource<HostRows>,
+    ) -> Result<u64, types::LakeError> {
+        let batch = {
+            let r = self.host_rows(rows)?;
+            let f = self
+                .table
+                .get(file)
+                .map_err(|e| invalid(format!("not a parquet-file handle: {e}")))?;
+            f.columns
+                .assemble(&r.rows, &r.offsets, &r.timestamps, f.bucket)
+                .map_err(plugin_error)?
+        };
+        let f = self.native_file(file)?;
+        let path = f.path.clone();
+        let encoder = f
+            .open
+            .as_mut()
+            .and_then(|o| o.encoder.take())
+            .ok_or_else(|| invalid(format!("{path} is finished")))?;
+        let (encoder, written) = off_the_fiber(encoder, move |e| e.write(&batch)).await?;
+        let f = self.native_file(file)?;
+        let open = f
+            .open
+            .as_mut()
+            .ok_or_else(|| invalid(format!("{path} is finished")))?;
+        let encoder = open.encoder.insert(encoder);
+        written.map_err(plugin_error)?;
+        let size = encoder.size();
+        let sink = encoder.sink_mut();
+        if sink.len() >= UPLOAD_PART_SIZE {
+            let part = std::mem::take(sink);
+            open.upload
+                .write(&part)
+                .await
+                .map_err(super::host_api::storage_error)?;
+        }
+        Ok(size)
+    }
+
+    /// Ends an open file: releases its memory and its upload slot.
+    fn close_native_file(
+        &mut self,
+        file: &Resource<NativeFile>,
+    ) -> Result<Option<OpenFile>, types::LakeError> {
+        let f = self.native_file(file)?;
+        let open = f.open.take();
+        let reserved = std::mem::take(&mut f.reserved);
+        self.limits.release(reserved);
+        if open.is_some() {
+            self.open_uploads = self.open_uploads.saturating_sub(1);
+        }
+        Ok(open)
+    }
+}
+
+impl dp::Host for InstanceState {}
+
+impl dp::HostBatch for InstanceState {
+    async fn row_count(&mut self, rows: Resource<HostRows>) -> u32 {
+        self.host_rows(&rows)
+            .map(|r| u32::try_from(r.num_rows()).unwrap_or(u32::MAX))
+            .unwrap_or(0)
+    }
+
+    async fn change_types(&mut self, rows: Resource<HostRows>) -> Vec<u8> {
+        self.host_rows(&rows)
+            .map(|r| r.change_types.clone())
+            .unwrap_or_default()
+    }
+
+    async fn offset_range(&mut self, rows: Resource<HostRows>) -> Option<(i64, i64)> {
+        let r = self.host_rows(&rows).ok()?;
+        let min = r.offsets.iter().min()?;
+        let max = r.offsets.iter().max()?;
+        Some((*min, *max))
+    }
+
+    async fn rows(
+        &mut self,
+        rows: Resource<HostRows>,
+    ) -> Result<types::RowBatch, types::LakeError> {
+        let r = self.host_rows(&rows)?;
+        r.to_row_batch().map_err(|e| types::LakeError {
+            kind: types::ErrorKind::Internal,
+            message: e.to_string(),
+        })
+    }
+
+    async fn drop(&mut self, rows: Resource<HostRows>) -> wasmtime::Result<()> {
+        // Batches are only lent to the plugin, which never drops one; the host deletes each
+        // after the call it was lent to.
+        let _ = self.table.delete(rows);
+        Ok(())
+    }
+}
+
+impl dp::HostParquetFile for InstanceState {
+    async fn start(
+        &mut self,
+        path: String,
+        columns: dp::FileColumns,
+        settings: dp::ParquetSettings,
+    ) -> Result<Resource<NativeFile>, types::LakeError> {
+        if self.open_uploads >= MAX_OPEN_UPLOADS {
+            return Err(invalid(format!(
+                "more than {MAX_OPEN_UPLOADS} uploads or files open at once: finish or abort one first"
+            )));
+        }
+        let options = parquet_options(&settings, self.limits.memory_limit())?;
+        let schema = file_schema(&columns.schema)?;
+        let (sources, bucket) = column_sources(&columns.sources)?;
+        let columns = FileColumns::new(schema, sources).map_err(plugin_error)?;
+        let reserved = file_memory(&options);
+        self.limits.reserve(reserved).map_err(|(held, limit)| {
+            invalid(format!(
+                "a file encoded with row groups of {} bytes needs {reserved} bytes of the instance's memory, which holds {held} of its {limit}",
+                options.row_group_bytes
+            ))
+        })?;
+        let storage = self.storage().cloned();
+        let opened = async {
+            let upload = storage?
+                .start_upload(&path)
+                .await
+                .map_err(super::host_api::storage_error)?;
+            let encoder = FileEncoder::new(Vec::new(), columns.schema().clone(), &options)
+                .map_err(plugin_error)?;
+            Ok::<_, types::LakeError>(OpenFile {
+                encoder: Some(encoder),
+                upload,
+            })
+        }
+        .await;
+        let open = match opened {
+            Ok(open) => open,
+            Err(e) => {
+                self.limits.release(reserved);
+                return Err(e);
+            }
+        };
+        let file = NativeFile {
+            path,
+            columns,
+            bucket,
+            open: Some(open),
+            reserved,
+        };
+        match self.table.push(file) {
+            Ok(handle) => {
+                self.open_uploads += 1;
+                Ok(handle)
+            }
+            Err(e) => {
+                self.limits.release(reserved);
+                Err(invalid(format!("too many handles: {e}")))
+            }
+        }
+    }
+
+    async fn append(
+        &mut self,
+        file: Resource<NativeFile>,
+        rows: Resource<HostRows>,
+    ) -> Result<u64, types::LakeError> {
+        let outcome = self.append_rows(&file, &rows).await;
+        if outcome.is_err() {
+            // A file that failed to take rows is unusable: nothing of it may appear.
+            if let Some(mut open) = self.close_native_file(&file)? {
+                let _ = open.upload.abort().await;
+            }
+        }
+        outcome
+    }
+
+    async fn row_count(&mut self, file: Resource<NativeFile>) -> u64 {
+        self.native_file(&file)
+            .ok()
+            .and_then(|f| f.open.as_ref())
+            .and_then(|o| o.encoder.as_ref().map(FileEncoder::rows))
+            .unwrap_or(0)
+    }
+
+    async fn finish(
+        &mut self,
+        file: Resource<NativeFile>,
+    ) -> Result<dp::EncodedFile, types::LakeError> {
+        let path = self.native_file(&file)?.path.clone();
+        let Some(open) = self.close_native_file(&file)? else {
+            return Err(invalid(format!("{path} is finished")));
+        };
+        let OpenFile {
+            encoder,
+            mut upload,
+        } = open;
+        let Some(encoder) = encoder else {
+            let _ = upload.abort().await;
+            return Err(invalid(format!("{path} was abandoned while encoding")));
+        };
+        let finished = tokio::task::spawn_blocking(move || encoder.finish())
+            .await
+            .map_err(|e| types::LakeError {
+                kind: types::ErrorKind::Internal,
+                message: format!("the native encoder failed: {e}"),
+            });
+        let (rest, encoded) = match finished {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => {
+                let _ = upload.abort().await;
+                return Err(plugin_error(e));
+            }
+            Err(e) => {
+                let _ = upload.abort().await;
+                return Err(e);
+            }
+        };
+        upload
+            .write(&rest)
+            .await
+            .map_err(super::host_api::storage_error)?;
+        let size = upload
+            .complete()
+            .await
+            .map_err(super::host_api::storage_error)?;
+        Ok(encoded_file(size, &encoded))
+    }
+
+    async fn abort(&mut self, file: Resource<NativeFile>) -> Result<(), types::LakeError> {
+        match self.close_native_file(&file)? {
+            Some(mut open) => open
+                .upload
+                .abort()
+                .await
+                .map_err(super::host_api::storage_error),
+            None => Ok(()),
+        }
+    }
+
+    async fn drop(&mut self, file: Resource<NativeFile>) -> wasmtime::Result<()> {
+        // Dropping an unfinished file aborts its upload (`Upload`'s `Drop`).
+        let _ = self.close_native_file(&file);
+        self.table.delete(file)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> dp::ParquetSettings {
+        dp::ParquetSettings {
+            compression: dp::Compression::Zstd(1),
+            max_row_group_rows: 1 << 20,
+            row_group_bytes: 16 << 20,
+            embed_arrow_schema: false,
+            struct_field_stats: true,
+        }
+    }
+
+    #[test]
+    fn settings_out_of_bounds_are_refused_before_anything_is_held() {
+        let limit = 2 << 30;
+        assert!(parquet_options(&settings(), limit).is_ok());
+        for bad in [
+            dp::ParquetSettings {
+                row_group_bytes: 1 << 40,
+                ..settings()
+            },
+            dp::ParquetSettings {
+                row_group_bytes: 0,
+                ..settings()
+            },
+            dp::ParquetSettings {
+                max_row_group_rows: 0,
+                ..settings()
+            },
+            dp::ParquetSettings {
+                max_row_group_rows: u64::MAX,
+                ..settings()
+            },
+            dp::ParquetSettings {
+                compression: dp::Compression::Zstd(99),
+                ..settings()
+            },
+            dp::ParquetSettings {
+                compression: dp::Compression::Gzip(u32::MAX),
+                ..settings()
+            },
+        ] {
+            let e = parquet_options(&bad, limit).unwrap_err();
+            assert_eq!(e.kind, types::ErrorKind::InvalidInput, "{}", e.message);
+        }
+        // A small instance cannot ask for row groups over a quarter of its memory.
+        let e = parquet_options(&settings(), 32 << 20).unwrap_err();
+        assert!(e.message.contains("between 1 and"), "{}", e.message);
+    }
+
+    #[test]
+    fn schemas_that_are_not_ipc_or_too_large_are_refused() {
+        let e = file_schema(b"not arrow").unwrap_err();
+        assert!(
+            e.message.contains("not an Arrow IPC schema"),
+            "{}",
+            e.message
+        );
+        let e = file_schema(&vec![0u8; MAX_SCHEMA_BYTES + 1]).unwrap_err();
+        assert!(e.message.contains("over the"), "{}", e.message);
+        let fields: Vec<Field> = (0..MAX_FILE_FIELDS + 1)
+            .map(|i| Field::new(format!("f{i}"), DataType::Int32, true))
+            .collect();
+        let schema = arrow::datatypes::Schema::new(fields);
+        let mut w = StreamWriter::try_new(Vec::new(), &schema).unwrap();
+        w.finish().unwrap();
+        let e = file_schema(&w.into_inner().unwrap()).unwrap_err();
+        assert!(
+            e.message.contains("fields, over the limit"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn one_file_holds_one_bucket_value() {
+        let (_, b) =
+            column_sources(&[dp::ColumnSource::Bucket(3), dp::ColumnSource::Null]).unwrap();
+        assert_eq!(b, 3);
+        let e = column_sources(&[dp::ColumnSource::Bucket(3), dp::ColumnSource::Bucket(4)])
+            .unwrap_err();
+        assert!(e.message.contains("one value"), "{}", e.message);
+    }
+
+    #[test]
+    fn statistics_are_flattened_with_their_fields_after_each_column() {
+        let stats = vec![
+            ColumnStats {
+                null_count: 1,
+                min: Some(Datum::Decimal(-(1i128 << 70))),
+                max: Some(Datum::Utf8("z".into())),
+                fields: vec![ColumnStats::default(), ColumnStats::default()],
+            },
+            ColumnStats::default(),
+        ];
+        let mut out = Vec::new();
+        flatten_stats(&stats, &mut out);
+        assert_eq!(
+            out.iter().map(|s| s.fields).collect::<Vec<_>>(),
+            vec![2, 0, 0, 0]
+        );
+        let Some(dp::Datum::Decimal((hi, lo))) = out[0].min.clone() else {
+            panic!("{:?}", out[0].min)
+        };
+        assert_eq!(((hi as i128) << 64) | lo as i128, -(1i128 << 70));
+    }
+}
