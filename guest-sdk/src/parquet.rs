@@ -45,7 +45,7 @@ pub enum Encoding {
 }
 
 enum Encoder {
-    Guest(FileEncoder<ObjectWriter>),
+    Guest(Box<FileEncoder<ObjectWriter>>),
     Host(HostFile),
 }
 
@@ -133,7 +133,11 @@ impl<S: Storage> RollingParquetWriter<S> {
                 (Encoding::Guest, _) => {
                     let sink = ObjectWriter::create(&self.storage, &path)
                         .with_context(|| format!("starting {path}"))?;
-                    Encoder::Guest(FileEncoder::new(sink, self.schema.clone(), &self.options)?)
+                    Encoder::Guest(Box::new(FileEncoder::new(
+                        sink,
+                        self.schema.clone(),
+                        &self.options,
+                    )?))
                 }
             };
             self.open = Some(OpenFile {
