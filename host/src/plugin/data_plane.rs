@@ -375,16 +375,21 @@ impl InstanceState {
             .open
             .as_mut()
             .ok_or_else(|| invalid(format!("{path} is finished")))?;
-        let encoder = open.encoder.insert(encoder);
+        let OpenFile {
+            encoder: slot,
+            upload,
+        } = open;
+        let encoder = slot.insert(encoder);
         written.map_err(plugin_error)?;
         let size = encoder.size();
         let sink = encoder.sink_mut();
         if sink.len() >= UPLOAD_PART_SIZE {
-            let part = std::mem::take(sink);
-            open.upload
-                .write(&part)
+            upload
+                .write(sink)
                 .await
                 .map_err(super::host_api::storage_error)?;
+            // Kept for the next row group: growing a new buffer costs a page fault per page.
+            sink.clear();
         }
         Ok(size)
     }
