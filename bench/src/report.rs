@@ -134,6 +134,26 @@ pub fn targets(
             });
         }
     }
+    // One bucket keeps the cores as busy as three: the host's CPU seconds per wall second on
+    // log-1 against log-3's, per format.
+    for one in backlog.iter().filter(|r| r.workload == "log-1") {
+        let three = backlog
+            .iter()
+            .find(|r| r.workload == "log-3" && r.format == one.format);
+        if let (Some(h1), Some(h3)) = (&one.host, three.and_then(|r| r.host.as_ref())) {
+            let busy = |h: &ServiceFigures| h.cpu_s / h.wall_s.max(1e-9);
+            let v = busy(h1) / busy(h3).max(1e-9);
+            out.push(Target {
+                what: format!(
+                    "log-1 {}: host cores busy (CPU-s per wall-s) on one bucket / on three",
+                    one.format
+                ),
+                value: v,
+                bound: "≥ 0.9".into(),
+                met: v >= 0.9,
+            });
+        }
+    }
     for t in tax {
         let v = t.ratio();
         out.push(Target {

@@ -23,6 +23,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadKind {
+    /// The log-3 rows in one bucket: fewer buckets than cores (Fluss #2915).
+    Log1,
     /// A log table of 10M rows (the standard 8 columns), 3 buckets.
     Log3,
     /// The same rows in 12 buckets.
@@ -51,6 +53,7 @@ pub enum WorkloadKind {
 impl WorkloadKind {
     pub fn name(self) -> &'static str {
         match self {
+            WorkloadKind::Log1 => "log-1",
             WorkloadKind::Log3 => "log-3",
             WorkloadKind::Log12 => "log-12",
             WorkloadKind::Pk => "pk",
@@ -65,7 +68,10 @@ impl WorkloadKind {
 
     /// Whether the raw fluss-rs scan rate of the same table is measured too.
     pub fn has_raw_scan(self) -> bool {
-        matches!(self, WorkloadKind::Log3 | WorkloadKind::Log12)
+        matches!(
+            self,
+            WorkloadKind::Log1 | WorkloadKind::Log3 | WorkloadKind::Log12
+        )
     }
 }
 
@@ -159,8 +165,12 @@ pub async fn prepare(
     let path = |suffix: &str| TablePath::new("fluss", format!("{prefix}_{suffix}"));
     let mut tables = Vec::new();
     match kind {
-        WorkloadKind::Log3 | WorkloadKind::Log12 => {
-            let buckets = if kind == WorkloadKind::Log3 { 3 } else { 12 };
+        WorkloadKind::Log1 | WorkloadKind::Log3 | WorkloadKind::Log12 => {
+            let buckets = match kind {
+                WorkloadKind::Log1 => 1,
+                WorkloadKind::Log3 => 3,
+                _ => 12,
+            };
             let t = path("log");
             data::create_table(
                 admin,

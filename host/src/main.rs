@@ -191,10 +191,18 @@ async fn shutdown_signal() {
 /// but raises that threshold to the size of every such buffer freed, after which these buffers
 /// come from its per-thread arenas, which keep the memory once it is freed: a fixed 1 MiB
 /// threshold keeps them out of the arenas, so peak memory follows the buffers actually live.
+/// The native data plane encodes on the runtime's blocking threads, each of which would get
+/// an arena of its own (up to 8 per core), each keeping what it freed: one arena per core
+/// serves them without contention and keeps the freed memory shared.
 fn return_large_buffers_to_the_system() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only adjusts allocator parameters; called before any other thread runs.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+        // SAFETY: mallopt only adjusts allocator parameters; called before any other thread
+        // runs.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+            libc::mallopt(libc::M_ARENA_MAX, i32::try_from(cores).unwrap_or(i32::MAX));
+        }
     }
 }

@@ -57,7 +57,13 @@ fn a_small_run_measures_every_figure_for_the_host_flink_and_the_limits() {
         );
     }
     assert_eq!(log3["raw_scan"]["records"], 20_000, "{log3}");
+    assert_eq!(log3["limit"]["records"], 20_000, "{log3}");
+    assert!(log3["limit"]["cpu_s"].as_f64().unwrap() > 0.0, "{log3}");
     assert_eq!(result["wasm_tax"][0]["records"], 20_000, "{result}");
+    assert!(
+        result["wasm_tax"][0]["data_plane_cpu_s"].as_f64().unwrap() > 0.0,
+        "{result}"
+    );
     assert!(result["targets"].as_array().unwrap().len() >= 5, "{result}");
     let md = std::fs::read_to_string(out.join("result.md")).unwrap();
     assert!(md.contains("| log-3 | paimon | 20000 | flink |"), "{md}");

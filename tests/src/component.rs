@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
+use fluss_lake_host::plugin::data_plane::HostRows;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::instance::CommitterHandle;
 use fluss_lake_host::plugin::wit::{
@@ -113,6 +114,13 @@ pub fn row_batch(
     }
 }
 
+/// A split's batches as the host hands them to a plugin: row batches for its `writer`, or
+/// batches it keeps for its `batch-writer` (contract 0.3.8).
+enum Streamed<R, H> {
+    Rows(R),
+    Host(H),
+}
+
 /// Runs a format plugin's `.wasm` in the host's plugin runtime (the same engine, limits and
 /// scoped storage the host uses), one instance per split and one for the committer, as a
 /// tiering round does.
@@ -195,25 +203,30 @@ impl ComponentDriver {
         batches: impl Iterator<Item = RowBatch>,
         properties: Vec<(String, String)>,
     ) -> (u64, CommitResult) {
-        let mut i = self.instance(table).await;
-        let context = WriterContext {
-            table: table.clone(),
-            bucket: 0,
-            partition_id: None,
-            partition_name: None,
-            split_index: 0,
-            round_timestamp: 0,
-            config: self.config.clone(),
-        };
-        let w = i.open_writer(&context).await.unwrap();
-        for b in batches {
-            i.write(&w, &b).await.unwrap();
-        }
-        let result = i.complete(w).await.unwrap();
-        let (mut i, c) = self.committer(table).await;
-        let committable = i.to_committable(&c, &[result.payload]).await.unwrap();
-        let commit = i.commit(&c, &committable, &properties, None).await.unwrap();
-        (result.file_bytes, commit)
+        let result = self
+            .write_streamed(
+                table,
+                Streamed::<_, std::iter::Empty<HostRows>>::Rows(batches),
+            )
+            .await;
+        self.commit_alone(table, result, properties).await
+    }
+
+    /// [`streamed_round`](Self::streamed_round) through the plugin's `batch-writer`: the host
+    /// keeps each batch (rows with their offsets and commit times) and lends it to the plugin.
+    pub async fn streamed_native_round(
+        &self,
+        table: &TableInfo,
+        batches: impl Iterator<Item = HostRows>,
+        properties: Vec<(String, String)>,
+    ) -> (u64, CommitResult) {
+        let result = self
+            .write_streamed(
+                table,
+                Streamed::<std::iter::Empty<RowBatch>, _>::Host(batches),
+            )
+            .await;
+        self.commit_alone(table, result, properties).await
     }
 
     /// Writes one split (bucket 0) of `batches`, whose rows have consecutive offsets from 0
@@ -227,52 +240,36 @@ impl ComponentDriver {
         ts: i64,
         native: bool,
     ) -> WriteResult {
-        let mut i = self.instance(table).await;
-        let context = WriterContext {
-            table: table.clone(),
-            bucket: 0,
-            partition_id: None,
-            partition_name: None,
-            split_index: 0,
-            round_timestamp: 0,
-            config: self.config.clone(),
-        };
-        let mut offset = 0i64;
+        let firsts = batches.iter().scan(0i64, |offset, b| {
+            let first = *offset;
+            *offset += b.num_rows() as i64;
+            Some((b, first))
+        });
         if native {
-            assert!(i.writes_batches(), "the plugin exports batch-writer");
-            let w = i.open_batch_writer(&context).await.unwrap();
-            for b in batches {
+            let rows = firsts.map(|(b, first)| {
                 let n = b.num_rows() as i64;
-                let rows = fluss_lake_host::plugin::data_plane::HostRows::new(
+                HostRows::new(
                     b.clone(),
                     Vec::new(),
-                    (offset..offset + n).collect(),
+                    (first..first + n).collect(),
                     vec![ts; n as usize],
-                );
-                i.write_batch(&w, rows).await.unwrap();
-                offset += n;
-            }
-            i.complete_batch_writer(w).await.unwrap()
+                )
+            });
+            self.write_streamed(table, Streamed::<std::iter::Empty<RowBatch>, _>::Host(rows))
+                .await
         } else {
-            let w = i.open_writer(&context).await.unwrap();
-            for b in batches {
-                i.write(&w, &row_batch(b, Vec::new(), offset, ts))
-                    .await
-                    .unwrap();
-                offset += b.num_rows() as i64;
-            }
-            i.complete(w).await.unwrap()
+            let rows = firsts.map(|(b, first)| row_batch(b, Vec::new(), first, ts));
+            self.write_streamed(table, Streamed::<_, std::iter::Empty<HostRows>>::Rows(rows))
+                .await
         }
     }
 
-    /// [`streamed_round`](Self::streamed_round) through the plugin's `batch-writer`: the host
-    /// keeps each batch (rows with their offsets and commit times) and lends it to the plugin.
-    pub async fn streamed_native_round(
+    /// One split of bucket 0 written through `writer` or `batch-writer`.
+    async fn write_streamed(
         &self,
         table: &TableInfo,
-        batches: impl Iterator<Item = fluss_lake_host::plugin::data_plane::HostRows>,
-        properties: Vec<(String, String)>,
-    ) -> (u64, CommitResult) {
+        batches: Streamed<impl Iterator<Item = RowBatch>, impl Iterator<Item = HostRows>>,
+    ) -> WriteResult {
         let mut i = self.instance(table).await;
         let context = WriterContext {
             table: table.clone(),
@@ -283,11 +280,32 @@ impl ComponentDriver {
             round_timestamp: 0,
             config: self.config.clone(),
         };
-        let w = i.open_batch_writer(&context).await.unwrap();
-        for b in batches {
-            i.write_batch(&w, b).await.unwrap();
+        match batches {
+            Streamed::Rows(batches) => {
+                let w = i.open_writer(&context).await.unwrap();
+                for b in batches {
+                    i.write(&w, &b).await.unwrap();
+                }
+                i.complete(w).await.unwrap()
+            }
+            Streamed::Host(batches) => {
+                assert!(i.writes_batches(), "the plugin exports batch-writer");
+                let w = i.open_batch_writer(&context).await.unwrap();
+                for b in batches {
+                    i.write_batch(&w, b).await.unwrap();
+                }
+                i.complete_batch_writer(w).await.unwrap()
+            }
         }
-        let result = i.complete_batch_writer(w).await.unwrap();
+    }
+
+    /// Commits one split's write result with `properties`: its file bytes and the commit.
+    async fn commit_alone(
+        &self,
+        table: &TableInfo,
+        result: WriteResult,
+        properties: Vec<(String, String)>,
+    ) -> (u64, CommitResult) {
         let (mut i, c) = self.committer(table).await;
         let committable = i.to_committable(&c, &[result.payload]).await.unwrap();
         let commit = i.commit(&c, &committable, &properties, None).await.unwrap();

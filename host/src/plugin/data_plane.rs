@@ -29,8 +29,12 @@ use super::batch_write_bindings::fluss::lake::data_plane as dp;
 use super::bindings::fluss::lake::types;
 use super::host_api::InstanceState;
 use super::sandbox::MAX_OPEN_UPLOADS;
-use super::storage::{UPLOAD_PART_SIZE, UPLOAD_PARTS_IN_FLIGHT, Upload};
+use super::storage::{
+    StorageError, StorageErrorKind, UPLOAD_PART_SIZE, UPLOAD_PARTS_IN_FLIGHT, Upload,
+};
 use crate::error::{Error, ErrorKind, Result};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 /// Largest schema message a plugin may describe a file with.
 pub const MAX_SCHEMA_BYTES: usize = 1 << 20;
@@ -131,17 +135,99 @@ pub struct NativeFile {
 
 struct OpenFile {
     /// None while an `append` encodes on a blocking thread (or after one was abandoned).
-    encoder: Option<FileEncoder<Vec<u8>>>,
-    upload: Upload,
+    encoder: Option<FileEncoder<ChunkSink>>,
+    /// The task that owns the file's upload and writes what the encoder hands it; aborting
+    /// it drops the upload unfinished, which leaves nothing.
+    uploader: JoinHandle<Result<u64, StorageError>>,
+}
+
+/// Bytes the encoder hands to its file's uploader at a time: under the allocator's threshold
+/// for mapping fresh pages (`main.rs`), so chunks reuse the heap.
+const CHUNK_BYTES: usize = 512 << 10;
+/// Chunks on their way to the uploader; the encoder waits beyond them.
+const CHUNKS_IN_FLIGHT: usize = 2;
+
+/// What the encoder hands its file's uploader.
+enum Chunk {
+    Data(Vec<u8>),
+    /// Everything was sent: make the object visible.
+    Finish,
+}
+
+/// The encoder's sink: hands the encoded bytes to the file's uploader a chunk at a time and
+/// waits while [`CHUNKS_IN_FLIGHT`] are on their way, so that besides its open row group a file
+/// holds a chunk or two and its upload's parts, never a row group's bytes twice. It waits only
+/// while `may_block` is set, which the encoder's calls on a blocking thread set around
+/// themselves; anywhere else (the header written when the encoder is created, what an encoder
+/// dropped unfinished flushes) it only buffers.
+struct ChunkSink {
+    tx: mpsc::Sender<Chunk>,
+    buf: Vec<u8>,
+    may_block: bool,
+}
+
+impl ChunkSink {
+    fn send(&mut self, chunk: Chunk) -> std::io::Result<()> {
+        self.tx
+            .blocking_send(chunk)
+            .map_err(|_| std::io::Error::other("the file's upload ended"))
+    }
+
+    fn send_buffered(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
+        self.send(Chunk::Data(chunk))
+    }
+
+    /// Sends what is buffered and the order to make the object visible.
+    fn finish(mut self) -> std::io::Result<()> {
+        self.send_buffered()?;
+        self.send(Chunk::Finish)
+    }
+}
+
+impl std::io::Write for ChunkSink {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.may_block && self.buf.len() >= CHUNK_BYTES {
+            self.send_buffered()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes the chunks it receives to `upload` and completes it on [`Chunk::Finish`]; an encoder
+/// that goes away without finishing leaves nothing of the object.
+async fn upload_chunks(
+    mut upload: Upload,
+    mut rx: mpsc::Receiver<Chunk>,
+) -> Result<u64, StorageError> {
+    while let Some(chunk) = rx.recv().await {
+        match chunk {
+            Chunk::Data(bytes) => upload.write(&bytes).await?,
+            Chunk::Finish => return upload.complete().await,
+        }
+    }
+    upload.abort().await?;
+    Err(StorageError::new(
+        StorageErrorKind::Io,
+        "the file was abandoned before it was finished",
+    ))
 }
 
 /// Runs `work` with the encoder on a blocking thread: encoding a batch takes milliseconds of
 /// CPU, which belong neither on the plugin's fiber stack (where host calls run) nor on a
-/// runtime worker.
-async fn off_the_fiber<T: Send + 'static>(
-    mut encoder: FileEncoder<Vec<u8>>,
-    work: impl FnOnce(&mut FileEncoder<Vec<u8>>) -> T + Send + 'static,
-) -> Result<(FileEncoder<Vec<u8>>, T), types::LakeError> {
+/// runtime worker, and the encoder's sink may wait there for its uploader.
+async fn off_the_fiber<E: Send + 'static, T: Send + 'static>(
+    mut encoder: E,
+    work: impl FnOnce(&mut E) -> T + Send + 'static,
+) -> Result<(E, T), types::LakeError> {
     tokio::task::spawn_blocking(move || {
         let out = work(&mut encoder);
         (encoder, out)
@@ -151,6 +237,20 @@ async fn off_the_fiber<T: Send + 'static>(
         kind: types::ErrorKind::Internal,
         message: format!("the native encoder failed: {e}"),
     })
+}
+
+/// Why an encoder failed: the uploader's error when its upload failed first (the encoder then
+/// only saw its sink closed), the encoder's own otherwise.
+async fn encoder_error(
+    e: fluss_lake_columns::Error,
+    uploader: &mut JoinHandle<Result<u64, StorageError>>,
+) -> types::LakeError {
+    if uploader.is_finished()
+        && let Ok(Err(stored)) = uploader.await
+    {
+        return super::host_api::storage_error(stored);
+    }
+    plugin_error(e)
 }
 
 fn invalid(message: impl Into<String>) -> types::LakeError {
@@ -274,13 +374,14 @@ fn column_sources(
 }
 
 /// Memory an open file may hold: its row group being encoded (the columns' buffers and the
-/// encoded pages, up to twice the row group's size), the encoded bytes waiting for a part,
-/// and the upload's parts on their way.
+/// encoded pages, up to twice the row group's size), the chunks on their way to its uploader,
+/// and the upload's part being filled and parts on their way.
 fn file_memory(options: &ParquetOptions) -> usize {
     options
         .row_group_bytes
         .saturating_mul(2)
-        .saturating_add(UPLOAD_PART_SIZE * (UPLOAD_PARTS_IN_FLIGHT + 2))
+        .saturating_add(CHUNK_BYTES * (CHUNKS_IN_FLIGHT + 2))
+        .saturating_add(UPLOAD_PART_SIZE * (UPLOAD_PARTS_IN_FLIGHT + 1))
 }
 
 fn datum(d: &Datum) -> dp::Datum {
@@ -369,29 +470,23 @@ impl InstanceState {
             .as_mut()
             .and_then(|o| o.encoder.take())
             .ok_or_else(|| invalid(format!("{path} is finished")))?;
-        let (encoder, written) = off_the_fiber(encoder, move |e| e.write(&batch)).await?;
+        let (encoder, written) = off_the_fiber(encoder, move |e| {
+            e.sink_mut().may_block = true;
+            let written = e.write(&batch);
+            e.sink_mut().may_block = false;
+            written
+        })
+        .await?;
         let f = self.native_file(file)?;
         let open = f
             .open
             .as_mut()
             .ok_or_else(|| invalid(format!("{path} is finished")))?;
-        let OpenFile {
-            encoder: slot,
-            upload,
-        } = open;
-        let encoder = slot.insert(encoder);
-        written.map_err(plugin_error)?;
-        let size = encoder.size();
-        let sink = encoder.sink_mut();
-        if sink.len() >= UPLOAD_PART_SIZE {
-            upload
-                .write(sink)
-                .await
-                .map_err(super::host_api::storage_error)?;
-            // Kept for the next row group: growing a new buffer costs a page fault per page.
-            sink.clear();
+        let encoder = open.encoder.insert(encoder);
+        if let Err(e) = written {
+            return Err(encoder_error(e, &mut open.uploader).await);
         }
-        Ok(size)
+        Ok(encoder.size())
     }
 
     /// Ends an open file: releases its memory and its upload slot.
@@ -480,11 +575,18 @@ impl dp::HostParquetFile for InstanceState {
                 .start_upload(&path)
                 .await
                 .map_err(super::host_api::storage_error)?;
-            let encoder = FileEncoder::new(Vec::new(), columns.schema().clone(), &options)
-                .map_err(plugin_error)?;
+            let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
+            let sink = ChunkSink {
+                tx,
+                buf: Vec::with_capacity(CHUNK_BYTES),
+                may_block: false,
+            };
+            // Created before the uploader: a refused schema leaves the upload to be dropped.
+            let encoder =
+                FileEncoder::new(sink, columns.schema().clone(), &options).map_err(plugin_error)?;
             Ok::<_, types::LakeError>(OpenFile {
                 encoder: Some(encoder),
-                upload,
+                uploader: tokio::spawn(upload_chunks(upload, rx)),
             })
         }
         .await;
@@ -522,8 +624,8 @@ impl dp::HostParquetFile for InstanceState {
         let outcome = self.append_rows(&file, &rows).await;
         if outcome.is_err() {
             // A file that failed to take rows is unusable: nothing of it may appear.
-            if let Some(mut open) = self.close_native_file(&file)? {
-                let _ = open.upload.abort().await;
+            if let Some(open) = self.close_native_file(&file)? {
+                open.uploader.abort();
             }
         }
         outcome
@@ -547,54 +649,59 @@ impl dp::HostParquetFile for InstanceState {
         };
         let OpenFile {
             encoder,
-            mut upload,
+            mut uploader,
         } = open;
         let Some(encoder) = encoder else {
-            let _ = upload.abort().await;
+            uploader.abort();
             return Err(invalid(format!("{path} was abandoned while encoding")));
         };
-        let finished = tokio::task::spawn_blocking(move || encoder.finish())
+        let finished = tokio::task::spawn_blocking(move || {
+            let mut encoder = encoder;
+            encoder.sink_mut().may_block = true;
+            let (sink, encoded) = encoder.finish()?;
+            sink.finish()
+                .map_err(|e| fluss_lake_columns::Error::Parquet(e.into()))?;
+            Ok::<_, fluss_lake_columns::Error>(encoded)
+        })
+        .await;
+        let encoded = match finished {
+            Ok(Ok(encoded)) => encoded,
+            Ok(Err(e)) => {
+                let e = encoder_error(e, &mut uploader).await;
+                uploader.abort();
+                return Err(e);
+            }
+            Err(e) => {
+                uploader.abort();
+                return Err(types::LakeError {
+                    kind: types::ErrorKind::Internal,
+                    message: format!("the native encoder failed: {e}"),
+                });
+            }
+        };
+        let size = uploader
             .await
             .map_err(|e| types::LakeError {
                 kind: types::ErrorKind::Internal,
-                message: format!("the native encoder failed: {e}"),
-            });
-        let (rest, encoded) = match finished {
-            Ok(Ok(done)) => done,
-            Ok(Err(e)) => {
-                let _ = upload.abort().await;
-                return Err(plugin_error(e));
-            }
-            Err(e) => {
-                let _ = upload.abort().await;
-                return Err(e);
-            }
-        };
-        upload
-            .write(&rest)
-            .await
-            .map_err(super::host_api::storage_error)?;
-        let size = upload
-            .complete()
-            .await
+                message: format!("the upload of {path} failed: {e}"),
+            })?
             .map_err(super::host_api::storage_error)?;
         Ok(encoded_file(size, &encoded))
     }
 
     async fn abort(&mut self, file: Resource<NativeFile>) -> Result<(), types::LakeError> {
-        match self.close_native_file(&file)? {
-            Some(mut open) => open
-                .upload
-                .abort()
-                .await
-                .map_err(super::host_api::storage_error),
-            None => Ok(()),
+        // The uploader, dropped with its upload unfinished, leaves nothing.
+        if let Some(open) = self.close_native_file(&file)? {
+            open.uploader.abort();
         }
+        Ok(())
     }
 
     async fn drop(&mut self, file: Resource<NativeFile>) -> wasmtime::Result<()> {
-        // Dropping an unfinished file aborts its upload (`Upload`'s `Drop`).
-        let _ = self.close_native_file(&file);
+        // Dropping an unfinished file aborts its upload (`Upload`'s `Drop`, with its uploader).
+        if let Ok(Some(open)) = self.close_native_file(&file) {
+            open.uploader.abort();
+        }
         self.table.delete(file)?;
         Ok(())
     }
@@ -612,6 +719,62 @@ mod tests {
             embed_arrow_schema: false,
             struct_field_stats: true,
         }
+    }
+
+    fn scoped(dir: &std::path::Path) -> super::super::storage::ScopedStorage {
+        crate::warehouse::Warehouse::open(&dir.display().to_string(), &Default::default())
+            .unwrap()
+            .scope("db/t")
+            .unwrap()
+    }
+
+    /// Bytes written through the sink (waiting on a blocking thread, as the encoder does) reach
+    /// the object in order and whole once finished; an unfinished sink leaves no object.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn chunks_reach_the_object_whole_only_when_finished() {
+        let dir = std::env::temp_dir().join(format!("dp-chunks-{}", std::process::id()));
+        let storage = scoped(&dir);
+        let data: Vec<u8> = (0..3 * CHUNK_BYTES + 123)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        for finish in [true, false] {
+            let path = format!("data/f-{finish}");
+            let upload = storage.start_upload(&path).await.unwrap();
+            let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
+            let uploader = tokio::spawn(upload_chunks(upload, rx));
+            let mut sink = ChunkSink {
+                tx,
+                buf: Vec::new(),
+                may_block: false,
+            };
+            // Outside a blocking section the sink only buffers.
+            std::io::Write::write_all(&mut sink, &data[..CHUNK_BYTES + 1]).unwrap();
+            assert_eq!(sink.buf.len(), CHUNK_BYTES + 1);
+            let rest = data[CHUNK_BYTES + 1..].to_vec();
+            tokio::task::spawn_blocking(move || {
+                sink.may_block = true;
+                std::io::Write::write_all(&mut sink, &rest).unwrap();
+                assert!(sink.buf.len() < CHUNK_BYTES, "sent as it fills");
+                if finish {
+                    sink.finish().unwrap();
+                }
+            })
+            .await
+            .unwrap();
+            let outcome = uploader.await.unwrap();
+            let stored = storage.get(&path, u64::MAX).await;
+            if finish {
+                assert_eq!(outcome.unwrap(), data.len() as u64);
+                assert!(
+                    stored.unwrap() == data,
+                    "the object holds the bytes in order"
+                );
+            } else {
+                assert!(outcome.unwrap_err().message.contains("abandoned"));
+                assert!(stored.is_err(), "nothing of an unfinished file remains");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

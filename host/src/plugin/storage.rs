@@ -144,7 +144,7 @@ pub enum StorageErrorKind {
 }
 
 impl StorageError {
-    fn new(kind: StorageErrorKind, message: impl Into<String>) -> Self {
+    pub(super) fn new(kind: StorageErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),

@@ -81,29 +81,9 @@ impl Suite {
         table: &TableInfo,
         cancel: CancellationToken,
     ) -> fluss_lake_host::Result<()> {
-        let config = self.config();
-        let mut i = PluginInstance::new(plugin, "evil-suite".into()).await?;
+        let (mut i, context) = self.table_instance(plugin, table).await?;
         i.set_cancel(cancel);
-        let location = plugin
-            .layout()
-            .location(&table.path.database, &table.path.table)?;
-        i.set_storage(
-            Warehouse::open(&self.warehouse.display().to_string(), &Default::default())?
-                .scope(&location)?
-                .with_quota(StorageQuota::new(QUOTA_BYTES, 1000)),
-        );
-        i.create_table_if_missing(table, &config).await?;
-        let w = i
-            .open_writer(&WriterContext {
-                table: table.clone(),
-                bucket: 0,
-                partition_id: None,
-                partition_name: None,
-                split_index: 0,
-                round_timestamp: 0,
-                config,
-            })
-            .await?;
+        let w = i.open_writer(&context).await?;
         let (batch, _) = all_types(&[1, 2, 3], None);
         i.write(&w, &row_batch(&batch, Vec::new(), 0, 0)).await?;
         i.complete(w).await?;
@@ -117,6 +97,23 @@ impl Suite {
         plugin: &Plugin,
         table: &TableInfo,
     ) -> fluss_lake_host::Result<()> {
+        let (mut i, context) = self.table_instance(plugin, table).await?;
+        let w = i.open_batch_writer(&context).await?;
+        let (batch, _) = all_types(&[1, 2, 3], None);
+        let rows = HostRows::new(batch, Vec::new(), vec![0, 1, 2], vec![0; 3]);
+        i.write_batch(&w, rows).await?;
+        i.complete_batch_writer(w).await?;
+        Ok(())
+    }
+
+    /// An instance of `plugin` scoped to `table` as a round scopes it (location composed by
+    /// the host from the plugin's layout, storage with the suite's quota), the table created,
+    /// and the context of its split of bucket 0.
+    async fn table_instance(
+        &self,
+        plugin: &Plugin,
+        table: &TableInfo,
+    ) -> fluss_lake_host::Result<(PluginInstance, WriterContext)> {
         let config = self.config();
         let mut i = PluginInstance::new(plugin, "evil-suite".into()).await?;
         let location = plugin
@@ -128,22 +125,16 @@ impl Suite {
                 .with_quota(StorageQuota::new(QUOTA_BYTES, 1000)),
         );
         i.create_table_if_missing(table, &config).await?;
-        let w = i
-            .open_batch_writer(&WriterContext {
-                table: table.clone(),
-                bucket: 0,
-                partition_id: None,
-                partition_name: None,
-                split_index: 0,
-                round_timestamp: 0,
-                config,
-            })
-            .await?;
-        let (batch, _) = all_types(&[1, 2, 3], None);
-        let rows = HostRows::new(batch, Vec::new(), vec![0, 1, 2], vec![0; 3]);
-        i.write_batch(&w, rows).await?;
-        i.complete_batch_writer(w).await?;
-        Ok(())
+        let context = WriterContext {
+            table: table.clone(),
+            bucket: 0,
+            partition_id: None,
+            partition_name: None,
+            split_index: 0,
+            round_timestamp: 0,
+            config,
+        };
+        Ok((i, context))
     }
 
     async fn evil_split(&self, mode: &str) -> fluss_lake_host::Error {
