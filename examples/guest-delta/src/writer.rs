@@ -5,10 +5,10 @@
 //! publishes the actions.
 
 use fluss_lake_guest_sdk::convert::{constant_i32, i64_column, millis_column};
+use fluss_lake_guest_sdk::data_plane::SplitRows;
 use fluss_lake_guest_sdk::deps::arrow_array::RecordBatch;
 use fluss_lake_guest_sdk::deps::serde_json::{self, Value, json};
 use fluss_lake_guest_sdk::parquet::{DataFileInfo, ParquetOptions, RollingParquetWriter};
-use fluss_lake_guest_sdk::data_plane::SplitRows;
 use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::{Storage, join};
 use fluss_lake_guest_sdk::wit::{WriteResult, WriterContext};
@@ -158,7 +158,9 @@ impl<S: Storage> FormatWriter<S> for DeltaWriter<S> {
                 }
                 ColumnSource::Bucket => Ok(constant_i32(self.bucket, n)),
                 ColumnSource::Offset => Ok(i64_column(&decoded.log_offsets)),
-                ColumnSource::Timestamp => Ok(millis_column(&decoded.timestamps, field.data_type())?),
+                ColumnSource::Timestamp => {
+                    Ok(millis_column(&decoded.timestamps, field.data_type())?)
+                }
             })
             .collect::<Result<Vec<_>>>()?;
         let rows = RecordBatch::try_new(self.layout.arrow.clone(), columns)?;
