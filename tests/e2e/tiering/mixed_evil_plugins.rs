@@ -13,15 +13,15 @@ use serde_json::Value;
 
 /// Mode → what the host log must say about it.
 const MODES: &[(&str, &str)] = &[
-    ("trap", "trapped in writer.write"),
-    ("loop", "call deadline in writer.write and was interrupted"),
+    ("trap", "trapped in batch-writer.write"),
+    ("loop", "call deadline in batch-writer.write and was interrupted"),
     (
         "memory",
-        "exceeded its memory limit of 536870912 bytes in writer.write",
+        "exceeded its memory limit of 536870912 bytes in batch-writer.write",
     ),
     (
         "huge-result",
-        "handed the host more than the 68157440 bytes one call may carry in writer.complete",
+        "handed the host more than the 68157440 bytes one call may carry in batch-writer.complete",
     ),
     ("escape", "every escape was refused"),
     (
@@ -46,7 +46,7 @@ const MODES: &[(&str, &str)] = &[
     ),
     (
         "sleep",
-        "blocked in a host call past its 3s call deadline in writer.write and was abandoned",
+        "blocked in a host call past its 3s call deadline in batch-writer.write and was abandoned",
     ),
     (
         "disk-fill",
