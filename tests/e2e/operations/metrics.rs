@@ -166,7 +166,8 @@ async fn prometheus_sees_rounds_lag_failures_and_readiness() {
     )
     .await;
     wait(
-        "fluss_lake_plugin_traps_total{format=\"evil\",function=\"batch-writer.write\"}".to_string(),
+        "fluss_lake_plugin_traps_total{format=\"evil\",function=\"batch-writer.write\"}"
+            .to_string(),
         |v| v >= 2.0,
     )
     .await;

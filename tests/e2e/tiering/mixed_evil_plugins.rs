@@ -14,7 +14,10 @@ use serde_json::Value;
 /// Mode → what the host log must say about it.
 const MODES: &[(&str, &str)] = &[
     ("trap", "trapped in batch-writer.write"),
-    ("loop", "call deadline in batch-writer.write and was interrupted"),
+    (
+        "loop",
+        "call deadline in batch-writer.write and was interrupted",
+    ),
     (
         "memory",
         "exceeded its memory limit of 536870912 bytes in batch-writer.write",
