@@ -252,24 +252,15 @@ pub fn markdown(r: &RunResult) -> String {
                     mib(f.lake.bytes)
                 );
             }
-            if let Some(s) = &b.raw_scan {
+            let limits = [
+                ("raw fluss-rs scan", &b.raw_scan),
+                ("limit: raw scan + native Parquet encode", &b.limit),
+            ];
+            for (what, s) in limits {
+                let Some(s) = s else { continue };
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {} | raw fluss-rs scan | {:.1} | {:.0} | – | {:.1} | {:.2} | {:.0} | – | – | – |",
-                    b.workload,
-                    b.format,
-                    s.records,
-                    s.wall_s,
-                    s.rows_per_s(),
-                    s.cpu_s,
-                    s.cpu_s_per_million(),
-                    s.rows_per_cpu_s()
-                );
-            }
-            if let Some(s) = &b.limit {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} | limit: raw scan + native Parquet encode | {:.1} | {:.0} | – | {:.1} | {:.2} | {:.0} | – | – | – |",
+                    "| {} | {} | {} | {what} | {:.1} | {:.0} | – | {:.1} | {:.2} | {:.0} | – | – | – |",
                     b.workload,
                     b.format,
                     s.records,

@@ -18,7 +18,6 @@ use fluss_lake_e2e::data;
 use fluss_lake_guest_sdk::plugin::{FormatCommitter, FormatWriter};
 use fluss_lake_guest_sdk::storage::LocalStorage;
 use fluss_lake_guest_sdk::wit as guest;
-use fluss_lake_host::plugin::data_plane::HostRows;
 use fluss_lake_host::plugin::engine::EngineSettings;
 use serde::Serialize;
 
@@ -144,15 +143,7 @@ async fn wasm_once(
     });
     let (row_batches, host_rows): (Vec<_>, Vec<_>) = if data_plane {
         let rows = offsets
-            .map(|(b, first)| {
-                let n = b.num_rows() as i64;
-                HostRows::new(
-                    b.clone(),
-                    Vec::new(),
-                    (first..first + n).collect(),
-                    vec![TS_MS; n as usize],
-                )
-            })
+            .map(|(b, first)| component::host_rows(b, first, TS_MS))
             .collect();
         (Vec::new(), rows)
     } else {

@@ -114,6 +114,18 @@ pub fn row_batch(
     }
 }
 
+/// `batch` as the host keeps it for a `batch-writer` (contract 0.3.8): append-only rows with
+/// consecutive offsets from `first_offset`, committed at `ts`.
+pub fn host_rows(batch: &RecordBatch, first_offset: i64, ts: i64) -> HostRows {
+    let n = batch.num_rows() as i64;
+    HostRows::new(
+        batch.clone(),
+        Vec::new(),
+        (first_offset..first_offset + n).collect(),
+        vec![ts; n as usize],
+    )
+}
+
 /// A split's batches as the host hands them to a plugin: row batches for its `writer`, or
 /// batches it keeps for its `batch-writer` (contract 0.3.8).
 enum Streamed<R, H> {
@@ -246,15 +258,7 @@ impl ComponentDriver {
             Some((b, first))
         });
         if native {
-            let rows = firsts.map(|(b, first)| {
-                let n = b.num_rows() as i64;
-                HostRows::new(
-                    b.clone(),
-                    Vec::new(),
-                    (first..first + n).collect(),
-                    vec![ts; n as usize],
-                )
-            });
+            let rows = firsts.map(|(b, first)| host_rows(b, first, ts));
             self.write_streamed(table, Streamed::<std::iter::Empty<RowBatch>, _>::Host(rows))
                 .await
         } else {

@@ -228,15 +228,23 @@ async fn off_the_fiber<E: Send + 'static, T: Send + 'static>(
     mut encoder: E,
     work: impl FnOnce(&mut E) -> T + Send + 'static,
 ) -> Result<(E, T), types::LakeError> {
-    tokio::task::spawn_blocking(move || {
+    on_a_blocking_thread(move || {
         let out = work(&mut encoder);
         (encoder, out)
     })
     .await
-    .map_err(|e| types::LakeError {
-        kind: types::ErrorKind::Internal,
-        message: format!("the native encoder failed: {e}"),
-    })
+}
+
+/// Runs `work` on a blocking thread (see [`off_the_fiber`]).
+async fn on_a_blocking_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, types::LakeError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| types::LakeError {
+            kind: types::ErrorKind::Internal,
+            message: format!("the native encoder failed: {e}"),
+        })
 }
 
 /// Why an encoder failed: the uploader's error when its upload failed first (the encoder then
@@ -655,7 +663,7 @@ impl dp::HostParquetFile for InstanceState {
             uploader.abort();
             return Err(invalid(format!("{path} was abandoned while encoding")));
         };
-        let finished = tokio::task::spawn_blocking(move || {
+        let finished = on_a_blocking_thread(move || {
             let mut encoder = encoder;
             encoder.sink_mut().may_block = true;
             let (sink, encoded) = encoder.finish()?;
@@ -673,10 +681,7 @@ impl dp::HostParquetFile for InstanceState {
             }
             Err(e) => {
                 uploader.abort();
-                return Err(types::LakeError {
-                    kind: types::ErrorKind::Internal,
-                    message: format!("the native encoder failed: {e}"),
-                });
+                return Err(e);
             }
         };
         let size = uploader

@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fluss_lake_e2e::all_types::{ALL_TYPES, all_types};
-use fluss_lake_e2e::component::{row_batch, table};
+use fluss_lake_e2e::component::{host_rows, row_batch, table};
 use fluss_lake_e2e::host::{self, plugin};
 use fluss_lake_e2e::unique_name;
 use fluss_lake_host::ErrorKind;
-use fluss_lake_host::plugin::data_plane::HostRows;
 use fluss_lake_host::plugin::engine::{EngineSettings, PluginEngine};
 use fluss_lake_host::plugin::storage::StorageQuota;
 use fluss_lake_host::plugin::wit::{CommitterContext, TableInfo, WriterContext};
@@ -100,8 +99,7 @@ impl Suite {
         let (mut i, context) = self.table_instance(plugin, table).await?;
         let w = i.open_batch_writer(&context).await?;
         let (batch, _) = all_types(&[1, 2, 3], None);
-        let rows = HostRows::new(batch, Vec::new(), vec![0, 1, 2], vec![0; 3]);
-        i.write_batch(&w, rows).await?;
+        i.write_batch(&w, host_rows(&batch, 0, 0)).await?;
         i.complete_batch_writer(w).await?;
         Ok(())
     }
