@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Smoke test of a lake-format plugin *as a WebAssembly component*, without the Rust host:
 wasmtime-py instantiates the component, Python implements the host imports (storage over a
-local directory, logging, clock, maintenance status, a files-only table catalog), and the script drives the plugin through the WIT exports
-like the host does (validate, create table, writers, commit, empty commit, recovery query).
+local directory, logging, clock, maintenance status, a files-only table catalog, and the data
+plane with pyarrow encoding: smoke_data_plane.py), and the script drives the plugin through the
+WIT exports like the host does (validate, create table, one bucket through `writer`, one through
+`batch-writer`, commit, empty commit, recovery query).
 It then reads the table back with the format's own reader: pypaimon for the paimon plugin,
 pyiceberg for the iceberg plugin.
 
@@ -22,6 +24,8 @@ import time
 import pyarrow as pa
 from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, Linker, Record, ResourceHost, ResourceType, Variant
+
+from smoke_data_plane import DataPlane
 
 PKG = "fluss:lake"
 
@@ -210,6 +214,7 @@ class DirStorage:
 
 class Plugin:
     def __init__(self, wasm, storage):
+        self.data_plane = DataPlane(storage)
         cfg = Config()
         self.engine = Engine(cfg)
         self.store = Store(self.engine)
@@ -245,6 +250,8 @@ class Plugin:
                 vc.add_func("keeps-versions", lambda store: False)
                 for name in ["latest-version", "commit-version"]:
                     vc.add_func(name, files_only)
+            with root.add_instance(f"{PKG}/data-plane@{VER}") as dp:
+                self.data_plane.link(dp)
         self.instance = linker.instantiate(self.store, Component.from_file(self.engine, wasm))
 
     def call(self, iface, func, *args):
@@ -319,17 +326,30 @@ def main(wasm, warehouse):
     for bucket, ids in [(0, [1, 2, 3]), (1, [4, 5])]:
         ctx = rec(table=t, bucket=bucket, partition_id=None, partition_name=None, split_index=bucket,
                   round_timestamp=0, config=[])
-        w = p.ok("writer", "[static]lake-writer.open", ctx)
         n = len(ids)
         rb = rec(ipc=batch_ipc(ids), change_types=b"", log_offsets=list(range(offsets[bucket], offsets[bucket] + n)),
                  timestamps=[1_750_000_000_000] * n)
-        p.ok("writer", "[method]lake-writer.write", w, rb)
         offsets[bucket] += n
-        result = p.ok("writer", "[method]lake-writer.complete", w)
+        if bucket == 0:
+            # The rows cross into the plugin, which encodes them itself.
+            w = p.ok("writer", "[static]lake-writer.open", ctx)
+            p.ok("writer", "[method]lake-writer.write", w, rb)
+            result = p.ok("writer", "[method]lake-writer.complete", w)
+        else:
+            # The rows stay here as a handle; the plugin lays out the file and this script's
+            # data plane encodes it (Paimon and Iceberg log tables) or the plugin fetches them.
+            w = p.ok("batch-writer", "[static]lake-batch-writer.open", ctx)
+            handle, rep = p.data_plane.batch(rb)
+            p.ok("batch-writer", "[method]lake-batch-writer.write", w, handle)
+            p.data_plane.drop_batch(rep)
+            result = p.ok("batch-writer", "[method]lake-batch-writer.complete", w)
         assert get(result, "record-count") == n
         payloads.append(result.payload)
         w.drop(p.store)
 
+    # Paimon and Iceberg log tables have the data plane encode; Lance fetches the rows.
+    encoded_here = len(p.data_plane.finished)
+    assert encoded_here == (0 if fmt == "lance" else 1), p.data_plane.finished
     cctx = rec(table=t, config=config, tiering_config=[])
     c = p.ok("committer", "[static]lake-committer.open", cctx)
     committable = p.ok("committer", "[method]lake-committer.to-committable", c, payloads)
