@@ -47,9 +47,10 @@ pub const MAX_ROW_GROUP_BYTES: u64 = 256 << 20;
 pub const MAX_ROW_GROUP_ROWS: u64 = 1 << 24;
 
 /// One batch of a split's rows, held by the host for the `batch-writer.write` call it is
-/// handed to.
+/// handed to: the consecutive Arrow batches read meanwhile, kept apart (an encoder takes them
+/// one after the other, so joining them would only copy every row once more).
 pub struct HostRows {
-    rows: RecordBatch,
+    parts: Vec<RecordBatch>,
     change_types: Vec<u8>,
     offsets: Vec<i64>,
     timestamps: Vec<i64>,
@@ -64,26 +65,83 @@ impl HostRows {
         timestamps: Vec<i64>,
     ) -> Self {
         HostRows {
-            rows,
+            parts: vec![rows],
             change_types,
             offsets,
             timestamps,
         }
     }
 
+    /// Consecutive batches of rows (one schema), with the change type (empty: all `+A`), log
+    /// offset and commit time of each of their rows, in order.
+    pub fn from_parts(
+        parts: Vec<RecordBatch>,
+        change_types: Vec<u8>,
+        offsets: Vec<i64>,
+        timestamps: Vec<i64>,
+    ) -> Result<Self> {
+        let rows: usize = parts.iter().map(RecordBatch::num_rows).sum();
+        if offsets.len() != rows
+            || timestamps.len() != rows
+            || !(change_types.is_empty() || change_types.len() == rows)
+        {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "{rows} rows with {} offsets, {} timestamps and {} change types",
+                    offsets.len(),
+                    timestamps.len(),
+                    change_types.len()
+                ),
+            ));
+        }
+        Ok(HostRows {
+            parts,
+            change_types,
+            offsets,
+            timestamps,
+        })
+    }
+
     pub fn num_rows(&self) -> usize {
-        self.rows.num_rows()
+        self.offsets.len()
     }
 
     /// Bytes of column data the rows refer to.
     pub fn column_bytes(&self) -> usize {
-        column_bytes(&self.rows)
+        self.parts.iter().map(column_bytes).sum()
+    }
+
+    /// The rows as one Arrow batch (joined when they are several).
+    fn joined(&self) -> Result<RecordBatch> {
+        match self.parts.as_slice() {
+            [one] => Ok(one.clone()),
+            parts => {
+                let schema = parts
+                    .first()
+                    .map(|p| p.schema())
+                    .ok_or_else(|| Error::new(ErrorKind::Internal, "a batch of no rows"))?;
+                arrow::compute::concat_batches(&schema, parts).map_err(|e| {
+                    Error::new(ErrorKind::Internal, "concatenating batches").with_source(e)
+                })
+            }
+        }
+    }
+
+    /// Each part with the log offsets and commit times of its rows.
+    fn parts_with_rows(&self) -> impl Iterator<Item = (&RecordBatch, &[i64], &[i64])> {
+        let mut first = 0;
+        self.parts.iter().map(move |part| {
+            let rows = first..first + part.num_rows();
+            first = rows.end;
+            (part, &self.offsets[rows.clone()], &self.timestamps[rows])
+        })
     }
 
     /// The rows as the contract's `row-batch` (`writer.write`'s argument).
     pub fn to_row_batch(&self) -> Result<types::RowBatch> {
         Ok(types::RowBatch {
-            ipc: encode_ipc(&self.rows)?,
+            ipc: encode_ipc(&self.joined()?)?,
             change_types: self.change_types.clone(),
             log_offsets: self.offsets.clone(),
             timestamps: self.timestamps.clone(),
@@ -93,7 +151,7 @@ impl HostRows {
     /// The rows as the contract's `row-batch`, consuming them.
     pub fn into_row_batch(self) -> Result<types::RowBatch> {
         Ok(types::RowBatch {
-            ipc: encode_ipc(&self.rows)?,
+            ipc: encode_ipc(&self.joined()?)?,
             change_types: self.change_types,
             log_offsets: self.offsets,
             timestamps: self.timestamps,
@@ -461,14 +519,17 @@ impl InstanceState {
         file: &Resource<NativeFile>,
         rows: &Resource<HostRows>,
     ) -> Result<u64, types::LakeError> {
-        let batch = {
+        let parts = {
             let r = self.host_rows(rows)?;
             let f = self
                 .table
                 .get(file)
                 .map_err(|e| invalid(format!("not a parquet-file handle: {e}")))?;
-            f.columns
-                .assemble(&r.rows, &r.offsets, &r.timestamps, f.bucket)
+            r.parts_with_rows()
+                .map(|(part, offsets, timestamps)| {
+                    f.columns.assemble(part, offsets, timestamps, f.bucket)
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(plugin_error)?
         };
         let f = self.native_file(file)?;
@@ -480,7 +541,7 @@ impl InstanceState {
             .ok_or_else(|| invalid(format!("{path} is finished")))?;
         let (encoder, written) = off_the_fiber(encoder, move |e| {
             e.sink_mut().may_block = true;
-            let written = e.write(&batch);
+            let written = parts.iter().try_for_each(|part| e.write(part));
             e.sink_mut().may_block = false;
             written
         })

@@ -7,7 +7,8 @@
 //! It also bounds what a plugin can make the host spend: every write is charged to the
 //! round's [`StorageQuota`], a `get` of an object (or range) larger than the caller can hold
 //! is refused before it is read, a listing page holds a bounded number of entries, and an
-//! [`Upload`] holds at most [`UPLOAD_PARTS_IN_FLIGHT`] parts of [`UPLOAD_PART_SIZE`] bytes.
+//! [`Upload`] holds at most [`UPLOAD_PARTS_IN_FLIGHT`] parts of the store's part size (at most
+//! [`UPLOAD_PART_SIZE`] bytes).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -17,8 +18,13 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
-/// The part size of uploads: parts go to the store as they fill (S3's minimum is 5 MiB).
+/// The part size of uploads to an object store: parts go to the store as they fill (S3's
+/// minimum is 5 MiB). The largest part size of any store.
 pub const UPLOAD_PART_SIZE: usize = 8 << 20;
+
+/// The part size of uploads to a local directory: a part is a write at its offset, with no
+/// minimum and no per-request cost, so an upload holds less while it waits.
+pub const LOCAL_UPLOAD_PART_SIZE: usize = 1 << 20;
 
 /// Parts of one upload on their way to the store at once; a `write` waits for room, so an
 /// upload holds at most this many parts plus the one filling.
@@ -30,6 +36,8 @@ pub struct ScopedStorage {
     store: Arc<dyn ObjectStore>,
     /// The store lists in path order (S3): a listing page can stop at its end.
     ordered_listing: bool,
+    /// The part size of its uploads.
+    upload_part_size: usize,
     root: Path,
     /// Human-readable location, for logs and errors.
     display_root: String,
@@ -163,6 +171,7 @@ pub struct ListPage {
 /// dropped unfinished (an instance that ends or is killed mid-upload leaves nothing).
 pub struct Upload {
     path: String,
+    part_size: usize,
     writer: Option<WriteMultipart>,
     quota: Arc<StorageQuota>,
     written: u64,
@@ -191,7 +200,7 @@ impl Upload {
             return Err(e);
         }
         let path = self.path.clone();
-        for chunk in data.chunks(UPLOAD_PART_SIZE) {
+        for chunk in data.chunks(self.part_size) {
             let writer = self.writer()?;
             writer
                 .wait_for_capacity(UPLOAD_PARTS_IN_FLIGHT)
@@ -256,12 +265,14 @@ impl ScopedStorage {
     pub fn new(
         store: Arc<dyn ObjectStore>,
         ordered_listing: bool,
+        upload_part_size: usize,
         root: Path,
         display_root: String,
     ) -> Self {
         Self {
             store,
             ordered_listing,
+            upload_part_size: upload_part_size.clamp(1, UPLOAD_PART_SIZE),
             root,
             display_root,
             quota: StorageQuota::unlimited(),
@@ -280,6 +291,12 @@ impl ScopedStorage {
 
     pub fn display_root(&self) -> &str {
         &self.display_root
+    }
+
+    /// The part size of uploads: an upload holds at most
+    /// [`UPLOAD_PARTS_IN_FLIGHT`] + 1 parts of it.
+    pub fn upload_part_size(&self) -> usize {
+        self.upload_part_size
     }
 
     fn resolve(&self, path: &str) -> Result<Path, StorageError> {
@@ -452,9 +469,10 @@ impl ScopedStorage {
             .map_err(|e| map_err(path, e))?;
         Ok(Upload {
             path: path.to_string(),
+            part_size: self.upload_part_size,
             writer: Some(WriteMultipart::new_with_chunk_size(
                 upload,
-                UPLOAD_PART_SIZE,
+                self.upload_part_size,
             )),
             quota: self.quota.clone(),
             written: 0,

@@ -4,14 +4,16 @@
 //! timestamps ([`Payload::Ipc`]). This is the one place that knows both Fluss's batches and
 //! the plugin contract's.
 //!
-//! Batches are coalesced on the way: while the plugin is busy writing one row batch, the
+//! Row batches are coalesced on the way: while the plugin is busy writing one row batch, the
 //! batches read meanwhile are gathered into the next one (up to [`MAX_BATCH_ROWS`] rows or
 //! [`MAX_BATCH_BYTES`] bytes), so each call into the plugin carries as many rows as are ready,
-//! and a plugin that keeps up still gets every batch as soon as it is read.
+//! and a plugin that keeps up still gets every batch as soon as it is read. Batches kept in the
+//! host are gathered the same way but not joined: the encoder takes them one after the other,
+//! and joining would copy every row once more and hold both copies.
 
 use tokio::sync::mpsc;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::fluss::reader::BucketBatch;
 use crate::plugin::data_plane::{HostRows, column_bytes};
 use crate::plugin::wit;
@@ -21,6 +23,11 @@ pub const MAX_BATCH_ROWS: usize = 128 * 1024;
 /// Most column bytes gathered into one row batch; a single fetched batch larger than this is
 /// passed on alone, as Fluss stored it.
 pub const MAX_BATCH_BYTES: usize = 4 << 20;
+/// Most column bytes gathered into one batch kept in the host: small batches (a table written
+/// a few rows at a time) are still handed over together, while a batch as Fluss writes them
+/// under load (about a MiB) goes alone, so less waits for the encoder (measured: the peak
+/// memory of a 10M-row backlog 15% lower than gathering 4 MiB, at the same CPU).
+pub const MAX_HOST_BATCH_BYTES: usize = 256 << 10;
 
 /// How a split's writer takes its batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,16 +55,12 @@ pub struct EncodedBatch {
     pub max_timestamp: Option<i64>,
 }
 
-pub fn encode(batch: BucketBatch, form: BatchForm) -> Result<EncodedBatch> {
-    let (rows, end_offset, max_timestamp) =
-        (batch.num_rows(), batch.end_offset(), batch.max_timestamp());
-    let host = HostRows::new(
-        batch.rows,
-        batch.change_types,
-        batch.offsets,
-        batch.timestamps,
-    );
-    let bytes = host.column_bytes();
+/// Consecutive batches of one bucket as one batch for the writer.
+pub fn encode(parts: Vec<BucketBatch>, form: BatchForm) -> Result<EncodedBatch> {
+    let end_offset = parts.last().map_or(0, BucketBatch::end_offset);
+    let max_timestamp = parts.iter().filter_map(BucketBatch::max_timestamp).max();
+    let host = host_rows(parts)?;
+    let (rows, bytes) = (host.num_rows(), host.column_bytes());
     let payload = match form {
         BatchForm::Host => Payload::Host(host),
         BatchForm::Ipc => Payload::Ipc(host.into_row_batch()?),
@@ -79,7 +82,13 @@ pub async fn encode_all(
     tx: mpsc::Sender<EncodedBatch>,
     form: BatchForm,
 ) -> Result<()> {
-    let mut gathered = Gathered::default();
+    let mut gathered = Gathered {
+        max_bytes: match form {
+            BatchForm::Ipc => MAX_BATCH_BYTES,
+            BatchForm::Host => MAX_HOST_BATCH_BYTES,
+        },
+        ..Gathered::default()
+    };
     let mut read_all = false;
     loop {
         if read_all && gathered.parts.is_empty() {
@@ -90,7 +99,7 @@ pub async fn encode_all(
             biased;
             permit = tx.reserve(), if !gathered.parts.is_empty() => {
                 let Ok(permit) = permit else { return Ok(()) };
-                permit.send(encode(gathered.take()?, form)?);
+                permit.send(encode(gathered.take(), form)?);
             }
             batch = rx.recv(), if !read_all && !gathered.is_full() => match batch {
                 Some(batch) => gathered.push(batch),
@@ -106,6 +115,8 @@ struct Gathered {
     parts: Vec<BucketBatch>,
     rows: usize,
     bytes: usize,
+    /// Column bytes at which no more are gathered.
+    max_bytes: usize,
 }
 
 impl Gathered {
@@ -116,30 +127,21 @@ impl Gathered {
     }
 
     fn is_full(&self) -> bool {
-        self.rows >= MAX_BATCH_ROWS || self.bytes >= MAX_BATCH_BYTES
+        self.rows >= MAX_BATCH_ROWS || self.bytes >= self.max_bytes
     }
 
-    /// The gathered batches as one, leaving none.
-    fn take(&mut self) -> Result<BucketBatch> {
+    /// The gathered batches, leaving none.
+    fn take(&mut self) -> Vec<BucketBatch> {
         self.rows = 0;
         self.bytes = 0;
-        concat(std::mem::take(&mut self.parts))
+        std::mem::take(&mut self.parts)
     }
 }
 
-/// Consecutive batches of one bucket as one batch (the rows are copied once, natively, so
-/// the plugin decodes a single batch without copying).
-fn concat(mut parts: Vec<BucketBatch>) -> Result<BucketBatch> {
-    if parts.len() == 1 {
-        return Ok(parts.pop().expect("one part"));
-    }
-    let schema = parts
-        .first()
-        .map(|p| p.rows.schema())
-        .ok_or_else(|| Error::new(ErrorKind::Internal, "no batch to concatenate"))?;
-    let rows = arrow::compute::concat_batches(&schema, parts.iter().map(|p| &p.rows))
-        .map_err(|e| Error::new(ErrorKind::Internal, "concatenating batches").with_source(e))?;
-    let n = rows.num_rows();
+/// Consecutive batches of one bucket as the host's one batch of rows (their Arrow batches kept
+/// apart; joined only if the writer takes the rows themselves).
+fn host_rows(parts: Vec<BucketBatch>) -> Result<HostRows> {
+    let n = parts.iter().map(BucketBatch::num_rows).sum();
     // An empty change-type list means "every row +A"; spelled out once any part has others.
     let change_types = if parts.iter().all(|p| p.change_types.is_empty()) {
         Vec::new()
@@ -157,16 +159,13 @@ fn concat(mut parts: Vec<BucketBatch>) -> Result<BucketBatch> {
     };
     let mut offsets = Vec::with_capacity(n);
     let mut timestamps = Vec::with_capacity(n);
+    let mut batches = Vec::with_capacity(parts.len());
     for p in parts {
         offsets.extend_from_slice(&p.offsets);
         timestamps.extend_from_slice(&p.timestamps);
+        batches.push(p.rows);
     }
-    Ok(BucketBatch {
-        rows,
-        change_types,
-        offsets,
-        timestamps,
-    })
+    HostRows::from_parts(batches, change_types, offsets, timestamps)
 }
 
 #[cfg(test)]
@@ -190,24 +189,31 @@ mod tests {
         }
     }
 
+    /// The values of a row batch's one Int64 column.
+    fn values(rows: &wit::RowBatch) -> Vec<i64> {
+        let mut reader =
+            arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(&rows.ipc), None)
+                .unwrap();
+        let batch = reader.next().unwrap().unwrap();
+        assert!(reader.next().is_none(), "one batch per row batch");
+        let column = batch.column(0).as_any().downcast_ref::<Int64Array>();
+        column.unwrap().values().to_vec()
+    }
+
     #[test]
     fn gathered_batches_become_one_with_every_row_in_order() {
-        let merged = concat(vec![batch(0, 3, vec![]), batch(3, 2, vec![1, 4])]).unwrap();
-        assert_eq!(merged.num_rows(), 5);
-        assert_eq!(merged.offsets, vec![0, 1, 2, 3, 4]);
+        let merged = host_rows(vec![batch(0, 3, vec![]), batch(3, 2, vec![1, 4])])
+            .unwrap()
+            .into_row_batch()
+            .unwrap();
+        assert_eq!(merged.log_offsets, vec![0, 1, 2, 3, 4]);
         assert_eq!(merged.timestamps, vec![1000, 1001, 1002, 1003, 1004]);
         // The +A rows of the first part are spelled out next to the second's.
         assert_eq!(merged.change_types, vec![0, 0, 0, 1, 4]);
-        let values = merged
-            .rows
-            .column(0)
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .unwrap();
-        assert_eq!(values.values().to_vec(), vec![0, 1, 2, 3, 4]);
+        assert_eq!(values(&merged), vec![0, 1, 2, 3, 4]);
         // Log-table parts keep the "every row +A" form.
-        let logs = concat(vec![batch(0, 2, vec![]), batch(2, 2, vec![])]).unwrap();
-        assert!(logs.change_types.is_empty());
+        let logs = host_rows(vec![batch(0, 2, vec![]), batch(2, 2, vec![])]).unwrap();
+        assert!(logs.to_row_batch().unwrap().change_types.is_empty());
     }
 
     #[tokio::test]
@@ -234,6 +240,30 @@ mod tests {
         }
         encoder.await.unwrap().unwrap();
         assert_eq!(calls, vec![(10, 20, 10), (100, 120, 100)]);
+    }
+
+    #[tokio::test]
+    async fn batches_kept_in_the_host_are_gathered_too() {
+        let (raw_tx, raw_rx) = mpsc::channel(16);
+        let (tx, mut rx) = mpsc::channel(1);
+        for i in 0..5 {
+            raw_tx.send(batch(i * 10, 10, vec![])).await.unwrap();
+        }
+        drop(raw_tx);
+        let encoder = tokio::spawn(encode_all(raw_rx, tx, BatchForm::Host));
+        let mut calls = Vec::new();
+        while let Some(b) = rx.recv().await {
+            let Payload::Host(rows) = b.payload else {
+                panic!("a batch writer's batch stays in the host")
+            };
+            calls.push((b.rows, b.end_offset, values(&rows.to_row_batch().unwrap())));
+        }
+        encoder.await.unwrap().unwrap();
+        // The first as soon as it is read; the others, read while it waits, in one call.
+        assert_eq!(
+            calls,
+            vec![(10, 10, (0..10).collect()), (40, 50, (10..50).collect())]
+        );
     }
 
     #[tokio::test]

@@ -25,7 +25,9 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::plugin::storage::{ScopedStorage, validate_relative};
+use crate::plugin::storage::{
+    LOCAL_UPLOAD_PART_SIZE, ScopedStorage, UPLOAD_PART_SIZE, validate_relative,
+};
 
 pub use open::Warehouses;
 pub use options::{StorageOptions, is_storage_key};
@@ -40,6 +42,8 @@ pub struct Warehouse {
     display_base: String,
     /// The store lists in path order (S3, Azure and GCS do; a local directory does not).
     ordered_listing: bool,
+    /// The part size of uploads (smaller for a local directory, which has no minimum).
+    upload_part_size: usize,
 }
 
 /// What a warehouse URL names.
@@ -134,6 +138,7 @@ impl Warehouse {
                     root: Path::default(),
                     display_base: dir,
                     ordered_listing: false,
+                    upload_part_size: LOCAL_UPLOAD_PART_SIZE,
                 })
             }
             WarehouseUrl::S3 { bucket, prefix } => {
@@ -152,6 +157,7 @@ impl Warehouse {
                     root: Path::from(location.prefix.as_str()),
                     display_base: location.display(),
                     ordered_listing: true,
+                    upload_part_size: UPLOAD_PART_SIZE,
                 })
             }
             WarehouseUrl::Gcs { bucket, prefix } => {
@@ -181,6 +187,7 @@ impl Warehouse {
                 format!("{scheme}://{bucket}/{prefix}")
             },
             ordered_listing: true,
+            upload_part_size: UPLOAD_PART_SIZE,
         }
     }
 
@@ -202,6 +209,7 @@ impl Warehouse {
         ScopedStorage::new(
             self.store.clone(),
             self.ordered_listing,
+            self.upload_part_size,
             self.root.clone(),
             self.display_base.clone(),
         )
@@ -220,6 +228,7 @@ impl Warehouse {
         Ok(ScopedStorage::new(
             self.store.clone(),
             self.ordered_listing,
+            self.upload_part_size,
             root,
             format!("{}/{location}", self.display_base),
         ))
