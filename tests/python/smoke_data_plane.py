@@ -22,7 +22,8 @@ BATCH_TYPE = 2
 PARQUET_FILE_TYPE = 3
 
 
-def _rec(**fields):
+def rec(**fields):
+    """A WIT record with these fields (`_` spelled `-`)."""
     r = Record()
     for k, v in fields.items():
         setattr(r, k.replace("_", "-"), v)
@@ -30,11 +31,12 @@ def _rec(**fields):
 
 
 def get(r, name):
+    """A record's field by its WIT name."""
     return getattr(r, name)
 
 
-def _error(kind, message):
-    return _rec(kind=kind, message=message)
+def lake_error(kind, message):
+    return rec(kind=kind, message=message)
 
 
 def _unit(arrow_unit):
@@ -97,7 +99,7 @@ def _stats(array, struct_fields, out):
     if struct_fields and pa.types.is_struct(array.type):
         # `flatten` gives each field counted null where its struct is.
         children = array.flatten()
-    out.append(_rec(null_count=array.null_count, min=lo, max=hi, fields=len(children)))
+    out.append(rec(null_count=array.null_count, min=lo, max=hi, fields=len(children)))
     for child in children:
         _stats(child, struct_fields, out)
 
@@ -175,7 +177,7 @@ class ParquetFile:
         stats = []
         for column in whole.columns:
             _stats(column.combine_chunks(), self.struct_fields, stats)
-        return _rec(size=size, row_count=self.rows, column_stats=stats)
+        return rec(size=size, row_count=self.rows, column_stats=stats)
 
     def abort(self):
         if not self.sink.closed:
@@ -240,7 +242,7 @@ class DataPlane:
         try:
             f = ParquetFile(self.storage, path, columns, settings)
         except (ValueError, OSError, pa.ArrowException) as e:
-            return _error("invalid-input", f"parquet-file.start: {e}")
+            return lake_error("invalid-input", f"parquet-file.start: {e}")
         rep = self._rep()
         self.files[rep] = f
         return ResourceHost.own(rep, PARQUET_FILE_TYPE)
@@ -250,7 +252,7 @@ class DataPlane:
         try:
             return f.append(batch)
         except (ValueError, OSError, pa.ArrowException) as e:
-            return _error("invalid-input", f"parquet-file.append: {e}")
+            return lake_error("invalid-input", f"parquet-file.append: {e}")
 
     def _finish(self, store, handle):
         try:
@@ -259,7 +261,7 @@ class DataPlane:
             self.finished.append(f.full)
             return Variant("ok", encoded)
         except (OSError, pa.ArrowException) as e:
-            return Variant("err", _error("io", f"parquet-file.finish: {e}"))
+            return Variant("err", lake_error("io", f"parquet-file.finish: {e}"))
 
     def _abort(self, store, handle):
         self._file(store, handle).abort()

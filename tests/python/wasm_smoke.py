@@ -25,7 +25,7 @@ import pyarrow as pa
 from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, Linker, Record, ResourceHost, ResourceType, Variant
 
-from smoke_data_plane import DataPlane
+from smoke_data_plane import DataPlane, get, lake_error, rec
 
 PKG = "fluss:lake"
 
@@ -43,21 +43,6 @@ def contract_version():
 VER = contract_version()
 # The host resource type id of `storage.upload` handles.
 UPLOAD_TYPE = 1
-
-
-def rec(**fields):
-    r = Record()
-    for k, v in fields.items():
-        setattr(r, k.replace("_", "-"), v)
-    return r
-
-
-def lake_error(kind, message):
-    return rec(kind=kind, message=message)
-
-
-def get(r, name):
-    return getattr(r, name)
 
 
 class DirStorage:
