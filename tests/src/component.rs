@@ -118,12 +118,13 @@ pub fn row_batch(
 /// consecutive offsets from `first_offset`, committed at `ts`.
 pub fn host_rows(batch: &RecordBatch, first_offset: i64, ts: i64) -> HostRows {
     let n = batch.num_rows() as i64;
-    HostRows::new(
-        batch.clone(),
+    HostRows::from_parts(
+        vec![batch.clone()],
         Vec::new(),
         (first_offset..first_offset + n).collect(),
         vec![ts; n as usize],
     )
+    .expect("one offset and timestamp per row")
 }
 
 /// A split's batches as the host hands them to a plugin: row batches for its `writer`, or

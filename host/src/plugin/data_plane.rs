@@ -57,23 +57,9 @@ pub struct HostRows {
 }
 
 impl HostRows {
-    /// Rows with, for each, its change type (empty: all `+A`), log offset and commit time.
-    pub fn new(
-        rows: RecordBatch,
-        change_types: Vec<u8>,
-        offsets: Vec<i64>,
-        timestamps: Vec<i64>,
-    ) -> Self {
-        HostRows {
-            parts: vec![rows],
-            change_types,
-            offsets,
-            timestamps,
-        }
-    }
-
     /// Consecutive batches of rows (one schema), with the change type (empty: all `+A`), log
-    /// offset and commit time of each of their rows, in order.
+    /// offset and commit time of each of their rows, in order; refused unless there is one of
+    /// each per row.
     pub fn from_parts(
         parts: Vec<RecordBatch>,
         change_types: Vec<u8>,
@@ -776,6 +762,30 @@ impl dp::HostParquetFile for InstanceState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_are_kept_only_with_one_offset_and_timestamp_per_row() {
+        let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(vec![Field::new(
+            "v",
+            DataType::Int64,
+            false,
+        )]));
+        let part = |n: i64| {
+            let values = arrow::array::Int64Array::from((0..n).collect::<Vec<_>>());
+            RecordBatch::try_new(schema.clone(), vec![std::sync::Arc::new(values)]).unwrap()
+        };
+        let two_parts = || vec![part(2), part(3)];
+        let kept = HostRows::from_parts(two_parts(), vec![], (0..5).collect(), vec![7; 5]);
+        assert_eq!(kept.unwrap().num_rows(), 5);
+        for (change_types, offsets, timestamps) in [
+            (vec![], (0..4).collect(), vec![7; 5]),
+            (vec![], (0..5).collect(), vec![7; 6]),
+            (vec![0; 3], (0..5).collect(), vec![7; 5]),
+        ] {
+            let e = HostRows::from_parts(two_parts(), change_types, offsets, timestamps);
+            assert_eq!(e.err().map(|e| e.kind()), Some(ErrorKind::Internal));
+        }
+    }
 
     fn settings() -> dp::ParquetSettings {
         dp::ParquetSettings {
