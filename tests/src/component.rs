@@ -114,6 +114,19 @@ pub fn row_batch(
     }
 }
 
+/// The writer context of a round's only split, bucket 0 of an unpartitioned `table`.
+pub fn bucket_zero_context(table: &TableInfo, config: Vec<(String, String)>) -> WriterContext {
+    WriterContext {
+        table: table.clone(),
+        bucket: 0,
+        partition_id: None,
+        partition_name: None,
+        split_index: 0,
+        round_timestamp: 0,
+        config,
+    }
+}
+
 /// `batch` as the host keeps it for a `batch-writer` (contract 0.3.8): append-only rows with
 /// consecutive offsets from `first_offset`, committed at `ts`.
 pub fn host_rows(batch: &RecordBatch, first_offset: i64, ts: i64) -> HostRows {
@@ -276,15 +289,7 @@ impl ComponentDriver {
         batches: Streamed<impl Iterator<Item = RowBatch>, impl Iterator<Item = HostRows>>,
     ) -> WriteResult {
         let mut i = self.instance(table).await;
-        let context = WriterContext {
-            table: table.clone(),
-            bucket: 0,
-            partition_id: None,
-            partition_name: None,
-            split_index: 0,
-            round_timestamp: 0,
-            config: self.config.clone(),
-        };
+        let context = bucket_zero_context(table, self.config.clone());
         match batches {
             Streamed::Rows(batches) => {
                 let w = i.open_writer(&context).await.unwrap();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fluss_lake_e2e::all_types::{ALL_TYPES, all_types};
-use fluss_lake_e2e::component::{host_rows, row_batch, table};
+use fluss_lake_e2e::component::{bucket_zero_context, host_rows, row_batch, table};
 use fluss_lake_e2e::host::{self, plugin};
 use fluss_lake_e2e::unique_name;
 use fluss_lake_host::ErrorKind;
@@ -123,16 +123,7 @@ impl Suite {
                 .with_quota(StorageQuota::new(QUOTA_BYTES, 1000)),
         );
         i.create_table_if_missing(table, &config).await?;
-        let context = WriterContext {
-            table: table.clone(),
-            bucket: 0,
-            partition_id: None,
-            partition_name: None,
-            split_index: 0,
-            round_timestamp: 0,
-            config,
-        };
-        Ok((i, context))
+        Ok((i, bucket_zero_context(table, config)))
     }
 
     async fn evil_split(&self, mode: &str) -> fluss_lake_host::Error {
