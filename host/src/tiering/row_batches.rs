@@ -26,7 +26,8 @@ pub const MAX_BATCH_BYTES: usize = 4 << 20;
 /// Most column bytes gathered into one batch kept in the host: small batches (a table written
 /// a few rows at a time) are still handed over together, while a batch as Fluss writes them
 /// under load (about a MiB) goes alone, so less waits for the encoder (measured: the peak
-/// memory of a 10M-row backlog 15% lower than gathering 4 MiB, at the same CPU).
+/// memory of a 10M-row backlog about a fifth lower than gathering 4 MiB; its CPU per row up to
+/// a tenth higher, within the benchmark machine's run-to-run noise; docs/benchmark.md).
 pub const MAX_HOST_BATCH_BYTES: usize = 256 << 10;
 
 /// How a split's writer takes its batches.
