@@ -191,6 +191,9 @@ async fn shutdown_signal() {
 /// but raises that threshold to the size of every such buffer freed, after which these buffers
 /// come from its per-thread arenas, which keep the memory once it is freed: a fixed 1 MiB
 /// threshold keeps them out of the arenas, so peak memory follows the buffers actually live.
+/// The price is page faults on such buffers each time they are allocated again (parquet-rs's
+/// dictionary tables in every row group): about 5% of a writer's CPU against about 25 MiB of
+/// peak memory with a 3 MiB threshold (docs/benchmark.md, "Where the CPU goes").
 /// The native data plane encodes on the runtime's blocking threads, each of which would get
 /// an arena of its own (up to 8 per core), each keeping what it freed: one arena per core
 /// serves them without contention and keeps the freed memory shared.
