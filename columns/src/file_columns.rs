@@ -24,6 +24,9 @@ pub enum ColumnSource {
     Offset,
     /// `__timestamp`: each row's commit timestamp, epoch millis as the column's timestamp type.
     Timestamp,
+    /// The column at this position of the writer's own rows (what a format computes itself: a
+    /// sequence number, a row kind), converted to the file's type.
+    Own(usize),
 }
 
 /// The columns of a data file: its Arrow schema (the lake's names, types, nullability and
@@ -50,7 +53,7 @@ impl FileColumns {
                 ColumnSource::Offset => field.data_type() == &DataType::Int64,
                 ColumnSource::Timestamp => matches!(field.data_type(), DataType::Timestamp(..)),
                 ColumnSource::Null => field.is_nullable(),
-                ColumnSource::Fluss(_) => true,
+                ColumnSource::Fluss(_) | ColumnSource::Own(_) => true,
             };
             if !ok {
                 return Err(Error::invalid_input(format!(
@@ -73,6 +76,11 @@ impl FileColumns {
         &self.sources
     }
 
+    /// Whether a column takes the writer's own rows ([`ColumnSource::Own`]).
+    pub fn has_own(&self) -> bool {
+        self.sources.iter().any(|s| matches!(s, ColumnSource::Own(_)))
+    }
+
     /// The file rows of `batch` (Fluss's columns in schema order), whose rows have the given
     /// log offsets and commit timestamps and were read from Fluss bucket `bucket`.
     pub fn assemble(
@@ -82,7 +90,28 @@ impl FileColumns {
         timestamps: &[i64],
         bucket: i32,
     ) -> Result<RecordBatch> {
+        self.assemble_with_own(batch, offsets, timestamps, bucket, None)
+    }
+
+    /// As [`FileColumns::assemble`], with the writer's own rows (one per row of `batch`) for
+    /// the [`ColumnSource::Own`] columns.
+    pub fn assemble_with_own(
+        &self,
+        batch: &RecordBatch,
+        offsets: &[i64],
+        timestamps: &[i64],
+        bucket: i32,
+        own: Option<&RecordBatch>,
+    ) -> Result<RecordBatch> {
         let n = batch.num_rows();
+        if let Some(own) = own
+            && own.num_rows() != n
+        {
+            return Err(Error::invalid_input(format!(
+                "{} own rows for a batch of {n} rows",
+                own.num_rows()
+            )));
+        }
         let system = |what: &str, len: usize| -> Result<()> {
             if len == n {
                 Ok(())
@@ -118,6 +147,15 @@ impl FileColumns {
                     ColumnSource::Timestamp => {
                         system("timestamps", timestamps.len())?;
                         millis_column(timestamps, target)?
+                    }
+                    ColumnSource::Own(c) => {
+                        let col = own.and_then(|o| o.columns().get(c)).ok_or_else(|| {
+                            Error::invalid_input(format!(
+                                "no own column {c} ({}) among the rows",
+                                field.name()
+                            ))
+                        })?;
+                        to_file_array(col, target, field.is_nullable(), field.name())?
                     }
                 })
             })
@@ -189,5 +227,40 @@ mod tests {
         assert!(e.to_string().contains("no column 5"), "{e}");
         let e = FileColumns::new(schema, vec![ColumnSource::Offset; 6]).unwrap_err();
         assert!(e.to_string().contains("cannot hold Offset"), "{e}");
+    }
+
+    #[test]
+    fn own_columns_come_from_the_writers_rows_one_per_row() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("_SEQUENCE_NUMBER", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let columns = FileColumns::new(
+            schema.clone(),
+            vec![ColumnSource::Own(0), ColumnSource::Fluss(0)],
+        )
+        .unwrap();
+        assert!(columns.has_own());
+        let fluss = RecordBatch::try_from_iter(vec![(
+            "s",
+            Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef,
+        )])
+        .unwrap();
+        let own = RecordBatch::try_from_iter(vec![(
+            "seq",
+            Arc::new(arrow_array::Int64Array::from(vec![41, 42])) as ArrayRef,
+        )])
+        .unwrap();
+        let rows = columns
+            .assemble_with_own(&fluss, &[], &[], 0, Some(&own))
+            .unwrap();
+        assert_eq!(rows.column(0).as_primitive::<Int64Type>().values(), &[41, 42]);
+
+        let e = columns.assemble(&fluss, &[], &[], 0).unwrap_err();
+        assert!(e.to_string().contains("no own column 0"), "{e}");
+        let e = columns
+            .assemble_with_own(&fluss, &[], &[], 0, Some(&own.slice(0, 1)))
+            .unwrap_err();
+        assert!(e.to_string().contains("1 own rows for a batch of 2"), "{e}");
     }
 }

@@ -193,8 +193,9 @@ impl<S: Storage> PaimonWriter<S> {
         Self::open_encoded(context, storage, Encoding::Guest)
     }
 
-    /// Opens the writer the table needs; a log table's files are encoded as `encoding` says
-    /// (a primary-key table's rows are sorted and merged here, so they are always encoded here).
+    /// Opens the writer the table needs, whose files are encoded as `encoding` says (a
+    /// primary-key table's rows are sorted and merged here either way; with
+    /// [`Encoding::Host`] only their keys come here).
     pub fn open_encoded(context: &WriterContext, storage: S, encoding: Encoding) -> Result<Self> {
         let target = BucketTarget::open(context, &storage)?;
         Ok(if target.schema.primary_keys.is_empty() {
@@ -204,6 +205,7 @@ impl<S: Storage> PaimonWriter<S> {
                 target,
                 &context.config,
                 storage,
+                encoding,
             )?))
         })
     }

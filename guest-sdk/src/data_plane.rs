@@ -1,4 +1,5 @@
-//! The host's native data plane (contract 0.3.8) as format code sees it.
+//! The host's native data plane (contract 0.3.8, and 0.3.9's kept batches and picked rows)
+//! as format code sees it.
 //!
 //! A `batch-writer` gets each batch as a [`HostBatch`]: the rows stay in the host, and a
 //! format that only lays its files out (names, columns, system columns, codec) has the host
@@ -48,7 +49,53 @@ impl<'a> HostBatch<'a> {
     pub fn rows(&self) -> Result<DecodedBatch> {
         decode_row_batch(self.0.rows()?)
     }
+
+    /// Only the Fluss columns at `positions` (each at most once), in that order, decoded in
+    /// guest memory with the rows' change types, offsets and timestamps: what a format orders
+    /// and merges rows by, without their other values.
+    pub fn columns(&self, positions: &[usize]) -> Result<DecodedBatch> {
+        let positions = positions
+            .iter()
+            .map(|p| {
+                u32::try_from(*p).map_err(|_| Error::invalid_input(format!("no column {p}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        decode_row_batch(self.0.columns(&positions)?)
+    }
+
+    /// Keeps the batch in the host past this `write` call, for [`HostFile::append_picked`].
+    pub fn keep(&self) -> Result<KeptBatch> {
+        let kept = self.0.keep()?;
+        Ok(KeptBatch {
+            rows: kept.row_count() as usize,
+            memory_bytes: kept.memory_bytes(),
+            kept,
+        })
+    }
 }
+
+/// A batch the host keeps for the writer (counted against the instance's memory limit until
+/// dropped).
+pub struct KeptBatch {
+    kept: dp::KeptBatch,
+    rows: usize,
+    memory_bytes: u64,
+}
+
+impl KeptBatch {
+    /// Rows in the batch.
+    pub fn num_rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Bytes the host holds for it.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory_bytes
+    }
+}
+
+/// Most picks one [`HostFile::append_picked`] call takes (the contract's bound).
+pub const MAX_PICKS_PER_CALL: usize = 65536;
 
 /// The rows of one `write` call, wherever they are.
 pub enum SplitRows<'a> {
@@ -118,23 +165,48 @@ impl HostFile {
         bucket: i32,
         options: &ParquetOptions,
     ) -> Result<HostFile> {
-        let wit_columns = dp::FileColumns {
-            schema: schema_message(columns.schema())?,
-            sources: columns
+        let position = |c: usize| {
+            u32::try_from(c).map_err(|_| Error::invalid_input(format!("no column {c}")))
+        };
+        let schema = schema_message(columns.schema())?;
+        let file = if columns.has_own() {
+            // 0.3.9's `start-picked`; files without own columns keep 0.3.8's `start`.
+            let sources = columns
                 .sources()
                 .iter()
-                .map(|s| match *s {
-                    ColumnSource::Fluss(c) => u32::try_from(c)
-                        .map(dp::ColumnSource::Fluss)
-                        .map_err(|_| Error::invalid_input(format!("no Fluss column {c}"))),
-                    ColumnSource::Null => Ok(dp::ColumnSource::Null),
-                    ColumnSource::Bucket => Ok(dp::ColumnSource::Bucket(bucket)),
-                    ColumnSource::Offset => Ok(dp::ColumnSource::LogOffset),
-                    ColumnSource::Timestamp => Ok(dp::ColumnSource::CommitTimestamp),
+                .map(|s| {
+                    Ok(match *s {
+                        ColumnSource::Fluss(c) => dp::PickedSource::Fluss(position(c)?),
+                        ColumnSource::Null => dp::PickedSource::Null,
+                        ColumnSource::Bucket => dp::PickedSource::Bucket(bucket),
+                        ColumnSource::Offset => dp::PickedSource::LogOffset,
+                        ColumnSource::Timestamp => dp::PickedSource::CommitTimestamp,
+                        ColumnSource::Own(c) => dp::PickedSource::Own(position(c)?),
+                    })
                 })
-                .collect::<Result<Vec<_>>>()?,
+                .collect::<Result<Vec<_>>>()?;
+            let columns = dp::PickedColumns { schema, sources };
+            dp::ParquetFile::start_picked(path, &columns, settings(options)?)?
+        } else {
+            let sources = columns
+                .sources()
+                .iter()
+                .map(|s| {
+                    Ok(match *s {
+                        ColumnSource::Fluss(c) => dp::ColumnSource::Fluss(position(c)?),
+                        ColumnSource::Null => dp::ColumnSource::Null,
+                        ColumnSource::Bucket => dp::ColumnSource::Bucket(bucket),
+                        ColumnSource::Offset => dp::ColumnSource::LogOffset,
+                        ColumnSource::Timestamp => dp::ColumnSource::CommitTimestamp,
+                        ColumnSource::Own(c) => {
+                            return Err(Error::internal(format!("own column {c} unexpected")));
+                        }
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let columns = dp::FileColumns { schema, sources };
+            dp::ParquetFile::start(path, &columns, settings(options)?)?
         };
-        let file = dp::ParquetFile::start(path, &wit_columns, settings(options)?)?;
         Ok(HostFile { file: Some(file) })
     }
 
@@ -147,6 +219,30 @@ impl HostFile {
     /// Encodes the batch's rows; the file's size so far.
     pub fn append(&self, rows: &HostBatch<'_>) -> Result<u64> {
         Ok(self.file()?.append(rows.0)?)
+    }
+
+    /// Encodes rows of kept batches in the order of `picks` (an index into `batches`, a row
+    /// of that batch), with `own` holding the file's own columns (one row per pick; none when
+    /// the file has no own column); the file's size so far. Picks go in calls of at most
+    /// [`MAX_PICKS_PER_CALL`].
+    pub fn append_picked(
+        &self,
+        batches: &[&KeptBatch],
+        picks: &[(u32, u32)],
+        own: Option<&arrow_array::RecordBatch>,
+    ) -> Result<u64> {
+        let handles: Vec<&dp::KeptBatch> = batches.iter().map(|b| &b.kept).collect();
+        let mut size = 0;
+        let mut start = 0;
+        for chunk in picks.chunks(MAX_PICKS_PER_CALL) {
+            let own = match own {
+                Some(o) => own_columns(&o.slice(start, chunk.len()))?,
+                None => Vec::new(),
+            };
+            size = self.file()?.append_picked(&handles, chunk, &own)?;
+            start += chunk.len();
+        }
+        Ok(size)
     }
 
     /// Rows appended so far.
@@ -177,6 +273,46 @@ impl HostFile {
             None => Ok(()),
         }
     }
+}
+
+/// The contract's own columns of `batch`: integers, strings or bytes, none null.
+fn own_columns(batch: &arrow_array::RecordBatch) -> Result<Vec<dp::OwnColumn>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type};
+    use arrow_schema::DataType;
+    batch
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.null_count() > 0 {
+                return Err(Error::invalid_input(format!("own column {i} holds nulls")));
+            }
+            Ok(match c.data_type() {
+                DataType::Int8 => dp::OwnColumn::Int8(c.as_primitive::<Int8Type>().values().to_vec()),
+                DataType::Int16 => {
+                    dp::OwnColumn::Int16(c.as_primitive::<Int16Type>().values().to_vec())
+                }
+                DataType::Int32 => {
+                    dp::OwnColumn::Int32(c.as_primitive::<Int32Type>().values().to_vec())
+                }
+                DataType::Int64 => {
+                    dp::OwnColumn::Int64(c.as_primitive::<Int64Type>().values().to_vec())
+                }
+                DataType::Utf8 => dp::OwnColumn::Utf8(
+                    c.as_string::<i32>().iter().map(|v| v.unwrap_or_default().to_string()).collect(),
+                ),
+                DataType::Binary => dp::OwnColumn::Binary(
+                    c.as_binary::<i32>().iter().map(|v| v.unwrap_or_default().to_vec()).collect(),
+                ),
+                other => {
+                    return Err(Error::unsupported(format!(
+                        "own column {i} of type {other}: the host takes integers, strings and bytes"
+                    )));
+                }
+            })
+        })
+        .collect()
 }
 
 /// An Arrow IPC stream holding only `schema`.

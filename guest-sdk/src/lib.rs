@@ -81,7 +81,7 @@ pub mod wit {
 }
 
 /// The version of the WIT contract these bindings were generated from.
-pub const CONTRACT_VERSION: &str = "0.3.8";
+pub const CONTRACT_VERSION: &str = "0.3.9";
 
 /// The commit user Fluss's tiering service commits lake snapshots with.
 pub const FLUSS_COMMIT_USER: &str = "__fluss_lake_tiering";

@@ -16,7 +16,7 @@ use fluss_lake_columns::encode::{EncodedFile, FileEncoder};
 pub use fluss_lake_columns::encode::{ParquetOptions, parse_compression};
 use fluss_lake_columns::file_columns::FileColumns;
 
-use crate::data_plane::{HostFile, SplitRows};
+use crate::data_plane::{HostFile, KeptBatch, SplitRows};
 use crate::error::{Error, Result, ResultExt};
 use crate::stats::ColumnStats;
 use crate::storage::{ObjectWriter, Storage};
@@ -221,6 +221,37 @@ impl<S: Storage> RollingParquetWriter<S> {
                 self.write(&batch)
             }
         }
+    }
+
+    /// Appends rows of kept batches in the order of `picks`, with the files' own columns
+    /// (`own`, one row per pick), as [`Self::for_columns`] laid the files out with
+    /// [`ColumnSource::Own`](crate::file_columns::ColumnSource::Own) columns; only for a writer
+    /// whose encoding is [`Encoding::Host`] (contract 0.3.9). Returns the file finished if it
+    /// reached the target size.
+    pub fn write_picked(
+        &mut self,
+        kept: &[&KeptBatch],
+        picks: &[(u32, u32)],
+        own: &RecordBatch,
+    ) -> Result<Option<DataFileInfo>> {
+        if picks.is_empty() {
+            return Ok(None);
+        }
+        if self.encoding != Encoding::Host || self.columns.is_none() {
+            return Err(Error::internal(
+                "picked rows for a writer whose files the host does not encode",
+            ));
+        }
+        self.ensure_open()?;
+        let file = self.open.as_mut().expect("file is open");
+        let Encoder::Host(host) = &file.encoder else {
+            return Err(Error::internal("a guest file for picked rows"));
+        };
+        let size = host
+            .append_picked(kept, picks, Some(own))
+            .with_context(|| format!("encoding {}", file.path))?;
+        file.rows += picks.len() as u64;
+        self.roll_at(size)
     }
 
     /// Finishes the open file once it reached the target size.

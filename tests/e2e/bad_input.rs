@@ -273,7 +273,7 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
         "format:           paimon".to_string(),
         format!("size:             {} bytes", bytes.len()),
         format!("sha256:           {digest}"),
-        "contract version: 0.3.8 (host implements 0.3.8: compatible)".to_string(),
+        "contract version: 0.3.9 (host implements 0.3.9: compatible)".to_string(),
         "plugin version:   0.1.0".to_string(),
         "table layout:     <database>.db/<table>".to_string(),
         "maintenance:      exported (snapshot expiry, compaction when the table asks)".to_string(),
@@ -308,11 +308,11 @@ fn plugins_inspect_describes_a_plugin_and_checks_that_it_loads() {
 #[test]
 fn plugins_without_the_maintenance_export_still_load() {
     let old = fluss_lake_e2e::repo_root().join("tests/fixtures/plugins/test-null-0.3.0.wasm");
-    for (plugin, contract) in [(old, "0.3.0"), (host::plugin("test-null"), "0.3.8")] {
+    for (plugin, contract) in [(old, "0.3.0"), (host::plugin("test-null"), "0.3.9")] {
         let (ok, out) = inspect(&[&plugin.display().to_string()]);
         assert!(ok, "{out}");
         for line in [
-            format!("contract version: {contract} (host implements 0.3.8: compatible)"),
+            format!("contract version: {contract} (host implements 0.3.9: compatible)"),
             "maintenance:      not exported (its tables are tiered, not maintained)".to_string(),
             "bucket replace:   not exported (a primary-key bucket that lost log rows stays refused)"
                 .to_string(),
@@ -333,7 +333,7 @@ fn a_plugin_of_contract_0_3_1_still_loads_with_its_maintenance_export() {
     let (ok, out) = inspect(&[&old.display().to_string()]);
     assert!(ok, "{out}");
     for line in [
-        "contract version: 0.3.1 (host implements 0.3.8: compatible)",
+        "contract version: 0.3.1 (host implements 0.3.9: compatible)",
         "maintenance:      exported (snapshot expiry, compaction when the table asks)",
     ] {
         assert!(out.lines().any(|l| l == line), "no '{line}' in:\n{out}");
@@ -410,7 +410,7 @@ fn plugins_built_for_another_contract_version_are_refused_at_startup() {
     let file = scratch("evil-contract-0.9.wasm", &other);
     assert_startup_error(
         &host::args("127.0.0.1:1", std::slice::from_ref(&file), &[]),
-        "built for contract 0.9.0 but this host implements 0.3.8",
+        "built for contract 0.9.0 but this host implements 0.3.9",
     );
     assert!(
         !inspect(&[&file.display().to_string()]).0,

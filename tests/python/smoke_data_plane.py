@@ -1,4 +1,4 @@
-"""The `data-plane` import (contract 0.3.8) for the wasm smoke test, written apart from the Rust
+"""The `data-plane` import (contract 0.3.9) for the wasm smoke test, written apart from the Rust
 host: pyarrow encodes the Parquet files a plugin lays out, so the smoke test proves that the
 contract alone (the WIT and its doc comments) is enough for a second host to serve a plugin's
 `batch-writer`, and that the files the plugin describes this way are read by the format's own
@@ -7,7 +7,9 @@ reader.
 A `batch` is a Python object holding one `row-batch` (the Arrow IPC stream and the per-row
 columns `writer.write` receives); a `parquet-file` assembles each appended batch into the
 file's columns (`file-columns.sources`) and writes it with pyarrow, then reports the size, the
-row count and per-column statistics (flattened: each column, then its struct fields').
+row count and per-column statistics (flattened: each column, then its struct fields'). A
+`kept-batch` is a `batch` kept past its call; `append-picked` gathers the picked rows of kept
+batches with `take`, and the plugin's `own` columns.
 """
 
 import os
@@ -20,6 +22,11 @@ from wasmtime.component import Record, ResourceHost, ResourceType, Variant
 # Host resource type ids (the storage `upload` is 1).
 BATCH_TYPE = 2
 PARQUET_FILE_TYPE = 3
+KEPT_BATCH_TYPE = 4
+
+# The arrow type of each `own-column` case.
+OWN_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+             "utf8": pa.string(), "binary": pa.binary()}
 
 
 def rec(**fields):
@@ -161,12 +168,54 @@ class ParquetFile:
         return millis.cast(field.type)
 
     def append(self, batch):
-        table = pa.Table.from_arrays(
-            [self._column(f, s, batch) for f, s in zip(self.schema, self.sources)], schema=self.schema)
+        if any(s.tag == "own" for s in self.sources):
+            raise ValueError("a file with own columns takes append-picked")
+        self._write([self._column(f, s, batch) for f, s in zip(self.schema, self.sources)])
+        return self.sink.tell()
+
+    def append_picked(self, batches, picks, own):
+        """The picked rows of `batches` (kept `HostBatch`es) in order, with the `own` columns."""
+        if len(picks) > 65536:
+            raise ValueError(f"{len(picks)} picks, over 65536")
+        for b, r in picks:
+            if b >= len(batches) or r >= batches[b].table.num_rows:
+                raise ValueError(f"pick ({b}, {r}) out of range")
+        own = [pa.array(list(c.payload), OWN_TYPES[c.tag]) for c in own]
+        if any(len(c) != len(picks) for c in own):
+            raise ValueError("own columns need one value per pick")
+        starts = [0]
+        for batch in batches:
+            starts.append(starts[-1] + batch.table.num_rows)
+        take = pa.array([starts[b] + r for b, r in picks], pa.int64())
+
+        def gathered(values):
+            return pa.concat_arrays(values).take(take) if values else pa.array([], pa.int64())
+
+        columns = []
+        for field, source in zip(self.schema, self.sources):
+            tag = source.tag
+            if tag == "fluss":
+                columns.append(gathered(
+                    [b.table.column(source.payload).combine_chunks() for b in batches]).cast(field.type))
+            elif tag == "null":
+                columns.append(pa.nulls(len(picks), field.type))
+            elif tag == "bucket":
+                columns.append(pa.array([source.payload] * len(picks), pa.int32()))
+            elif tag == "log-offset":
+                columns.append(gathered([pa.array(get(b.row_batch, "log-offsets"), pa.int64()) for b in batches]))
+            elif tag == "commit-timestamp":
+                millis = gathered([pa.array(b.row_batch.timestamps, pa.int64()) for b in batches])
+                columns.append(millis.cast(pa.timestamp("ms", field.type.tz)).cast(field.type))
+            else:
+                columns.append(own[source.payload].cast(field.type))
+        self._write(columns)
+        return self.sink.tell()
+
+    def _write(self, columns):
+        table = pa.Table.from_arrays(columns, schema=self.schema)
         self.writer.write_table(table, row_group_size=self.max_rows)
         self.tables.append(table)
         self.rows += table.num_rows
-        return self.sink.tell()
 
     def finish(self):
         self.writer.close()
@@ -194,6 +243,7 @@ class DataPlane:
     def __init__(self, storage):
         self.storage = storage
         self.batches = {}
+        self.kept = {}
         self.files = {}
         self.next_rep = 1
         # The paths of the files this data plane encoded.
@@ -221,9 +271,17 @@ class DataPlane:
                           lambda store, h: bytes(get(self._batch(store, h).row_batch, "change-types")))
         instance.add_func("[method]batch.offset-range", self._offset_range)
         instance.add_func("[method]batch.rows", lambda store, h: Variant("ok", self._batch(store, h).row_batch))
+        instance.add_func("[method]batch.columns", self._columns)
+        instance.add_func("[method]batch.keep", self._keep)
+        instance.add_resource("kept-batch", ResourceType.host(KEPT_BATCH_TYPE),
+                              lambda store, rep: self.kept.pop(rep, None))
+        instance.add_func("[method]kept-batch.row-count", lambda store, h: self._kept(store, h).table.num_rows)
+        instance.add_func("[method]kept-batch.memory-bytes", lambda store, h: self._kept(store, h).table.nbytes)
         instance.add_resource("parquet-file", ResourceType.host(PARQUET_FILE_TYPE), self._file_dtor)
         instance.add_func("[static]parquet-file.start", self._start)
+        instance.add_func("[static]parquet-file.start-picked", self._start)
         instance.add_func("[method]parquet-file.append", self._append)
+        instance.add_func("[method]parquet-file.append-picked", self._append_picked)
         instance.add_func("[method]parquet-file.row-count", lambda store, h: self._file(store, h).rows)
         instance.add_func("[method]parquet-file.finish", self._finish)
         instance.add_func("[method]parquet-file.abort", self._abort)
@@ -233,6 +291,27 @@ class DataPlane:
 
     def _file(self, store, handle):
         return self.files[handle.to_host(store).rep]
+
+    def _kept(self, store, handle):
+        return self.kept[handle.to_host(store).rep]
+
+    def _columns(self, store, handle, positions):
+        batch = self._batch(store, handle)
+        width = batch.table.num_columns
+        if not positions or len(set(positions)) != len(positions) or max(positions) >= width:
+            return Variant("err", lake_error("invalid-input", f"batch.columns: {list(positions)} of {width} columns"))
+        projected = batch.table.select(list(positions))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, projected.schema) as w:
+            w.write_table(projected)
+        rows = batch.row_batch
+        return Variant("ok", rec(ipc=sink.getvalue().to_pybytes(), change_types=bytes(get(rows, "change-types")),
+                                 log_offsets=get(rows, "log-offsets"), timestamps=rows.timestamps))
+
+    def _keep(self, store, handle):
+        rep = self._rep()
+        self.kept[rep] = self._batch(store, handle)
+        return ResourceHost.own(rep, KEPT_BATCH_TYPE)
 
     def _offset_range(self, store, handle):
         offsets = get(self._batch(store, handle).row_batch, "log-offsets")
@@ -253,6 +332,13 @@ class DataPlane:
             return f.append(batch)
         except (ValueError, OSError, pa.ArrowException) as e:
             return lake_error("invalid-input", f"parquet-file.append: {e}")
+
+    def _append_picked(self, store, handle, batches, picks, own):
+        f = self._file(store, handle)
+        try:
+            return f.append_picked([self._kept(store, b) for b in batches], picks, own)
+        except (ValueError, OSError, pa.ArrowException) as e:
+            return lake_error("invalid-input", f"parquet-file.append-picked: {e}")
 
     def _finish(self, store, handle):
         try:

@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int8Type;
-use fluss_lake_guest_sdk::parquet::{DataFileInfo, ParquetOptions, RollingParquetWriter};
+use fluss_lake_guest_sdk::data_plane::KeptBatch;
+use fluss_lake_guest_sdk::file_columns::FileColumns;
+use fluss_lake_guest_sdk::parquet::{DataFileInfo, Encoding, ParquetOptions, RollingParquetWriter};
 use fluss_lake_guest_sdk::stats::{ColumnStats, Datum};
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::{Error, Result};
@@ -108,12 +110,73 @@ impl<'a, S: Storage + ?Sized> KvFileWriter<'a, S> {
         }
     }
 
+    /// A writer whose files the host encodes (contract 0.3.9) with `columns`: the key/value
+    /// layout's columns, whose key and table columns come from the rows the host keeps and whose
+    /// `_SEQUENCE_NUMBER` and `_VALUE_KIND` are this writer's own (`ColumnSource::Own(0)` and
+    /// `Own(1)`), read from Fluss bucket `bucket`.
+    pub fn on_host(
+        storage: &'a S,
+        layout: &'a KvLayout,
+        settings: &'a KvFileSettings,
+        columns: FileColumns,
+        bucket: i32,
+        next_path: impl FnMut() -> String + 'static,
+    ) -> Self {
+        KvFileWriter {
+            layout,
+            settings,
+            writer: RollingParquetWriter::for_columns(
+                storage,
+                columns,
+                bucket,
+                settings.parquet.clone(),
+                Encoding::Host,
+                next_path,
+            ),
+            open: None,
+            files: Vec::new(),
+        }
+    }
+
     /// Appends key/value rows that sort after every row written before.
     pub fn write(&mut self, rows: &RecordBatch) -> Result<()> {
-        let n = rows.num_rows();
-        if n == 0 {
+        if rows.num_rows() == 0 {
             return Ok(());
         }
+        self.note_rows(rows)?;
+        if let Some(info) = self.writer.write(rows)? {
+            self.finish_file(info)?;
+        }
+        Ok(())
+    }
+
+    /// Appends rows the host keeps (`picks` of `kept`) that sort after every row written
+    /// before, whose keys, sequence numbers and row kinds are `keys` (the key/value layout's
+    /// first columns, up to `_VALUE_KIND`, one row per pick).
+    pub fn write_picked(
+        &mut self,
+        keys: &RecordBatch,
+        kept: &[&KeptBatch],
+        picks: &[(u32, u32)],
+    ) -> Result<()> {
+        if picks.is_empty() {
+            return Ok(());
+        }
+        if keys.num_rows() != picks.len() {
+            return Err(Error::internal("one key row per pick expected"));
+        }
+        self.note_rows(keys)?;
+        let own = keys.project(&[self.layout.sequence_column(), self.layout.kind_column()])?;
+        if let Some(info) = self.writer.write_picked(kept, picks, &own)? {
+            self.finish_file(info)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the open file's key range and retractions up to date with `rows` (key/value rows,
+    /// or their first columns up to `_VALUE_KIND`).
+    fn note_rows(&mut self, rows: &RecordBatch) -> Result<()> {
+        let n = rows.num_rows();
         let deletes = rows
             .column(self.layout.kind_column())
             .as_primitive::<Int8Type>()
@@ -134,9 +197,6 @@ impl<'a, S: Storage + ?Sized> KvFileWriter<'a, S> {
                     delete_rows: deletes,
                 })
             }
-        }
-        if let Some(info) = self.writer.write(rows)? {
-            self.finish_file(info)?;
         }
         Ok(())
     }

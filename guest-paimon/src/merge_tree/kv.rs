@@ -173,6 +173,19 @@ impl KvLayout {
         &self.schema
     }
 
+    /// Positions of the key columns among the table columns.
+    pub fn key_columns(&self) -> &[usize] {
+        &self.key_columns
+    }
+
+    /// The schema of key/value rows' first columns, up to `_VALUE_KIND`: what a writer whose
+    /// table columns stay in the host buffers (contract 0.3.9).
+    pub fn key_schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.schema.fields()[..self.value_start()].to_vec(),
+        ))
+    }
+
     /// Position of `_SEQUENCE_NUMBER` in key/value rows.
     pub fn sequence_column(&self) -> usize {
         self.num_keys()
@@ -211,6 +224,26 @@ impl KvLayout {
         columns.push(Arc::new(Int8Array::from(kinds)));
         columns.extend(rows.columns().iter().cloned());
         Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    }
+
+    /// Key/value rows' first columns ([`Self::key_schema`]) of `keys` (the key columns, in
+    /// the file's types), with sequence numbers `first_sequence..` in row order.
+    pub fn wrap_keys(
+        &self,
+        keys: &RecordBatch,
+        first_sequence: i64,
+        kinds: Vec<i8>,
+    ) -> Result<RecordBatch> {
+        let n = keys.num_rows();
+        if kinds.len() != n || keys.num_columns() != self.num_keys() {
+            return Err(Error::internal("one row kind per row and the key columns expected"));
+        }
+        let mut columns: Vec<ArrayRef> = keys.columns().to_vec();
+        columns.push(Arc::new(Int64Array::from_iter_values(
+            first_sequence..first_sequence + n as i64,
+        )));
+        columns.push(Arc::new(Int8Array::from(kinds)));
+        Ok(RecordBatch::try_new(self.key_schema(), columns)?)
     }
 
     /// The serialized `BinaryRow` of the key of row `row` of a key/value batch (what

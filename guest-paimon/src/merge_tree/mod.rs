@@ -18,7 +18,10 @@ pub mod options;
 pub mod sequence;
 
 use fluss_lake_guest_sdk::arrow_util::interleave_batches;
-use fluss_lake_guest_sdk::data_plane::SplitRows;
+use fluss_lake_guest_sdk::data_plane::{HostBatch, KeptBatch, SplitRows};
+use fluss_lake_guest_sdk::file_columns::{ColumnSource, FileColumns};
+use fluss_lake_guest_sdk::parquet::Encoding;
+use fluss_lake_guest_sdk::Error;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::WriteResult;
 use fluss_lake_guest_sdk::{Result, ResultExt};
@@ -48,15 +51,68 @@ pub struct MergeTreeWriter<S: Storage> {
     data_files: Vec<DataFileMeta>,
     changelog_files: Vec<DataFileMeta>,
     records: u64,
+    /// Set when the rows stay in the host (contract 0.3.9): the buffer then holds only each
+    /// row's key, sequence number and row kind, and the host encodes the files.
+    on_host: Option<OnHost>,
+}
+
+/// A writer whose rows stay in the host: it takes only the key columns of each batch, keeps
+/// the batch in the host, sorts and merges the keys here, and has the host encode the rows it
+/// picks, with their sequence numbers and row kinds.
+struct OnHost {
+    /// The Fluss positions of the key columns (what `batch.columns` is asked for).
+    key_positions: Vec<usize>,
+    /// Converts the fetched key columns to the files' key types.
+    keys: FileColumns,
+    /// The files' columns: keys and table columns from the kept rows, `_SEQUENCE_NUMBER` and
+    /// `_VALUE_KIND` this writer's own (`Own(0)`, `Own(1)`).
+    files: FileColumns,
+    /// The kept batch of each buffered batch, in the buffer's order.
+    kept: Vec<KeptBatch>,
+}
+
+impl OnHost {
+    fn new(layout: &KvLayout, table: &FileColumns) -> Result<OnHost> {
+        let k = layout.num_keys();
+        let key_positions = layout
+            .key_columns()
+            .iter()
+            .map(|&c| match table.sources().get(c) {
+                Some(ColumnSource::Fluss(p)) => Ok(*p),
+                other => Err(Error::internal(format!(
+                    "primary key column {c} is not a Fluss column ({other:?})"
+                ))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let key_schema = layout.key_schema();
+        let keys = FileColumns::new(
+            std::sync::Arc::new(arrow_schema::Schema::new(key_schema.fields()[..k].to_vec())),
+            (0..k).map(ColumnSource::Fluss).collect(),
+        )?;
+        let mut sources: Vec<ColumnSource> =
+            key_positions.iter().map(|p| ColumnSource::Fluss(*p)).collect();
+        sources.extend([ColumnSource::Own(0), ColumnSource::Own(1)]);
+        sources.extend(table.sources().iter().copied());
+        let files = FileColumns::new(layout.schema().clone(), sources)?;
+        Ok(OnHost {
+            key_positions,
+            keys,
+            files,
+            kept: Vec::new(),
+        })
+    }
 }
 
 impl<S: Storage> MergeTreeWriter<S> {
     /// A writer into `target`, numbering records after the bucket's restored sequence
     /// numbers; `plugin_config` may override `write-buffer-size`.
+    /// With [`Encoding::Host`], the rows stay in the host (each `write` must then get
+    /// [`SplitRows::Host`]) and the host encodes the files.
     pub fn new(
         target: BucketTarget,
         plugin_config: &[(String, String)],
         storage: S,
+        encoding: Encoding,
     ) -> Result<Self> {
         let options = MergeTreeOptions::of(&target.schema)?.with_config(plugin_config)?;
         let layout = KvLayout::new(&target.schema, target.rows.layout(), target.rows.schema())?;
@@ -78,6 +134,10 @@ impl<S: Storage> MergeTreeWriter<S> {
             target.total_buckets,
         )
         .context("restoring the bucket's sequence numbers")?;
+        let on_host = match encoding {
+            Encoding::Host => Some(OnHost::new(&layout, target.rows.columns())?),
+            Encoding::Guest => None,
+        };
         Ok(MergeTreeWriter {
             storage,
             target,
@@ -90,12 +150,21 @@ impl<S: Storage> MergeTreeWriter<S> {
             data_files: Vec::new(),
             changelog_files: Vec::new(),
             records: 0,
+            on_host,
         })
     }
 
     /// Buffers a batch of the bucket's changelog (rows in log order), flushing sorted runs
     /// whenever the buffer is full.
     pub fn write(&mut self, rows: SplitRows<'_>) -> Result<()> {
+        if self.on_host.is_some() {
+            return match rows {
+                SplitRows::Host(batch) => self.write_on_host(&batch),
+                SplitRows::Decoded(_) => Err(Error::internal(
+                    "rows in guest memory for a writer whose rows stay in the host",
+                )),
+            };
+        }
         let decoded = rows.into_decoded()?;
         let n = decoded.num_rows();
         if n == 0 {
@@ -133,6 +202,41 @@ impl<S: Storage> MergeTreeWriter<S> {
         Ok(())
     }
 
+    /// Buffers the keys of a batch the host keeps (the whole batch: a host batch is small),
+    /// flushing first when it does not fit.
+    fn write_on_host(&mut self, batch: &HostBatch<'_>) -> Result<()> {
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let on = self.on_host.as_ref().expect("a writer on the host");
+        let keys = batch.columns(&on.key_positions)?;
+        let kinds = RowKind::of_batch(&keys)?;
+        let converted = on.keys.assemble(
+            &keys.batch,
+            &keys.log_offsets,
+            &keys.timestamps,
+            self.target.rows.fluss_bucket(),
+        )?;
+        let kept = batch.keep()?;
+        let kv = self.layout.wrap_keys(&converted, self.next_sequence, kinds)?;
+        // The buffer counts the rows the host keeps, so `write-buffer-size` bounds the same
+        // rows as when they are buffered here.
+        let cost = WriteBuffer::cost(&kv) + kept.memory_bytes();
+        if !self.buffer.is_empty() && self.buffer.room(cost / n as u64) < n {
+            self.flush()?;
+        }
+        self.buffer.push(kv, cost)?;
+        self.on_host
+            .as_mut()
+            .expect("a writer on the host")
+            .kept
+            .push(kept);
+        self.next_sequence += n as i64;
+        self.records += n as u64;
+        Ok(())
+    }
+
     /// Sorts and merges the buffer into level-0 files (and changelog files).
     fn flush(&mut self) -> Result<()> {
         if self.buffer.is_empty() {
@@ -161,6 +265,10 @@ impl<S: Storage> MergeTreeWriter<S> {
             self.target.bucket
         );
         self.buffer.clear();
+        if let Some(on) = &mut self.on_host {
+            // The host gives back what it kept for these rows.
+            on.kept.clear();
+        }
         Ok(())
     }
 
@@ -171,6 +279,9 @@ impl<S: Storage> MergeTreeWriter<S> {
         prefix: &str,
         settings: &KvFileSettings,
     ) -> Result<Vec<DataFileMeta>> {
+        if let Some(on) = &self.on_host {
+            return self.write_files_on_host(on, order, prefix, settings);
+        }
         let mut writer = KvFileWriter::new(
             &self.storage,
             &self.layout,
@@ -182,6 +293,45 @@ impl<S: Storage> MergeTreeWriter<S> {
                 chunk.iter().map(|id| self.buffer.locate(*id)).collect();
             let rows = interleave_batches(self.layout.schema(), self.buffer.batches(), &rows)?;
             writer.write(&rows)?;
+        }
+        writer.finish()
+    }
+
+    /// [`Self::write_files`] for rows the host keeps: each chunk of the order goes to the host
+    /// as picks of the kept batches it uses, with its keys, sequence numbers and row kinds.
+    fn write_files_on_host(
+        &self,
+        on: &OnHost,
+        order: &[RowId],
+        prefix: &str,
+        settings: &KvFileSettings,
+    ) -> Result<Vec<DataFileMeta>> {
+        let mut writer = KvFileWriter::on_host(
+            &self.storage,
+            &self.layout,
+            settings,
+            on.files.clone(),
+            self.target.rows.fluss_bucket(),
+            self.target.names.paths(prefix),
+        );
+        let key_schema = self.layout.key_schema();
+        // Each call names only the kept batches its picks use.
+        let mut local: Vec<Option<u32>> = vec![None; on.kept.len()];
+        for chunk in order.chunks(CHUNK_ROWS) {
+            let rows: Vec<(usize, usize)> =
+                chunk.iter().map(|id| self.buffer.locate(*id)).collect();
+            let keys = interleave_batches(&key_schema, self.buffer.batches(), &rows)?;
+            let mut used: Vec<&KeptBatch> = Vec::new();
+            let mut picks = Vec::with_capacity(rows.len());
+            for &(b, r) in &rows {
+                let i = *local[b].get_or_insert_with(|| {
+                    used.push(&on.kept[b]);
+                    (used.len() - 1) as u32
+                });
+                picks.push((i, r as u32));
+            }
+            writer.write_picked(&keys, &used, &picks)?;
+            local.iter_mut().for_each(|l| *l = None);
         }
         writer.finish()
     }

@@ -3,6 +3,11 @@
 //! the guest SDK runs as WebAssembly (`fluss-lake-columns`), so the heavy bytes never cross
 //! into the sandbox unless the plugin asks for them.
 //!
+//! A plugin that orders rows itself (a primary-key table's sorted runs, 0.3.9) takes only the
+//! columns it orders them by (`batch.columns`), keeps the batches in the host (`batch.keep`,
+//! reserved against its memory limit until dropped), and has the host encode the rows in the
+//! order it picks them, with columns it computes itself (`parquet-file.append-picked`).
+//!
 //! The plugin still decides every byte of format logic: the file's schema (names, types,
 //! nullability, field ids), where each column comes from, the codec and row groups, and the
 //! path. What it hands over is bounded before the host spends anything on it: the schema
@@ -45,10 +50,16 @@ pub const MAX_FILE_FIELDS: usize = 10_000;
 pub const MAX_ROW_GROUP_BYTES: u64 = 256 << 20;
 /// Most rows of one row group a plugin may ask for.
 pub const MAX_ROW_GROUP_ROWS: u64 = 1 << 24;
+/// Most picks of one `append-picked` call.
+pub const MAX_PICKS_PER_CALL: usize = 1 << 16;
+/// Host bytes a kept batch costs besides its columns, per row: its change type, log offset
+/// and commit time.
+const KEPT_BYTES_PER_ROW: usize = 1 + 8 + 8;
 
 /// One batch of a split's rows, held by the host for the `batch-writer.write` call it is
 /// handed to: the consecutive Arrow batches read meanwhile, kept apart (an encoder takes them
 /// one after the other, so joining them would only copy every row once more).
+#[derive(Clone)]
 pub struct HostRows {
     parts: Vec<RecordBatch>,
     change_types: Vec<u8>,
@@ -134,6 +145,70 @@ impl HostRows {
         })
     }
 
+    /// The columns at `positions` (each at most once) as the contract's `row-batch`: the
+    /// projection is zero-copy, only the projected columns are joined and encoded.
+    fn projected_row_batch(&self, positions: &[u32]) -> Result<types::RowBatch, types::LakeError> {
+        let width = self.parts.first().map_or(0, RecordBatch::num_columns);
+        let mut seen = vec![false; width];
+        let mut indices = Vec::with_capacity(positions.len());
+        for &p in positions {
+            let i = p as usize;
+            match seen.get_mut(i) {
+                Some(s) if !*s => *s = true,
+                Some(_) => return Err(invalid(format!("column {p} asked for twice"))),
+                None => {
+                    return Err(invalid(format!(
+                        "no column {p}: the rows have {width} columns"
+                    )));
+                }
+            }
+            indices.push(i);
+        }
+        if indices.is_empty() {
+            return Err(invalid("no column asked for"));
+        }
+        let parts = self
+            .parts
+            .iter()
+            .map(|p| p.project(&indices))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| invalid(format!("projecting columns {positions:?}: {e}")))?;
+        let projected = HostRows {
+            parts,
+            change_types: Vec::new(),
+            offsets: Vec::new(),
+            timestamps: Vec::new(),
+        };
+        let internal = |e: Error| types::LakeError {
+            kind: types::ErrorKind::Internal,
+            message: e.to_string(),
+        };
+        Ok(types::RowBatch {
+            ipc: encode_ipc(&projected.joined().map_err(internal)?).map_err(internal)?,
+            change_types: self.change_types.clone(),
+            log_offsets: self.offsets.clone(),
+            timestamps: self.timestamps.clone(),
+        })
+    }
+
+    /// Memory a kept copy of the rows holds: their columns and their per-row values.
+    fn kept_bytes(&self) -> usize {
+        self.column_bytes()
+            .saturating_add(self.num_rows().saturating_mul(KEPT_BYTES_PER_ROW))
+    }
+
+    /// The first row of each part, and the row count after the last.
+    fn part_starts(&self) -> Vec<usize> {
+        let mut starts = Vec::with_capacity(self.parts.len() + 1);
+        let mut at = 0;
+        starts.push(0);
+        for p in &self.parts {
+            at += p.num_rows();
+            starts.push(at);
+        }
+        starts
+    }
+
     /// The rows as the contract's `row-batch`, consuming them.
     pub fn into_row_batch(self) -> Result<types::RowBatch> {
         Ok(types::RowBatch {
@@ -174,6 +249,13 @@ pub struct NativeFile {
     /// None once the file is finished or aborted.
     open: Option<OpenFile>,
     /// Memory reserved against the instance's limit while the file is open.
+    reserved: usize,
+}
+
+/// A batch a plugin keeps past its `write` call (`batch.keep`), for `append-picked`.
+pub struct KeptRows {
+    rows: HostRows,
+    /// Memory reserved against the instance's limit until the handle is dropped.
     reserved: usize,
 }
 
@@ -403,26 +485,121 @@ fn parquet_options(
 fn column_sources(
     sources: &[dp::ColumnSource],
 ) -> Result<(Vec<ColumnSource>, i32), types::LakeError> {
+    let picked: Vec<dp::PickedSource> = sources
+        .iter()
+        .map(|s| match *s {
+            dp::ColumnSource::Fluss(c) => dp::PickedSource::Fluss(c),
+            dp::ColumnSource::Null => dp::PickedSource::Null,
+            dp::ColumnSource::Bucket(b) => dp::PickedSource::Bucket(b),
+            dp::ColumnSource::LogOffset => dp::PickedSource::LogOffset,
+            dp::ColumnSource::CommitTimestamp => dp::PickedSource::CommitTimestamp,
+        })
+        .collect();
+    picked_sources(&picked)
+}
+
+/// The column sources of a file started with `start-picked` (0.3.8's sources and `own`), and
+/// the value of its bucket columns (one value per file).
+fn picked_sources(
+    sources: &[dp::PickedSource],
+) -> Result<(Vec<ColumnSource>, i32), types::LakeError> {
     let mut bucket = None;
     let sources = sources
         .iter()
         .map(|s| {
             Ok(match *s {
-                dp::ColumnSource::Fluss(c) => ColumnSource::Fluss(c as usize),
-                dp::ColumnSource::Null => ColumnSource::Null,
-                dp::ColumnSource::Bucket(b) => {
+                dp::PickedSource::Fluss(c) => ColumnSource::Fluss(c as usize),
+                dp::PickedSource::Null => ColumnSource::Null,
+                dp::PickedSource::Bucket(b) => {
                     if bucket.is_some_and(|seen| seen != b) {
                         return Err(invalid("a file's bucket columns must hold one value"));
                     }
                     bucket = Some(b);
                     ColumnSource::Bucket
                 }
-                dp::ColumnSource::LogOffset => ColumnSource::Offset,
-                dp::ColumnSource::CommitTimestamp => ColumnSource::Timestamp,
+                dp::PickedSource::LogOffset => ColumnSource::Offset,
+                dp::PickedSource::CommitTimestamp => ColumnSource::Timestamp,
+                dp::PickedSource::Own(c) => ColumnSource::Own(c as usize),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((sources, bucket.unwrap_or(0)))
+}
+
+/// The picked rows of kept batches, in the order of `picks` (an index into `kept`, a row of
+/// that batch), with their log offsets and commit times; every pick is checked first.
+fn gather_picks(
+    kept: &[&HostRows],
+    picks: &[(u32, u32)],
+) -> Result<(RecordBatch, Vec<i64>, Vec<i64>), types::LakeError> {
+    let starts: Vec<Vec<usize>> = kept.iter().map(|k| k.part_starts()).collect();
+    let mut parts: Vec<&RecordBatch> = Vec::new();
+    let mut first_part = Vec::with_capacity(kept.len());
+    for k in kept {
+        first_part.push(parts.len());
+        parts.extend(k.parts.iter());
+    }
+    let mut indices = Vec::with_capacity(picks.len());
+    let mut offsets = Vec::with_capacity(picks.len());
+    let mut timestamps = Vec::with_capacity(picks.len());
+    for &(b, r) in picks {
+        let (b, r) = (b as usize, r as usize);
+        let k = kept
+            .get(b)
+            .ok_or_else(|| invalid(format!("pick of batch {b}: {} batches given", kept.len())))?;
+        if r >= k.num_rows() {
+            return Err(invalid(format!(
+                "pick of row {r} of batch {b}, which has {} rows",
+                k.num_rows()
+            )));
+        }
+        // The part holding row r: the last whose first row is not after it.
+        let part = starts[b].partition_point(|s| *s <= r) - 1;
+        indices.push((first_part[b] + part, r - starts[b][part]));
+        offsets.push(k.offsets[r]);
+        timestamps.push(k.timestamps[r]);
+    }
+    let rows = arrow::compute::interleave_record_batch(&parts, &indices)
+        .map_err(|e| invalid(format!("gathering the picked rows: {e}")))?;
+    Ok((rows, offsets, timestamps))
+}
+
+/// The plugin's own columns of an `append-picked` call as one batch, each with one value per
+/// pick (`rows`).
+fn own_rows(own: Vec<dp::OwnColumn>, rows: usize) -> Result<RecordBatch, types::LakeError> {
+    use arrow::array::{
+        ArrayRef, BinaryArray, Int8Array, Int16Array, Int32Array, Int64Array, StringArray,
+    };
+    let columns: Vec<ArrayRef> = own
+        .into_iter()
+        .map(|c| -> ArrayRef {
+            match c {
+                dp::OwnColumn::Int8(v) => std::sync::Arc::new(Int8Array::from(v)),
+                dp::OwnColumn::Int16(v) => std::sync::Arc::new(Int16Array::from(v)),
+                dp::OwnColumn::Int32(v) => std::sync::Arc::new(Int32Array::from(v)),
+                dp::OwnColumn::Int64(v) => std::sync::Arc::new(Int64Array::from(v)),
+                dp::OwnColumn::Utf8(v) => std::sync::Arc::new(StringArray::from(v)),
+                dp::OwnColumn::Binary(v) => std::sync::Arc::new(BinaryArray::from_iter_values(v)),
+            }
+        })
+        .collect();
+    if let Some((i, c)) = columns.iter().enumerate().find(|(_, c)| c.len() != rows) {
+        return Err(invalid(format!(
+            "own column {i} has {} values for {rows} picks",
+            c.len()
+        )));
+    }
+    let fields: Vec<Field> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Field::new(format!("own{i}"), c.data_type().clone(), false))
+        .collect();
+    RecordBatch::try_new_with_options(
+        std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+    )
+    .map_err(|e| invalid(format!("own columns: {e}")))
 }
 
 /// Memory an open file may hold: its row group being encoded (the columns' buffers and the
@@ -511,6 +688,12 @@ impl InstanceState {
                 .table
                 .get(file)
                 .map_err(|e| invalid(format!("not a parquet-file handle: {e}")))?;
+            if f.columns.has_own() {
+                return Err(invalid(format!(
+                    "{} has own columns: it takes append-picked",
+                    f.path
+                )));
+            }
             r.parts_with_rows()
                 .map(|(part, offsets, timestamps)| {
                     f.columns.assemble(part, offsets, timestamps, f.bucket)
@@ -518,6 +701,60 @@ impl InstanceState {
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(plugin_error)?
         };
+        self.encode_parts(file, parts).await
+    }
+
+    /// Encodes rows of kept batches in the order of `picks`, with the plugin's own columns;
+    /// everything is checked before anything is gathered.
+    async fn append_picked_rows(
+        &mut self,
+        file: &Resource<NativeFile>,
+        batches: &[Resource<KeptRows>],
+        picks: &[(u32, u32)],
+        own: Vec<dp::OwnColumn>,
+    ) -> Result<u64, types::LakeError> {
+        if picks.len() > MAX_PICKS_PER_CALL {
+            return Err(invalid(format!(
+                "{} picks in one call, over the limit of {MAX_PICKS_PER_CALL}",
+                picks.len()
+            )));
+        }
+        let own = own_rows(own, picks.len())?;
+        let assembled = {
+            let kept = batches
+                .iter()
+                .map(|b| {
+                    self.table
+                        .get(b)
+                        .map(|k| &k.rows)
+                        .map_err(|e| invalid(format!("not a kept-batch handle: {e}")))
+                })
+                .collect::<Result<Vec<&HostRows>, _>>()?;
+            let f = self
+                .table
+                .get(file)
+                .map_err(|e| invalid(format!("not a parquet-file handle: {e}")))?;
+            if picks.is_empty() {
+                return Ok(f
+                    .open
+                    .as_ref()
+                    .and_then(|o| o.encoder.as_ref())
+                    .map_or(0, |e| e.size()));
+            }
+            let (rows, offsets, timestamps) = gather_picks(&kept, picks)?;
+            f.columns
+                .assemble_with_own(&rows, &offsets, &timestamps, f.bucket, Some(&own))
+                .map_err(plugin_error)?
+        };
+        self.encode_parts(file, vec![assembled]).await
+    }
+
+    /// Encodes assembled file rows into the file; the file's size so far.
+    async fn encode_parts(
+        &mut self,
+        file: &Resource<NativeFile>,
+        parts: Vec<RecordBatch>,
+    ) -> Result<u64, types::LakeError> {
         let f = self.native_file(file)?;
         let path = f.path.clone();
         let encoder = f
@@ -544,68 +781,12 @@ impl InstanceState {
         Ok(encoder.size())
     }
 
-    /// Ends an open file: releases its memory and its upload slot.
-    fn close_native_file(
-        &mut self,
-        file: &Resource<NativeFile>,
-    ) -> Result<Option<OpenFile>, types::LakeError> {
-        let f = self.native_file(file)?;
-        let open = f.open.take();
-        let reserved = std::mem::take(&mut f.reserved);
-        self.limits.release(reserved);
-        if open.is_some() {
-            self.open_uploads = self.open_uploads.saturating_sub(1);
-        }
-        Ok(open)
-    }
-}
-
-impl dp::Host for InstanceState {}
-
-impl dp::HostBatch for InstanceState {
-    async fn row_count(&mut self, rows: Resource<HostRows>) -> u32 {
-        self.host_rows(&rows)
-            .map(|r| u32::try_from(r.num_rows()).unwrap_or(u32::MAX))
-            .unwrap_or(0)
-    }
-
-    async fn change_types(&mut self, rows: Resource<HostRows>) -> Vec<u8> {
-        self.host_rows(&rows)
-            .map(|r| r.change_types.clone())
-            .unwrap_or_default()
-    }
-
-    async fn offset_range(&mut self, rows: Resource<HostRows>) -> Option<(i64, i64)> {
-        let r = self.host_rows(&rows).ok()?;
-        let min = r.offsets.iter().min()?;
-        let max = r.offsets.iter().max()?;
-        Some((*min, *max))
-    }
-
-    async fn rows(
-        &mut self,
-        rows: Resource<HostRows>,
-    ) -> Result<types::RowBatch, types::LakeError> {
-        let r = self.host_rows(&rows)?;
-        r.to_row_batch().map_err(|e| types::LakeError {
-            kind: types::ErrorKind::Internal,
-            message: e.to_string(),
-        })
-    }
-
-    async fn drop(&mut self, rows: Resource<HostRows>) -> wasmtime::Result<()> {
-        // Batches are only lent to the plugin, which never drops one; the host deletes each
-        // after the call it was lent to.
-        let _ = self.table.delete(rows);
-        Ok(())
-    }
-}
-
-impl dp::HostParquetFile for InstanceState {
-    async fn start(
+    /// Starts encoding a file at `path` with `schema` (an IPC schema message) and `sources`.
+    async fn start_file(
         &mut self,
         path: String,
-        columns: dp::FileColumns,
+        schema: &[u8],
+        sources: (Vec<ColumnSource>, i32),
         settings: dp::ParquetSettings,
     ) -> Result<Resource<NativeFile>, types::LakeError> {
         if self.open_uploads >= MAX_OPEN_UPLOADS {
@@ -614,8 +795,8 @@ impl dp::HostParquetFile for InstanceState {
             )));
         }
         let options = parquet_options(&settings, self.limits.memory_limit())?;
-        let schema = file_schema(&columns.schema)?;
-        let (sources, bucket) = column_sources(&columns.sources)?;
+        let schema = file_schema(schema)?;
+        let (sources, bucket) = sources;
         let columns = FileColumns::new(schema, sources).map_err(plugin_error)?;
         let reserved = file_memory(&options);
         self.limits.reserve(reserved).map_err(|(held, limit)| {
@@ -669,6 +850,158 @@ impl dp::HostParquetFile for InstanceState {
                 Err(invalid(format!("too many handles: {e}")))
             }
         }
+    }
+
+    /// Ends an open file: releases its memory and its upload slot.
+    fn close_native_file(
+        &mut self,
+        file: &Resource<NativeFile>,
+    ) -> Result<Option<OpenFile>, types::LakeError> {
+        let f = self.native_file(file)?;
+        let open = f.open.take();
+        let reserved = std::mem::take(&mut f.reserved);
+        self.limits.release(reserved);
+        if open.is_some() {
+            self.open_uploads = self.open_uploads.saturating_sub(1);
+        }
+        Ok(open)
+    }
+}
+
+impl dp::Host for InstanceState {}
+
+impl dp::HostBatch for InstanceState {
+    async fn row_count(&mut self, rows: Resource<HostRows>) -> u32 {
+        self.host_rows(&rows)
+            .map(|r| u32::try_from(r.num_rows()).unwrap_or(u32::MAX))
+            .unwrap_or(0)
+    }
+
+    async fn change_types(&mut self, rows: Resource<HostRows>) -> Vec<u8> {
+        self.host_rows(&rows)
+            .map(|r| r.change_types.clone())
+            .unwrap_or_default()
+    }
+
+    async fn offset_range(&mut self, rows: Resource<HostRows>) -> Option<(i64, i64)> {
+        let r = self.host_rows(&rows).ok()?;
+        let min = r.offsets.iter().min()?;
+        let max = r.offsets.iter().max()?;
+        Some((*min, *max))
+    }
+
+    async fn rows(
+        &mut self,
+        rows: Resource<HostRows>,
+    ) -> Result<types::RowBatch, types::LakeError> {
+        let r = self.host_rows(&rows)?;
+        r.to_row_batch().map_err(|e| types::LakeError {
+            kind: types::ErrorKind::Internal,
+            message: e.to_string(),
+        })
+    }
+
+    async fn columns(
+        &mut self,
+        rows: Resource<HostRows>,
+        positions: Vec<u32>,
+    ) -> Result<types::RowBatch, types::LakeError> {
+        self.host_rows(&rows)?.projected_row_batch(&positions)
+    }
+
+    async fn keep(
+        &mut self,
+        rows: Resource<HostRows>,
+    ) -> Result<Resource<KeptRows>, types::LakeError> {
+        let r = self.host_rows(&rows)?;
+        let reserved = r.kept_bytes();
+        let kept = r.clone();
+        self.limits.reserve(reserved).map_err(|(held, limit)| {
+            invalid(format!(
+                "keeping a batch needs {reserved} bytes of the instance's memory, which holds {held} of its {limit}"
+            ))
+        })?;
+        self.table
+            .push(KeptRows {
+                rows: kept,
+                reserved,
+            })
+            .map_err(|e| {
+                self.limits.release(reserved);
+                invalid(format!("too many handles: {e}"))
+            })
+    }
+
+    async fn drop(&mut self, rows: Resource<HostRows>) -> wasmtime::Result<()> {
+        // Batches are only lent to the plugin, which never drops one; the host deletes each
+        // after the call it was lent to.
+        let _ = self.table.delete(rows);
+        Ok(())
+    }
+}
+
+impl dp::HostKeptBatch for InstanceState {
+    async fn row_count(&mut self, kept: Resource<KeptRows>) -> u32 {
+        self.table
+            .get(&kept)
+            .map(|k| u32::try_from(k.rows.num_rows()).unwrap_or(u32::MAX))
+            .unwrap_or(0)
+    }
+
+    async fn memory_bytes(&mut self, kept: Resource<KeptRows>) -> u64 {
+        self.table
+            .get(&kept)
+            .map(|k| k.reserved as u64)
+            .unwrap_or(0)
+    }
+
+    async fn drop(&mut self, kept: Resource<KeptRows>) -> wasmtime::Result<()> {
+        let k = self.table.delete(kept)?;
+        self.limits.release(k.reserved);
+        Ok(())
+    }
+}
+
+impl dp::HostParquetFile for InstanceState {
+    async fn start(
+        &mut self,
+        path: String,
+        columns: dp::FileColumns,
+        settings: dp::ParquetSettings,
+    ) -> Result<Resource<NativeFile>, types::LakeError> {
+        let sources = column_sources(&columns.sources)?;
+        self.start_file(path, &columns.schema, sources, settings)
+            .await
+    }
+
+    async fn start_picked(
+        &mut self,
+        path: String,
+        columns: dp::PickedColumns,
+        settings: dp::ParquetSettings,
+    ) -> Result<Resource<NativeFile>, types::LakeError> {
+        let sources = picked_sources(&columns.sources)?;
+        self.start_file(path, &columns.schema, sources, settings)
+            .await
+    }
+
+    async fn append_picked(
+        &mut self,
+        file: Resource<NativeFile>,
+        batches: Vec<Resource<KeptRows>>,
+        picks: Vec<(u32, u32)>,
+        own: Vec<dp::OwnColumn>,
+    ) -> Result<u64, types::LakeError> {
+        let outcome = self
+            .append_picked_rows(&file, &batches, &picks, own)
+            .await;
+        if outcome.is_err() {
+            // As `append`: a file that failed to take rows is unusable.
+            if let Some(open) = self.close_native_file(&file)? {
+                open.uploader.abort();
+            }
+        }
+        outcome
     }
 
     async fn append(
@@ -785,6 +1118,94 @@ mod tests {
             let e = HostRows::from_parts(two_parts(), change_types, offsets, timestamps);
             assert_eq!(e.err().map(|e| e.kind()), Some(ErrorKind::Internal));
         }
+    }
+
+    fn ints(schema: &SchemaRef, values: std::ops::Range<i64>) -> RecordBatch {
+        let v = arrow::array::Int64Array::from(values.collect::<Vec<_>>());
+        RecordBatch::try_new(schema.clone(), vec![std::sync::Arc::new(v)]).unwrap()
+    }
+
+    fn one_column() -> SchemaRef {
+        std::sync::Arc::new(arrow::datatypes::Schema::new(vec![Field::new(
+            "v",
+            DataType::Int64,
+            false,
+        )]))
+    }
+
+    #[test]
+    fn picks_gather_rows_across_batches_and_parts_in_the_order_given() {
+        use arrow::array::AsArray;
+        let schema = one_column();
+        // Batch 0: rows 0..2 and 2..5 in two parts; batch 1: rows 100..103.
+        let a = HostRows::from_parts(
+            vec![ints(&schema, 0..2), ints(&schema, 2..5)],
+            vec![],
+            (10..15).collect(),
+            vec![1; 5],
+        )
+        .unwrap();
+        let b = HostRows::from_parts(vec![ints(&schema, 100..103)], vec![], (20..23).collect(), vec![2; 3])
+            .unwrap();
+        let (rows, offsets, timestamps) =
+            gather_picks(&[&a, &b], &[(1, 2), (0, 4), (0, 1), (0, 2), (1, 0)]).unwrap();
+        let v = rows.column(0).as_primitive::<arrow::datatypes::Int64Type>();
+        assert_eq!(v.values(), &[102, 4, 1, 2, 100]);
+        assert_eq!(offsets, vec![22, 14, 11, 12, 20]);
+        assert_eq!(timestamps, vec![2, 1, 1, 1, 2]);
+
+        let e = gather_picks(&[&a, &b], &[(2, 0)]).unwrap_err();
+        assert!(e.message.contains("pick of batch 2: 2 batches given"), "{}", e.message);
+        let e = gather_picks(&[&a], &[(0, 5)]).unwrap_err();
+        assert!(e.message.contains("row 5 of batch 0, which has 5 rows"), "{}", e.message);
+        assert!(matches!(e.kind, types::ErrorKind::InvalidInput));
+    }
+
+    #[test]
+    fn columns_are_projected_once_each_and_in_range() {
+        let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("b", DataType::Int64, false),
+        ]));
+        let part = |r: std::ops::Range<i64>| {
+            let v = || std::sync::Arc::new(arrow::array::Int64Array::from(r.clone().collect::<Vec<_>>()));
+            RecordBatch::try_new(schema.clone(), vec![v(), v()]).unwrap()
+        };
+        let rows = HostRows::from_parts(vec![part(0..2), part(2..3)], vec![0, 1, 2], (0..3).collect(), vec![5; 3])
+            .unwrap();
+        let batch = rows.projected_row_batch(&[1]).unwrap();
+        let decoded = StreamReader::try_new(Cursor::new(batch.ipc), None)
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect::<Vec<_>>();
+        assert_eq!(decoded.len(), 1);
+        assert_eq!(decoded[0].num_columns(), 1);
+        assert_eq!(decoded[0].num_rows(), 3);
+        assert_eq!(decoded[0].schema().field(0).name(), "b");
+        assert_eq!(batch.change_types, vec![0, 1, 2]);
+        assert_eq!(batch.log_offsets, vec![0, 1, 2]);
+        for (bad, why) in [
+            (vec![0, 0], "asked for twice"),
+            (vec![2], "no column 2: the rows have 2 columns"),
+            (vec![], "no column asked for"),
+        ] {
+            let e = rows.projected_row_batch(&bad).unwrap_err();
+            assert!(e.message.contains(why), "{bad:?}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn own_columns_need_one_value_per_pick() {
+        let own = own_rows(
+            vec![dp::OwnColumn::Int64(vec![1, 2]), dp::OwnColumn::Int8(vec![0, 3])],
+            2,
+        )
+        .unwrap();
+        assert_eq!(own.num_columns(), 2);
+        assert_eq!(own.column(1).data_type(), &DataType::Int8);
+        let e = own_rows(vec![dp::OwnColumn::Utf8(vec!["x".into()])], 2).unwrap_err();
+        assert!(e.message.contains("own column 0 has 1 values for 2 picks"), "{}", e.message);
+        assert_eq!(own_rows(vec![], 3).unwrap().num_rows(), 3);
     }
 
     fn settings() -> dp::ParquetSettings {

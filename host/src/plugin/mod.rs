@@ -81,6 +81,7 @@ pub mod batch_write_bindings {
             "fluss:lake/types": super::bindings::fluss::lake::types,
             "fluss:lake/data-plane.batch": super::data_plane::HostRows,
             "fluss:lake/data-plane.parquet-file": super::data_plane::NativeFile,
+            "fluss:lake/data-plane.kept-batch": super::data_plane::KeptRows,
         },
     });
 }
@@ -95,4 +96,4 @@ pub use reload::PluginSet;
 pub use replace_bindings::exports::fluss::lake::bucket_replace::BucketRef;
 
 /// The contract version this host implements (the WIT package version).
-pub const CONTRACT_VERSION: &str = "0.3.8";
+pub const CONTRACT_VERSION: &str = "0.3.9";

@@ -31,6 +31,7 @@ const MAX_LIST_ENTRIES: usize = 100;
 const QUOTA_BYTES: u64 = 16 << 20;
 
 struct Suite {
+    engine: Arc<PluginEngine>,
     evil: Plugin,
     paimon: Plugin,
     warehouse: PathBuf,
@@ -57,7 +58,8 @@ impl Suite {
         std::fs::create_dir_all(&warehouse).unwrap();
         Suite {
             evil: Plugin::load(engine.clone(), &plugin("evil")).await.unwrap(),
-            paimon: Plugin::load(engine, &plugin("paimon")).await.unwrap(),
+            paimon: Plugin::load(engine.clone(), &plugin("paimon")).await.unwrap(),
+            engine,
             warehouse,
         }
     }
@@ -322,6 +324,33 @@ async fn a_plugin_of_contract_0_3_5_still_links_and_writes() {
     s.split(&old, &evil_table("honest", &[])).await.unwrap();
 }
 
+/// Contract 0.3.9 adds kept batches and picked rows to the `data-plane` import and leaves its
+/// 0.3.8 functions as they were: a plugin built against 0.3.8
+/// (`tests/fixtures/plugins/evil-0.3.8.wasm`, the `evil` test plugin as commit b0e5040 built
+/// it), which imports `data-plane@0.3.8`, still links against this host and writes a split
+/// through its `batch-writer`, and its data-plane abuse is refused as before.
+#[tokio::test]
+async fn a_plugin_of_contract_0_3_8_still_writes_through_the_data_plane() {
+    let s = Suite::with_call_timeout(UNHURRIED_CALL_TIMEOUT).await;
+    let fixture = fluss_lake_e2e::repo_root().join("tests/fixtures/plugins/evil-0.3.8.wasm");
+    let bytes = std::fs::read(&fixture).unwrap();
+    let imports = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
+    assert!(imports(b"fluss:lake/data-plane@0.3.8") && !imports(b"kept-batch"));
+    let old = Plugin::load(s.engine.clone(), &fixture).await.unwrap();
+    assert!(old.implements_contract("0.3.8") && !old.implements_contract("0.3.9"));
+    s.native_split(&old, &evil_table("honest", &[]))
+        .await
+        .expect("a native split of the 0.3.8 plugin");
+    let e = s
+        .native_split(&old, &evil_table("data-plane-abuse", &[]))
+        .await
+        .expect_err("the abuse must fail the split");
+    assert!(
+        e.message().contains("every data-plane abuse was refused") && !e.message().contains("ABUSED"),
+        "{e}"
+    );
+}
+
 /// Contract 0.3.7's optional `bucket-replace` export: the host asks `check-replace` before it
 /// reads a KV snapshot to rebuild a bucket. A plugin that answers `unsupported` says so in the
 /// error the round names the bucket with; one that spins there is stopped at the call's
@@ -379,6 +408,15 @@ async fn a_plugin_abusing_the_native_data_plane_is_refused_everything() {
         "of the instance's memory",
         "more than 4 uploads or files open at once",
         "data/finished.parquet is finished",
+        "column 0 asked for twice",
+        "no column 10000",
+        "no column asked for",
+        "keeping a batch needs",
+        "has own columns: it takes append-picked",
+        "pick of batch 1: 1 batches given",
+        "which has",
+        "own column 0 has 1 values for 2 picks",
+        "65537 picks in one call, over the limit of 65536",
     ] {
         assert!(m.contains(refusal), "{refusal:?} not in: {e}");
     }
@@ -390,7 +428,7 @@ async fn a_plugin_abusing_the_native_data_plane_is_refused_everything() {
         "{written:?}"
     );
     for f in &written {
-        for refused in ["missing.parquet", "big-", "open-", "escaped"] {
+        for refused in ["missing.parquet", "big-", "open-", "escaped", "picked"] {
             assert!(
                 !(f.contains(refused) && f.ends_with(".parquet")),
                 "{f} in {written:?}"

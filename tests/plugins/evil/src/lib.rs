@@ -44,8 +44,10 @@
 //! |                 | encoder for what it must refuse: files outside the table, schemas  |
 //! |                 | that are not Arrow or too large, sources that do not fit, row groups |
 //! |                 | and codec levels out of bounds, more memory or open files than its |
-//! |                 | instance may hold, appends to a finished file; fails with every    |
-//! |                 | refusal, or with `ABUSED` naming what the host let through          |
+//! |                 | instance may hold, appends to a finished file; and (0.3.9) columns |
+//! |                 | out of range, batches kept past its memory, picks outside the kept  |
+//! |                 | batches, own columns that do not fit; fails with every refusal, or |
+//! |                 | with `ABUSED` naming what the host let through                     |
 //! | `over-budget`   | an honest lake that reports `u32::MAX`, then 7, parts over budget  |
 //! |                 | in `maintain` (the last counts), and 1 000 in every `write`, where |
 //! |                 | the host ignores it                                                |
@@ -586,6 +588,7 @@ fn abuse_the_data_plane(rows: &data_plane::Batch) -> Result<(), LakeError> {
     finished.append(rows)?;
     finished.finish()?;
     expect_refusal("append after finish", finished.append(rows).map(drop));
+    abuse_picks(rows, &mut expect_refusal)?;
     if abused.is_empty() {
         Err(error(
             WitErrorKind::InvalidInput,
@@ -600,6 +603,84 @@ fn abuse_the_data_plane(rows: &data_plane::Batch) -> Result<(), LakeError> {
             format!("ABUSED: {}", abused.join(" | ")),
         ))
     }
+}
+
+/// The 0.3.9 calls: columns a batch does not have or asked for twice, kept batches past the
+/// instance's memory, picks outside the kept batches, own columns that do not fit, and rows
+/// appended to a file whose columns need the plugin's own values.
+fn abuse_picks(
+    rows: &data_plane::Batch,
+    expect_refusal: &mut impl FnMut(&str, Result<(), LakeError>),
+) -> Result<(), LakeError> {
+    use data_plane::{
+        Compression, OwnColumn, ParquetFile, ParquetSettings, PickedColumns, PickedSource,
+    };
+    expect_refusal("column twice", rows.columns(&[0, 0]).map(drop));
+    expect_refusal("column 10000", rows.columns(&[10_000]).map(drop));
+    expect_refusal("no column", rows.columns(&[]).map(drop));
+    // Kept batches count against the instance's memory until dropped.
+    let mut kept = Vec::new();
+    for _ in 0..1_000_000 {
+        match rows.keep() {
+            Ok(k) => kept.push(k),
+            Err(e) => {
+                expect_refusal("keeping", Err(e));
+                break;
+            }
+        }
+    }
+    kept.truncate(1);
+    let n = rows.row_count();
+    let picked = ParquetFile::start_picked(
+        "data/picked.parquet",
+        &PickedColumns {
+            schema: one_column_schema(),
+            sources: vec![PickedSource::Own(0)],
+        },
+        ParquetSettings {
+            compression: Compression::Zstd(1),
+            max_row_group_rows: 1 << 20,
+            row_group_bytes: 1 << 20,
+            embed_arrow_schema: false,
+            struct_field_stats: false,
+        },
+    )?;
+    expect_refusal("append to an own file", picked.append(rows).map(drop));
+    let attempt = |picks: Vec<(u32, u32)>, own: Vec<OwnColumn>| {
+        let f = ParquetFile::start_picked(
+            "data/picked.parquet",
+            &PickedColumns {
+                schema: one_column_schema(),
+                sources: vec![PickedSource::Own(0)],
+            },
+            ParquetSettings {
+                compression: Compression::Zstd(1),
+                max_row_group_rows: 1 << 20,
+                row_group_bytes: 1 << 20,
+                embed_arrow_schema: false,
+                struct_field_stats: false,
+            },
+        )?;
+        let handles: Vec<&data_plane::KeptBatch> = kept.iter().collect();
+        f.append_picked(&handles, &picks, &own).map(drop)
+    };
+    expect_refusal(
+        "pick of batch 1",
+        attempt(vec![(1, 0)], vec![OwnColumn::Int64(vec![0])]),
+    );
+    expect_refusal(
+        "pick past the rows",
+        attempt(vec![(0, n)], vec![OwnColumn::Int64(vec![0])]),
+    );
+    expect_refusal(
+        "own values short",
+        attempt(vec![(0, 0), (0, 0)], vec![OwnColumn::Int64(vec![0])]),
+    );
+    expect_refusal(
+        "65537 picks",
+        attempt(vec![(0, 0); 65_537], vec![OwnColumn::Int64(vec![0; 65_537])]),
+    );
+    Ok(())
 }
 
 /// Tries to use the `table-catalog` import beyond its own table; answers, as an error, what
