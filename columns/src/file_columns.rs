@@ -78,7 +78,9 @@ impl FileColumns {
 
     /// Whether a column takes the writer's own rows ([`ColumnSource::Own`]).
     pub fn has_own(&self) -> bool {
-        self.sources.iter().any(|s| matches!(s, ColumnSource::Own(_)))
+        self.sources
+            .iter()
+            .any(|s| matches!(s, ColumnSource::Own(_)))
     }
 
     /// The file rows of `batch` (Fluss's columns in schema order), whose rows have the given
@@ -254,7 +256,10 @@ mod tests {
         let rows = columns
             .assemble_with_own(&fluss, &[], &[], 0, Some(&own))
             .unwrap();
-        assert_eq!(rows.column(0).as_primitive::<Int64Type>().values(), &[41, 42]);
+        assert_eq!(
+            rows.column(0).as_primitive::<Int64Type>().values(),
+            &[41, 42]
+        );
 
         let e = columns.assemble(&fluss, &[], &[], 0).unwrap_err();
         assert!(e.to_string().contains("no own column 0"), "{e}");

@@ -56,9 +56,7 @@ impl<'a> HostBatch<'a> {
     pub fn columns(&self, positions: &[usize]) -> Result<DecodedBatch> {
         let positions = positions
             .iter()
-            .map(|p| {
-                u32::try_from(*p).map_err(|_| Error::invalid_input(format!("no column {p}")))
-            })
+            .map(|p| u32::try_from(*p).map_err(|_| Error::invalid_input(format!("no column {p}"))))
             .collect::<Result<Vec<_>>>()?;
         decode_row_batch(self.0.columns(&positions)?)
     }
@@ -165,9 +163,8 @@ impl HostFile {
         bucket: i32,
         options: &ParquetOptions,
     ) -> Result<HostFile> {
-        let position = |c: usize| {
-            u32::try_from(c).map_err(|_| Error::invalid_input(format!("no column {c}")))
-        };
+        let position =
+            |c: usize| u32::try_from(c).map_err(|_| Error::invalid_input(format!("no column {c}")));
         let schema = schema_message(columns.schema())?;
         let file = if columns.has_own() {
             // 0.3.9's `start-picked`; files without own columns keep 0.3.8's `start`.
@@ -181,7 +178,7 @@ impl HostFile {
                         ColumnSource::Bucket => dp::PickedSource::Bucket(bucket),
                         ColumnSource::Offset => dp::PickedSource::LogOffset,
                         ColumnSource::Timestamp => dp::PickedSource::CommitTimestamp,
-                        ColumnSource::Own(c) => dp::PickedSource::Own(position(c)?),
+                        ColumnSource::Own(c) => dp::PickedSource::Computed(position(c)?),
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -276,7 +273,7 @@ impl HostFile {
 }
 
 /// The contract's own columns of `batch`: integers, strings or bytes, none null.
-fn own_columns(batch: &arrow_array::RecordBatch) -> Result<Vec<dp::OwnColumn>> {
+fn own_columns(batch: &arrow_array::RecordBatch) -> Result<Vec<dp::ComputedColumn>> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type};
     use arrow_schema::DataType;
@@ -289,21 +286,29 @@ fn own_columns(batch: &arrow_array::RecordBatch) -> Result<Vec<dp::OwnColumn>> {
                 return Err(Error::invalid_input(format!("own column {i} holds nulls")));
             }
             Ok(match c.data_type() {
-                DataType::Int8 => dp::OwnColumn::Int8(c.as_primitive::<Int8Type>().values().to_vec()),
+                DataType::Int8 => {
+                    dp::ComputedColumn::Int8(c.as_primitive::<Int8Type>().values().to_vec())
+                }
                 DataType::Int16 => {
-                    dp::OwnColumn::Int16(c.as_primitive::<Int16Type>().values().to_vec())
+                    dp::ComputedColumn::Int16(c.as_primitive::<Int16Type>().values().to_vec())
                 }
                 DataType::Int32 => {
-                    dp::OwnColumn::Int32(c.as_primitive::<Int32Type>().values().to_vec())
+                    dp::ComputedColumn::Int32(c.as_primitive::<Int32Type>().values().to_vec())
                 }
                 DataType::Int64 => {
-                    dp::OwnColumn::Int64(c.as_primitive::<Int64Type>().values().to_vec())
+                    dp::ComputedColumn::Int64(c.as_primitive::<Int64Type>().values().to_vec())
                 }
-                DataType::Utf8 => dp::OwnColumn::Utf8(
-                    c.as_string::<i32>().iter().map(|v| v.unwrap_or_default().to_string()).collect(),
+                DataType::Utf8 => dp::ComputedColumn::Utf8(
+                    c.as_string::<i32>()
+                        .iter()
+                        .map(|v| v.unwrap_or_default().to_string())
+                        .collect(),
                 ),
-                DataType::Binary => dp::OwnColumn::Binary(
-                    c.as_binary::<i32>().iter().map(|v| v.unwrap_or_default().to_vec()).collect(),
+                DataType::Binary => dp::ComputedColumn::Binary(
+                    c.as_binary::<i32>()
+                        .iter()
+                        .map(|v| v.unwrap_or_default().to_vec())
+                        .collect(),
                 ),
                 other => {
                     return Err(Error::unsupported(format!(

@@ -24,8 +24,8 @@ BATCH_TYPE = 2
 PARQUET_FILE_TYPE = 3
 KEPT_BATCH_TYPE = 4
 
-# The arrow type of each `own-column` case.
-OWN_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+# The arrow type of each `computed-column` case.
+COMPUTED_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
              "utf8": pa.string(), "binary": pa.binary()}
 
 
@@ -168,8 +168,8 @@ class ParquetFile:
         return millis.cast(field.type)
 
     def append(self, batch):
-        if any(s.tag == "own" for s in self.sources):
-            raise ValueError("a file with own columns takes append-picked")
+        if any(s.tag == "computed" for s in self.sources):
+            raise ValueError("a file with computed columns takes append-picked")
         self._write([self._column(f, s, batch) for f, s in zip(self.schema, self.sources)])
         return self.sink.tell()
 
@@ -180,7 +180,7 @@ class ParquetFile:
         for b, r in picks:
             if b >= len(batches) or r >= batches[b].table.num_rows:
                 raise ValueError(f"pick ({b}, {r}) out of range")
-        own = [pa.array(list(c.payload), OWN_TYPES[c.tag]) for c in own]
+        own = [pa.array(list(c.payload), COMPUTED_TYPES[c.tag]) for c in own]
         if any(len(c) != len(picks) for c in own):
             raise ValueError("own columns need one value per pick")
         starts = [0]

@@ -236,7 +236,9 @@ impl KvLayout {
     ) -> Result<RecordBatch> {
         let n = keys.num_rows();
         if kinds.len() != n || keys.num_columns() != self.num_keys() {
-            return Err(Error::internal("one row kind per row and the key columns expected"));
+            return Err(Error::internal(
+                "one row kind per row and the key columns expected",
+            ));
         }
         let mut columns: Vec<ArrayRef> = keys.columns().to_vec();
         columns.push(Arc::new(Int64Array::from_iter_values(

@@ -17,11 +17,11 @@ pub mod kv;
 pub mod options;
 pub mod sequence;
 
+use fluss_lake_guest_sdk::Error;
 use fluss_lake_guest_sdk::arrow_util::interleave_batches;
 use fluss_lake_guest_sdk::data_plane::{HostBatch, KeptBatch, SplitRows};
 use fluss_lake_guest_sdk::file_columns::{ColumnSource, FileColumns};
 use fluss_lake_guest_sdk::parquet::Encoding;
-use fluss_lake_guest_sdk::Error;
 use fluss_lake_guest_sdk::storage::Storage;
 use fluss_lake_guest_sdk::wit::WriteResult;
 use fluss_lake_guest_sdk::{Result, ResultExt};
@@ -89,8 +89,10 @@ impl OnHost {
             std::sync::Arc::new(arrow_schema::Schema::new(key_schema.fields()[..k].to_vec())),
             (0..k).map(ColumnSource::Fluss).collect(),
         )?;
-        let mut sources: Vec<ColumnSource> =
-            key_positions.iter().map(|p| ColumnSource::Fluss(*p)).collect();
+        let mut sources: Vec<ColumnSource> = key_positions
+            .iter()
+            .map(|p| ColumnSource::Fluss(*p))
+            .collect();
         sources.extend([ColumnSource::Own(0), ColumnSource::Own(1)]);
         sources.extend(table.sources().iter().copied());
         let files = FileColumns::new(layout.schema().clone(), sources)?;
@@ -219,7 +221,9 @@ impl<S: Storage> MergeTreeWriter<S> {
             self.target.rows.fluss_bucket(),
         )?;
         let kept = batch.keep()?;
-        let kv = self.layout.wrap_keys(&converted, self.next_sequence, kinds)?;
+        let kv = self
+            .layout
+            .wrap_keys(&converted, self.next_sequence, kinds)?;
         // The buffer counts the rows the host keeps, so `write-buffer-size` bounds the same
         // rows as when they are buffered here.
         let cost = WriteBuffer::cost(&kv) + kept.memory_bytes();

@@ -65,6 +65,9 @@ pub struct HostRows {
     change_types: Vec<u8>,
     offsets: Vec<i64>,
     timestamps: Vec<i64>,
+    /// Whether `batch.keep` kept these rows already: a batch is kept at most once, so a
+    /// plugin cannot make the host hold the same rows many times over.
+    kept: bool,
 }
 
 impl HostRows {
@@ -97,6 +100,7 @@ impl HostRows {
             change_types,
             offsets,
             timestamps,
+            kept: false,
         })
     }
 
@@ -178,6 +182,7 @@ impl HostRows {
             change_types: Vec::new(),
             offsets: Vec::new(),
             timestamps: Vec::new(),
+            kept: false,
         };
         let internal = |e: Error| types::LakeError {
             kind: types::ErrorKind::Internal,
@@ -519,7 +524,7 @@ fn picked_sources(
                 }
                 dp::PickedSource::LogOffset => ColumnSource::Offset,
                 dp::PickedSource::CommitTimestamp => ColumnSource::Timestamp,
-                dp::PickedSource::Own(c) => ColumnSource::Own(c as usize),
+                dp::PickedSource::Computed(c) => ColumnSource::Own(c as usize),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -566,7 +571,7 @@ fn gather_picks(
 
 /// The plugin's own columns of an `append-picked` call as one batch, each with one value per
 /// pick (`rows`).
-fn own_rows(own: Vec<dp::OwnColumn>, rows: usize) -> Result<RecordBatch, types::LakeError> {
+fn own_rows(own: Vec<dp::ComputedColumn>, rows: usize) -> Result<RecordBatch, types::LakeError> {
     use arrow::array::{
         ArrayRef, BinaryArray, Int8Array, Int16Array, Int32Array, Int64Array, StringArray,
     };
@@ -574,12 +579,14 @@ fn own_rows(own: Vec<dp::OwnColumn>, rows: usize) -> Result<RecordBatch, types::
         .into_iter()
         .map(|c| -> ArrayRef {
             match c {
-                dp::OwnColumn::Int8(v) => std::sync::Arc::new(Int8Array::from(v)),
-                dp::OwnColumn::Int16(v) => std::sync::Arc::new(Int16Array::from(v)),
-                dp::OwnColumn::Int32(v) => std::sync::Arc::new(Int32Array::from(v)),
-                dp::OwnColumn::Int64(v) => std::sync::Arc::new(Int64Array::from(v)),
-                dp::OwnColumn::Utf8(v) => std::sync::Arc::new(StringArray::from(v)),
-                dp::OwnColumn::Binary(v) => std::sync::Arc::new(BinaryArray::from_iter_values(v)),
+                dp::ComputedColumn::Int8(v) => std::sync::Arc::new(Int8Array::from(v)),
+                dp::ComputedColumn::Int16(v) => std::sync::Arc::new(Int16Array::from(v)),
+                dp::ComputedColumn::Int32(v) => std::sync::Arc::new(Int32Array::from(v)),
+                dp::ComputedColumn::Int64(v) => std::sync::Arc::new(Int64Array::from(v)),
+                dp::ComputedColumn::Utf8(v) => std::sync::Arc::new(StringArray::from(v)),
+                dp::ComputedColumn::Binary(v) => {
+                    std::sync::Arc::new(BinaryArray::from_iter_values(v))
+                }
             }
         })
         .collect();
@@ -711,7 +718,7 @@ impl InstanceState {
         file: &Resource<NativeFile>,
         batches: &[Resource<KeptRows>],
         picks: &[(u32, u32)],
-        own: Vec<dp::OwnColumn>,
+        own: Vec<dp::ComputedColumn>,
     ) -> Result<u64, types::LakeError> {
         if picks.len() > MAX_PICKS_PER_CALL {
             return Err(invalid(format!(
@@ -914,6 +921,11 @@ impl dp::HostBatch for InstanceState {
         rows: Resource<HostRows>,
     ) -> Result<Resource<KeptRows>, types::LakeError> {
         let r = self.host_rows(&rows)?;
+        if r.kept {
+            return Err(invalid(
+                "this batch is kept already: a batch is kept at most once",
+            ));
+        }
         let reserved = r.kept_bytes();
         let kept = r.clone();
         self.limits.reserve(reserved).map_err(|(held, limit)| {
@@ -921,7 +933,8 @@ impl dp::HostBatch for InstanceState {
                 "keeping a batch needs {reserved} bytes of the instance's memory, which holds {held} of its {limit}"
             ))
         })?;
-        self.table
+        let handle = self
+            .table
             .push(KeptRows {
                 rows: kept,
                 reserved,
@@ -929,7 +942,11 @@ impl dp::HostBatch for InstanceState {
             .map_err(|e| {
                 self.limits.release(reserved);
                 invalid(format!("too many handles: {e}"))
-            })
+            })?;
+        if let Ok(r) = self.table.get_mut(&rows) {
+            r.kept = true;
+        }
+        Ok(handle)
     }
 
     async fn drop(&mut self, rows: Resource<HostRows>) -> wasmtime::Result<()> {
@@ -990,11 +1007,9 @@ impl dp::HostParquetFile for InstanceState {
         file: Resource<NativeFile>,
         batches: Vec<Resource<KeptRows>>,
         picks: Vec<(u32, u32)>,
-        own: Vec<dp::OwnColumn>,
+        own: Vec<dp::ComputedColumn>,
     ) -> Result<u64, types::LakeError> {
-        let outcome = self
-            .append_picked_rows(&file, &batches, &picks, own)
-            .await;
+        let outcome = self.append_picked_rows(&file, &batches, &picks, own).await;
         if outcome.is_err() {
             // As `append`: a file that failed to take rows is unusable.
             if let Some(open) = self.close_native_file(&file)? {
@@ -1145,8 +1160,13 @@ mod tests {
             vec![1; 5],
         )
         .unwrap();
-        let b = HostRows::from_parts(vec![ints(&schema, 100..103)], vec![], (20..23).collect(), vec![2; 3])
-            .unwrap();
+        let b = HostRows::from_parts(
+            vec![ints(&schema, 100..103)],
+            vec![],
+            (20..23).collect(),
+            vec![2; 3],
+        )
+        .unwrap();
         let (rows, offsets, timestamps) =
             gather_picks(&[&a, &b], &[(1, 2), (0, 4), (0, 1), (0, 2), (1, 0)]).unwrap();
         let v = rows.column(0).as_primitive::<arrow::datatypes::Int64Type>();
@@ -1155,9 +1175,17 @@ mod tests {
         assert_eq!(timestamps, vec![2, 1, 1, 1, 2]);
 
         let e = gather_picks(&[&a, &b], &[(2, 0)]).unwrap_err();
-        assert!(e.message.contains("pick of batch 2: 2 batches given"), "{}", e.message);
+        assert!(
+            e.message.contains("pick of batch 2: 2 batches given"),
+            "{}",
+            e.message
+        );
         let e = gather_picks(&[&a], &[(0, 5)]).unwrap_err();
-        assert!(e.message.contains("row 5 of batch 0, which has 5 rows"), "{}", e.message);
+        assert!(
+            e.message.contains("row 5 of batch 0, which has 5 rows"),
+            "{}",
+            e.message
+        );
         assert!(matches!(e.kind, types::ErrorKind::InvalidInput));
     }
 
@@ -1168,11 +1196,20 @@ mod tests {
             Field::new("b", DataType::Int64, false),
         ]));
         let part = |r: std::ops::Range<i64>| {
-            let v = || std::sync::Arc::new(arrow::array::Int64Array::from(r.clone().collect::<Vec<_>>()));
+            let v = || {
+                std::sync::Arc::new(arrow::array::Int64Array::from(
+                    r.clone().collect::<Vec<_>>(),
+                ))
+            };
             RecordBatch::try_new(schema.clone(), vec![v(), v()]).unwrap()
         };
-        let rows = HostRows::from_parts(vec![part(0..2), part(2..3)], vec![0, 1, 2], (0..3).collect(), vec![5; 3])
-            .unwrap();
+        let rows = HostRows::from_parts(
+            vec![part(0..2), part(2..3)],
+            vec![0, 1, 2],
+            (0..3).collect(),
+            vec![5; 3],
+        )
+        .unwrap();
         let batch = rows.projected_row_batch(&[1]).unwrap();
         let decoded = StreamReader::try_new(Cursor::new(batch.ipc), None)
             .unwrap()
@@ -1197,14 +1234,21 @@ mod tests {
     #[test]
     fn own_columns_need_one_value_per_pick() {
         let own = own_rows(
-            vec![dp::OwnColumn::Int64(vec![1, 2]), dp::OwnColumn::Int8(vec![0, 3])],
+            vec![
+                dp::ComputedColumn::Int64(vec![1, 2]),
+                dp::ComputedColumn::Int8(vec![0, 3]),
+            ],
             2,
         )
         .unwrap();
         assert_eq!(own.num_columns(), 2);
         assert_eq!(own.column(1).data_type(), &DataType::Int8);
-        let e = own_rows(vec![dp::OwnColumn::Utf8(vec!["x".into()])], 2).unwrap_err();
-        assert!(e.message.contains("own column 0 has 1 values for 2 picks"), "{}", e.message);
+        let e = own_rows(vec![dp::ComputedColumn::Utf8(vec!["x".into()])], 2).unwrap_err();
+        assert!(
+            e.message.contains("own column 0 has 1 values for 2 picks"),
+            "{}",
+            e.message
+        );
         assert_eq!(own_rows(vec![], 3).unwrap().num_rows(), 3);
     }
 

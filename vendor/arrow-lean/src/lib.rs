@@ -1,6 +1,6 @@
 //! The `arrow` crate's module paths (`arrow::array`, `arrow::datatypes`, `arrow::ipc`, …)
 //! over the Arrow crates fluss-rs really uses: arrays, buffers, schemas, IPC and the selection
-//! kernels (`take`, `concat`). The `arrow` crate itself always brings every compute kernel
+//! kernels (`take`, `concat`, `interleave`). The `arrow` crate itself always brings every compute kernel
 //! (cast, ordering, arithmetic, strings, rows): about 280 CPU-seconds of every cold build for
 //! two calls fluss-rs makes, now written out in fluss-rs itself (see ../fluss-rs/PATCHED.md).
 //! Every item here is re-exported unchanged from the arrow crate that defines it.
@@ -22,10 +22,11 @@ pub mod array {
 pub mod compute {
     pub use arrow_select::concat::{concat, concat_batches};
     pub use arrow_select::filter::{filter, filter_record_batch};
+    pub use arrow_select::interleave::{interleave, interleave_record_batch};
     pub use arrow_select::take::{take, take_record_batch};
 
     pub mod kernels {
-        pub use arrow_select::{concat, filter, take};
+        pub use arrow_select::{concat, filter, interleave, take};
     }
 }
 
