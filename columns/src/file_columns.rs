@@ -24,9 +24,9 @@ pub enum ColumnSource {
     Offset,
     /// `__timestamp`: each row's commit timestamp, epoch millis as the column's timestamp type.
     Timestamp,
-    /// The column at this position of the writer's own rows (what a format computes itself: a
+    /// The column at this position of the writer's computed rows (what a format computes itself: a
     /// sequence number, a row kind), converted to the file's type.
-    Own(usize),
+    Computed(usize),
 }
 
 /// The columns of a data file: its Arrow schema (the lake's names, types, nullability and
@@ -53,7 +53,7 @@ impl FileColumns {
                 ColumnSource::Offset => field.data_type() == &DataType::Int64,
                 ColumnSource::Timestamp => matches!(field.data_type(), DataType::Timestamp(..)),
                 ColumnSource::Null => field.is_nullable(),
-                ColumnSource::Fluss(_) | ColumnSource::Own(_) => true,
+                ColumnSource::Fluss(_) | ColumnSource::Computed(_) => true,
             };
             if !ok {
                 return Err(Error::invalid_input(format!(
@@ -76,11 +76,11 @@ impl FileColumns {
         &self.sources
     }
 
-    /// Whether a column takes the writer's own rows ([`ColumnSource::Own`]).
-    pub fn has_own(&self) -> bool {
+    /// Whether a column takes the writer's computed rows ([`ColumnSource::Computed`]).
+    pub fn has_computed(&self) -> bool {
         self.sources
             .iter()
-            .any(|s| matches!(s, ColumnSource::Own(_)))
+            .any(|s| matches!(s, ColumnSource::Computed(_)))
     }
 
     /// The file rows of `batch` (Fluss's columns in schema order), whose rows have the given
@@ -92,12 +92,12 @@ impl FileColumns {
         timestamps: &[i64],
         bucket: i32,
     ) -> Result<RecordBatch> {
-        self.assemble_with_own(batch, offsets, timestamps, bucket, None)
+        self.assemble_with_computed(batch, offsets, timestamps, bucket, None)
     }
 
-    /// As [`FileColumns::assemble`], with the writer's own rows (one per row of `batch`) for
-    /// the [`ColumnSource::Own`] columns.
-    pub fn assemble_with_own(
+    /// As [`FileColumns::assemble`], with the writer's computed rows (one per row of `batch`) for
+    /// the [`ColumnSource::Computed`] columns.
+    pub fn assemble_with_computed(
         &self,
         batch: &RecordBatch,
         offsets: &[i64],
@@ -110,7 +110,7 @@ impl FileColumns {
             && own.num_rows() != n
         {
             return Err(Error::invalid_input(format!(
-                "{} own rows for a batch of {n} rows",
+                "{} computed rows for a batch of {n} rows",
                 own.num_rows()
             )));
         }
@@ -150,10 +150,10 @@ impl FileColumns {
                         system("timestamps", timestamps.len())?;
                         millis_column(timestamps, target)?
                     }
-                    ColumnSource::Own(c) => {
+                    ColumnSource::Computed(c) => {
                         let col = own.and_then(|o| o.columns().get(c)).ok_or_else(|| {
                             Error::invalid_input(format!(
-                                "no own column {c} ({}) among the rows",
+                                "no computed column {c} ({}) among the rows",
                                 field.name()
                             ))
                         })?;
@@ -239,10 +239,10 @@ mod tests {
         ]));
         let columns = FileColumns::new(
             schema.clone(),
-            vec![ColumnSource::Own(0), ColumnSource::Fluss(0)],
+            vec![ColumnSource::Computed(0), ColumnSource::Fluss(0)],
         )
         .unwrap();
-        assert!(columns.has_own());
+        assert!(columns.has_computed());
         let fluss = RecordBatch::try_from_iter(vec![(
             "s",
             Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef,
@@ -254,7 +254,7 @@ mod tests {
         )])
         .unwrap();
         let rows = columns
-            .assemble_with_own(&fluss, &[], &[], 0, Some(&own))
+            .assemble_with_computed(&fluss, &[], &[], 0, Some(&own))
             .unwrap();
         assert_eq!(
             rows.column(0).as_primitive::<Int64Type>().values(),
@@ -262,10 +262,13 @@ mod tests {
         );
 
         let e = columns.assemble(&fluss, &[], &[], 0).unwrap_err();
-        assert!(e.to_string().contains("no own column 0"), "{e}");
+        assert!(e.to_string().contains("no computed column 0"), "{e}");
         let e = columns
-            .assemble_with_own(&fluss, &[], &[], 0, Some(&own.slice(0, 1)))
+            .assemble_with_computed(&fluss, &[], &[], 0, Some(&own.slice(0, 1)))
             .unwrap_err();
-        assert!(e.to_string().contains("1 own rows for a batch of 2"), "{e}");
+        assert!(
+            e.to_string().contains("1 computed rows for a batch of 2"),
+            "{e}"
+        );
     }
 }

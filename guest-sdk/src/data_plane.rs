@@ -166,8 +166,8 @@ impl HostFile {
         let position =
             |c: usize| u32::try_from(c).map_err(|_| Error::invalid_input(format!("no column {c}")));
         let schema = schema_message(columns.schema())?;
-        let file = if columns.has_own() {
-            // 0.3.9's `start-picked`; files without own columns keep 0.3.8's `start`.
+        let file = if columns.has_computed() {
+            // 0.3.9's `start-picked`; files without computed columns keep 0.3.8's `start`.
             let sources = columns
                 .sources()
                 .iter()
@@ -178,7 +178,7 @@ impl HostFile {
                         ColumnSource::Bucket => dp::PickedSource::Bucket(bucket),
                         ColumnSource::Offset => dp::PickedSource::LogOffset,
                         ColumnSource::Timestamp => dp::PickedSource::CommitTimestamp,
-                        ColumnSource::Own(c) => dp::PickedSource::Computed(position(c)?),
+                        ColumnSource::Computed(c) => dp::PickedSource::Computed(position(c)?),
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -195,8 +195,8 @@ impl HostFile {
                         ColumnSource::Bucket => dp::ColumnSource::Bucket(bucket),
                         ColumnSource::Offset => dp::ColumnSource::LogOffset,
                         ColumnSource::Timestamp => dp::ColumnSource::CommitTimestamp,
-                        ColumnSource::Own(c) => {
-                            return Err(Error::internal(format!("own column {c} unexpected")));
+                        ColumnSource::Computed(c) => {
+                            return Err(Error::internal(format!("computed column {c} unexpected")));
                         }
                     })
                 })
@@ -219,8 +219,8 @@ impl HostFile {
     }
 
     /// Encodes rows of kept batches in the order of `picks` (an index into `batches`, a row
-    /// of that batch), with `own` holding the file's own columns (one row per pick; none when
-    /// the file has no own column); the file's size so far. Picks go in calls of at most
+    /// of that batch), with `computed` holding the file's computed columns (one row per pick; none when
+    /// the file has no computed column); the file's size so far. Picks go in calls of at most
     /// [`MAX_PICKS_PER_CALL`].
     pub fn append_picked(
         &self,
@@ -233,7 +233,7 @@ impl HostFile {
         let mut start = 0;
         for chunk in picks.chunks(MAX_PICKS_PER_CALL) {
             let own = match own {
-                Some(o) => own_columns(&o.slice(start, chunk.len()))?,
+                Some(o) => computed_columns(&o.slice(start, chunk.len()))?,
                 None => Vec::new(),
             };
             size = self.file()?.append_picked(&handles, chunk, &own)?;
@@ -272,8 +272,8 @@ impl HostFile {
     }
 }
 
-/// The contract's own columns of `batch`: integers, strings or bytes, none null.
-fn own_columns(batch: &arrow_array::RecordBatch) -> Result<Vec<dp::ComputedColumn>> {
+/// The contract's computed columns of `batch`: integers, strings or bytes, none null.
+fn computed_columns(batch: &arrow_array::RecordBatch) -> Result<Vec<dp::ComputedColumn>> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type};
     use arrow_schema::DataType;
@@ -283,7 +283,7 @@ fn own_columns(batch: &arrow_array::RecordBatch) -> Result<Vec<dp::ComputedColum
         .enumerate()
         .map(|(i, c)| {
             if c.null_count() > 0 {
-                return Err(Error::invalid_input(format!("own column {i} holds nulls")));
+                return Err(Error::invalid_input(format!("computed column {i} holds nulls")));
             }
             Ok(match c.data_type() {
                 DataType::Int8 => {
@@ -312,7 +312,7 @@ fn own_columns(batch: &arrow_array::RecordBatch) -> Result<Vec<dp::ComputedColum
                 ),
                 other => {
                     return Err(Error::unsupported(format!(
-                        "own column {i} of type {other}: the host takes integers, strings and bytes"
+                        "computed column {i} of type {other}: the host takes integers, strings and bytes"
                     )));
                 }
             })

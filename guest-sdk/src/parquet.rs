@@ -223,9 +223,9 @@ impl<S: Storage> RollingParquetWriter<S> {
         }
     }
 
-    /// Appends rows of kept batches in the order of `picks`, with the files' own columns
-    /// (`own`, one row per pick), as [`Self::for_columns`] laid the files out with
-    /// [`ColumnSource::Own`](crate::file_columns::ColumnSource::Own) columns; only for a writer
+    /// Appends rows of kept batches in the order of `picks`, with the files' computed columns
+    /// (`computed`, one row per pick), as [`Self::for_columns`] laid the files out with
+    /// [`ColumnSource::Computed`](crate::file_columns::ColumnSource::Own) columns; only for a writer
     /// whose encoding is [`Encoding::Host`] (contract 0.3.9). Returns the file finished if it
     /// reached the target size.
     pub fn write_picked(

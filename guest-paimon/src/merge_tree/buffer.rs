@@ -115,7 +115,19 @@ impl WriteBuffer {
     /// in level-0 files to shadow the key's older rows. With `ignore_delete` retractions never
     /// win, and a key with nothing but retractions is left out.
     pub fn sort(&self, layout: &KvLayout, ignore_delete: bool) -> Result<SortedRun> {
-        let keys = (0..layout.num_keys())
+        self.sort_rows(layout.num_keys(), layout.kind_column(), ignore_delete)
+    }
+
+    /// [`Self::sort`] for buffered batches whose first `num_keys` columns are the key and
+    /// whose row kinds are column `kind_column` (a writer whose rows stay in the host buffers
+    /// only those).
+    pub fn sort_rows(
+        &self,
+        num_keys: usize,
+        kind_column: usize,
+        ignore_delete: bool,
+    ) -> Result<SortedRun> {
+        let keys = (0..num_keys)
             .map(|c| {
                 let arrays: Vec<&dyn Array> =
                     self.batches.iter().map(|b| b.column(c).as_ref()).collect();
@@ -132,7 +144,7 @@ impl WriteBuffer {
 
         let is_retract = |id: RowId| {
             let (b, r) = self.locate(id);
-            let kinds = self.batches[b].column(layout.kind_column());
+            let kinds = self.batches[b].column(kind_column);
             RowKind::is_retract(kinds.as_primitive::<Int8Type>().value(r))
         };
         let mut merged = Vec::new();

@@ -112,8 +112,8 @@ impl<'a, S: Storage + ?Sized> KvFileWriter<'a, S> {
 
     /// A writer whose files the host encodes (contract 0.3.9) with `columns`: the key/value
     /// layout's columns, whose key and table columns come from the rows the host keeps and whose
-    /// `_SEQUENCE_NUMBER` and `_VALUE_KIND` are this writer's own (`ColumnSource::Own(0)` and
-    /// `Own(1)`), read from Fluss bucket `bucket`.
+    /// `_SEQUENCE_NUMBER` and `_VALUE_KIND` are computed here (`ColumnSource::Computed(0)` and
+    /// `Computed(1)`), read from Fluss bucket `bucket`.
     pub fn on_host(
         storage: &'a S,
         layout: &'a KvLayout,

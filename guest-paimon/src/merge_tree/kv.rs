@@ -226,25 +226,43 @@ impl KvLayout {
         Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
     }
 
-    /// Key/value rows' first columns ([`Self::key_schema`]) of `keys` (the key columns, in
-    /// the file's types), with sequence numbers `first_sequence..` in row order.
-    pub fn wrap_keys(
-        &self,
-        keys: &RecordBatch,
-        first_sequence: i64,
-        kinds: Vec<i8>,
-    ) -> Result<RecordBatch> {
-        let n = keys.num_rows();
-        if kinds.len() != n || keys.num_columns() != self.num_keys() {
+    /// What a writer whose rows stay in the host buffers of each row: its key columns (in
+    /// the file's types) and its row kind, without its sequence number, which follows from
+    /// the row's place in the buffer ([`Self::with_sequences`]).
+    pub fn buffered_keys(&self, keys: &RecordBatch, kinds: Vec<i8>) -> Result<RecordBatch> {
+        let k = self.num_keys();
+        if kinds.len() != keys.num_rows() || keys.num_columns() != k {
             return Err(Error::internal(
                 "one row kind per row and the key columns expected",
             ));
         }
+        let mut fields = self.schema.fields()[..k].to_vec();
+        fields.push(self.schema.field(self.kind_column()).clone().into());
         let mut columns: Vec<ArrayRef> = keys.columns().to_vec();
-        columns.push(Arc::new(Int64Array::from_iter_values(
-            first_sequence..first_sequence + n as i64,
-        )));
         columns.push(Arc::new(Int8Array::from(kinds)));
+        Ok(RecordBatch::try_new(
+            Arc::new(Schema::new(fields)),
+            columns,
+        )?)
+    }
+
+    /// Key/value rows' first columns ([`Self::key_schema`]) of `buffered` (rows of
+    /// [`Self::buffered_keys`]), with these sequence numbers.
+    pub fn with_sequences(
+        &self,
+        buffered: &RecordBatch,
+        sequences: impl IntoIterator<Item = i64>,
+    ) -> Result<RecordBatch> {
+        let k = self.num_keys();
+        let sequences = Int64Array::from_iter_values(sequences);
+        if sequences.len() != buffered.num_rows() || buffered.num_columns() != k + 1 {
+            return Err(Error::internal(
+                "one sequence number per row and buffered keys expected",
+            ));
+        }
+        let mut columns: Vec<ArrayRef> = buffered.columns()[..k].to_vec();
+        columns.push(Arc::new(sequences));
+        columns.push(buffered.column(k).clone());
         Ok(RecordBatch::try_new(self.key_schema(), columns)?)
     }
 

@@ -52,7 +52,8 @@ pub struct MergeTreeWriter<S: Storage> {
     changelog_files: Vec<DataFileMeta>,
     records: u64,
     /// Set when the rows stay in the host (contract 0.3.9): the buffer then holds only each
-    /// row's key, sequence number and row kind, and the host encodes the files.
+    /// row's key and row kind (its sequence number follows from its place in the buffer), and
+    /// the host encodes the files.
     on_host: Option<OnHost>,
 }
 
@@ -65,7 +66,7 @@ struct OnHost {
     /// Converts the fetched key columns to the files' key types.
     keys: FileColumns,
     /// The files' columns: keys and table columns from the kept rows, `_SEQUENCE_NUMBER` and
-    /// `_VALUE_KIND` this writer's own (`Own(0)`, `Own(1)`).
+    /// `_VALUE_KIND` computed here (`Computed(0)`, `Computed(1)`).
     files: FileColumns,
     /// The kept batch of each buffered batch, in the buffer's order.
     kept: Vec<KeptBatch>,
@@ -93,7 +94,7 @@ impl OnHost {
             .iter()
             .map(|p| ColumnSource::Fluss(*p))
             .collect();
-        sources.extend([ColumnSource::Own(0), ColumnSource::Own(1)]);
+        sources.extend([ColumnSource::Computed(0), ColumnSource::Computed(1)]);
         sources.extend(table.sources().iter().copied());
         let files = FileColumns::new(layout.schema().clone(), sources)?;
         Ok(OnHost {
@@ -221,9 +222,7 @@ impl<S: Storage> MergeTreeWriter<S> {
             self.target.rows.fluss_bucket(),
         )?;
         let kept = batch.keep()?;
-        let kv = self
-            .layout
-            .wrap_keys(&converted, self.next_sequence, kinds)?;
+        let kv = self.layout.buffered_keys(&converted, kinds)?;
         // The buffer counts the rows the host keeps, so `write-buffer-size` bounds the same
         // rows as when they are buffered here.
         let cost = WriteBuffer::cost(&kv) + kept.memory_bytes();
@@ -246,7 +245,15 @@ impl<S: Storage> MergeTreeWriter<S> {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let run = self.buffer.sort(&self.layout, self.options.ignore_delete)?;
+        let run = match self.on_host {
+            // Its buffer holds the keys and row kinds only.
+            Some(_) => self.buffer.sort_rows(
+                self.layout.num_keys(),
+                self.layout.num_keys(),
+                self.options.ignore_delete,
+            )?,
+            None => self.buffer.sort(&self.layout, self.options.ignore_delete)?,
+        };
         if self.options.input_changelog {
             let files = self.write_files(
                 &run.all,
@@ -318,13 +325,18 @@ impl<S: Storage> MergeTreeWriter<S> {
             self.target.rows.fluss_bucket(),
             self.target.names.paths(prefix),
         );
-        let key_schema = self.layout.key_schema();
+        let buffered_schema = self.buffer.batches()[0].schema();
+        // Row ids follow sequence numbers: the buffer's first row has the run's first one.
+        let first_sequence = self.next_sequence - self.buffer.rows() as i64;
         // Each call names only the kept batches its picks use.
         let mut local: Vec<Option<u32>> = vec![None; on.kept.len()];
         for chunk in order.chunks(CHUNK_ROWS) {
             let rows: Vec<(usize, usize)> =
                 chunk.iter().map(|id| self.buffer.locate(*id)).collect();
-            let keys = interleave_batches(&key_schema, self.buffer.batches(), &rows)?;
+            let keys = interleave_batches(&buffered_schema, self.buffer.batches(), &rows)?;
+            let keys = self
+                .layout
+                .with_sequences(&keys, chunk.iter().map(|id| first_sequence + *id as i64))?;
             let mut used: Vec<&KeptBatch> = Vec::new();
             let mut picks = Vec::with_capacity(rows.len());
             for &(b, r) in &rows {

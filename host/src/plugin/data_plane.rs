@@ -503,7 +503,7 @@ fn column_sources(
     picked_sources(&picked)
 }
 
-/// The column sources of a file started with `start-picked` (0.3.8's sources and `own`), and
+/// The column sources of a file started with `start-picked` (0.3.8's sources and `computed`), and
 /// the value of its bucket columns (one value per file).
 fn picked_sources(
     sources: &[dp::PickedSource],
@@ -524,7 +524,7 @@ fn picked_sources(
                 }
                 dp::PickedSource::LogOffset => ColumnSource::Offset,
                 dp::PickedSource::CommitTimestamp => ColumnSource::Timestamp,
-                dp::PickedSource::Computed(c) => ColumnSource::Own(c as usize),
+                dp::PickedSource::Computed(c) => ColumnSource::Computed(c as usize),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -569,9 +569,12 @@ fn gather_picks(
     Ok((rows, offsets, timestamps))
 }
 
-/// The plugin's own columns of an `append-picked` call as one batch, each with one value per
+/// The plugin's computed columns of an `append-picked` call as one batch, each with one value per
 /// pick (`rows`).
-fn own_rows(own: Vec<dp::ComputedColumn>, rows: usize) -> Result<RecordBatch, types::LakeError> {
+fn computed_rows(
+    own: Vec<dp::ComputedColumn>,
+    rows: usize,
+) -> Result<RecordBatch, types::LakeError> {
     use arrow::array::{
         ArrayRef, BinaryArray, Int8Array, Int16Array, Int32Array, Int64Array, StringArray,
     };
@@ -592,21 +595,21 @@ fn own_rows(own: Vec<dp::ComputedColumn>, rows: usize) -> Result<RecordBatch, ty
         .collect();
     if let Some((i, c)) = columns.iter().enumerate().find(|(_, c)| c.len() != rows) {
         return Err(invalid(format!(
-            "own column {i} has {} values for {rows} picks",
+            "computed column {i} has {} values for {rows} picks",
             c.len()
         )));
     }
     let fields: Vec<Field> = columns
         .iter()
         .enumerate()
-        .map(|(i, c)| Field::new(format!("own{i}"), c.data_type().clone(), false))
+        .map(|(i, c)| Field::new(format!("computed{i}"), c.data_type().clone(), false))
         .collect();
     RecordBatch::try_new_with_options(
         std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
         columns,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
     )
-    .map_err(|e| invalid(format!("own columns: {e}")))
+    .map_err(|e| invalid(format!("computed columns: {e}")))
 }
 
 /// Memory an open file may hold: its row group being encoded (the columns' buffers and the
@@ -695,9 +698,9 @@ impl InstanceState {
                 .table
                 .get(file)
                 .map_err(|e| invalid(format!("not a parquet-file handle: {e}")))?;
-            if f.columns.has_own() {
+            if f.columns.has_computed() {
                 return Err(invalid(format!(
-                    "{} has own columns: it takes append-picked",
+                    "{} has computed columns: it takes append-picked",
                     f.path
                 )));
             }
@@ -711,7 +714,7 @@ impl InstanceState {
         self.encode_parts(file, parts).await
     }
 
-    /// Encodes rows of kept batches in the order of `picks`, with the plugin's own columns;
+    /// Encodes rows of kept batches in the order of `picks`, with the plugin's computed columns;
     /// everything is checked before anything is gathered.
     async fn append_picked_rows(
         &mut self,
@@ -726,7 +729,7 @@ impl InstanceState {
                 picks.len()
             )));
         }
-        let own = own_rows(own, picks.len())?;
+        let own = computed_rows(own, picks.len())?;
         let assembled = {
             let kept = batches
                 .iter()
@@ -750,7 +753,7 @@ impl InstanceState {
             }
             let (rows, offsets, timestamps) = gather_picks(&kept, picks)?;
             f.columns
-                .assemble_with_own(&rows, &offsets, &timestamps, f.bucket, Some(&own))
+                .assemble_with_computed(&rows, &offsets, &timestamps, f.bucket, Some(&own))
                 .map_err(plugin_error)?
         };
         self.encode_parts(file, vec![assembled]).await
@@ -1233,7 +1236,7 @@ mod tests {
 
     #[test]
     fn own_columns_need_one_value_per_pick() {
-        let own = own_rows(
+        let own = computed_rows(
             vec![
                 dp::ComputedColumn::Int64(vec![1, 2]),
                 dp::ComputedColumn::Int8(vec![0, 3]),
@@ -1243,13 +1246,14 @@ mod tests {
         .unwrap();
         assert_eq!(own.num_columns(), 2);
         assert_eq!(own.column(1).data_type(), &DataType::Int8);
-        let e = own_rows(vec![dp::ComputedColumn::Utf8(vec!["x".into()])], 2).unwrap_err();
+        let e = computed_rows(vec![dp::ComputedColumn::Utf8(vec!["x".into()])], 2).unwrap_err();
         assert!(
-            e.message.contains("own column 0 has 1 values for 2 picks"),
+            e.message
+                .contains("computed column 0 has 1 values for 2 picks"),
             "{}",
             e.message
         );
-        assert_eq!(own_rows(vec![], 3).unwrap().num_rows(), 3);
+        assert_eq!(computed_rows(vec![], 3).unwrap().num_rows(), 3);
     }
 
     fn settings() -> dp::ParquetSettings {

@@ -414,10 +414,10 @@ async fn a_plugin_abusing_the_native_data_plane_is_refused_everything() {
         "no column 10000",
         "no column asked for",
         "this batch is kept already",
-        "has own columns: it takes append-picked",
+        "has computed columns: it takes append-picked",
         "pick of batch 1: 1 batches given",
         "which has",
-        "own column 0 has 1 values for 2 picks",
+        "computed column 0 has 1 values for 2 picks",
         "65537 picks in one call, over the limit of 65536",
     ] {
         assert!(m.contains(refusal), "{refusal:?} not in: {e}");

@@ -46,7 +46,7 @@
 //! |                 | and codec levels out of bounds, more memory or open files than its |
 //! |                 | instance may hold, appends to a finished file; and (0.3.9) columns |
 //! |                 | out of range, batches kept past its memory, picks outside the kept  |
-//! |                 | batches, own columns that do not fit; fails with every refusal, or |
+//! |                 | batches, computed columns that do not fit; fails with every refusal, or |
 //! |                 | with `ABUSED` naming what the host let through                     |
 //! | `over-budget`   | an honest lake that reports `u32::MAX`, then 7, parts over budget  |
 //! |                 | in `maintain` (the last counts), and 1 000 in every `write`, where |
@@ -606,8 +606,8 @@ fn abuse_the_data_plane(rows: &data_plane::Batch) -> Result<(), LakeError> {
 }
 
 /// The 0.3.9 calls: columns a batch does not have or asked for twice, kept batches past the
-/// instance's memory, picks outside the kept batches, own columns that do not fit, and rows
-/// appended to a file whose columns need the plugin's own values.
+/// instance's memory, picks outside the kept batches, computed columns that do not fit, and rows
+/// appended to a file whose columns the plugin computes.
 fn abuse_picks(
     rows: &data_plane::Batch,
     expect_refusal: &mut impl FnMut(&str, Result<(), LakeError>),
@@ -637,7 +637,10 @@ fn abuse_picks(
             struct_field_stats: false,
         },
     )?;
-    expect_refusal("append to an own file", picked.append(rows).map(drop));
+    expect_refusal(
+        "append to a file with computed columns",
+        picked.append(rows).map(drop),
+    );
     let attempt = |picks: Vec<(u32, u32)>, own: Vec<ComputedColumn>| {
         let f = ParquetFile::start_picked(
             "data/picked.parquet",
@@ -665,7 +668,7 @@ fn abuse_picks(
         attempt(vec![(0, n)], vec![ComputedColumn::Int64(vec![0])]),
     );
     expect_refusal(
-        "own values short",
+        "computed values short",
         attempt(vec![(0, 0), (0, 0)], vec![ComputedColumn::Int64(vec![0])]),
     );
     expect_refusal(
