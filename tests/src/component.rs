@@ -130,10 +130,20 @@ pub fn bucket_zero_context(table: &TableInfo, config: Vec<(String, String)>) -> 
 /// `batch` as the host keeps it for a `batch-writer` (contract 0.3.8): append-only rows with
 /// consecutive offsets from `first_offset`, committed at `ts`.
 pub fn host_rows(batch: &RecordBatch, first_offset: i64, ts: i64) -> HostRows {
+    host_changes(batch, Vec::new(), first_offset, ts)
+}
+
+/// [`host_rows`] with these change types (empty: every row `+A`).
+pub fn host_changes(
+    batch: &RecordBatch,
+    change_types: Vec<u8>,
+    first_offset: i64,
+    ts: i64,
+) -> HostRows {
     let n = batch.num_rows() as i64;
     HostRows::from_parts(
         vec![batch.clone()],
-        Vec::new(),
+        change_types,
         (first_offset..first_offset + n).collect(),
         vec![ts; n as usize],
     )
@@ -266,17 +276,31 @@ impl ComponentDriver {
         ts: i64,
         native: bool,
     ) -> WriteResult {
-        let firsts = batches.iter().scan(0i64, |offset, b| {
+        let changes: Vec<(RecordBatch, Vec<u8>)> =
+            batches.iter().map(|b| (b.clone(), Vec::new())).collect();
+        self.write_changes(table, &changes, ts, native).await
+    }
+
+    /// [`Self::write_split`] of a changelog: each batch with the change type of each of its
+    /// rows (empty: every row `+A`).
+    pub async fn write_changes(
+        &self,
+        table: &TableInfo,
+        batches: &[(RecordBatch, Vec<u8>)],
+        ts: i64,
+        native: bool,
+    ) -> WriteResult {
+        let firsts = batches.iter().scan(0i64, |offset, (b, kinds)| {
             let first = *offset;
             *offset += b.num_rows() as i64;
-            Some((b, first))
+            Some((b, kinds.clone(), first))
         });
         if native {
-            let rows = firsts.map(|(b, first)| host_rows(b, first, ts));
+            let rows = firsts.map(|(b, kinds, first)| host_changes(b, kinds, first, ts));
             self.write_streamed(table, Streamed::<std::iter::Empty<RowBatch>, _>::Host(rows))
                 .await
         } else {
-            let rows = firsts.map(|(b, first)| row_batch(b, Vec::new(), first, ts));
+            let rows = firsts.map(|(b, kinds, first)| row_batch(b, kinds, first, ts));
             self.write_streamed(table, Streamed::<_, std::iter::Empty<HostRows>>::Rows(rows))
                 .await
         }

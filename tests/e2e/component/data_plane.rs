@@ -2,7 +2,10 @@
 //! through a plugin's `batch-writer`, whose rows stay in the host and whose Parquet files the
 //! host encodes as the plugin lays them out, gives the same files and the same statistics as
 //! the same split written through `writer`, where the plugin encodes its files itself in
-//! WebAssembly. The e2e suite reads the tables the native path writes with every reader.
+//! WebAssembly. For a primary-key table (0.3.9) the plugin takes only the keys, keeps the
+//! batches in the host and has it encode the rows it picks, in its order, with the sequence
+//! numbers and row kinds it computes. The e2e suite reads the tables the native path writes
+//! with every reader.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,18 +44,54 @@ fn batches() -> Vec<RecordBatch> {
         .collect()
 }
 
+/// A changelog over 80 keys in four batches: every key inserted, a third of them updated
+/// (`-U`, `+U`) in later batches, every seventh deleted, some several times in one batch.
+fn changes() -> Vec<(RecordBatch, Vec<u8>)> {
+    const INSERT: u8 = 1;
+    const UPDATE_BEFORE: u8 = 2;
+    const UPDATE_AFTER: u8 = 3;
+    const DELETE: u8 = 4;
+    let mut out = vec![((0..80).rev().collect::<Vec<i32>>(), vec![INSERT; 80])];
+    for k in 1..4 {
+        let mut ids = Vec::new();
+        let mut kinds = Vec::new();
+        for id in (0..80).filter(|id| id % 3 == k % 3) {
+            ids.extend([id, id]);
+            kinds.extend([UPDATE_BEFORE, UPDATE_AFTER]);
+            if id % 7 == 0 {
+                ids.push(id);
+                kinds.push(DELETE);
+            }
+        }
+        out.push((ids, kinds));
+    }
+    out.into_iter()
+        .map(|(ids, kinds)| (all_types(&ids, None).0, kinds))
+        .collect()
+}
+
 /// Both paths of one format: (guest payload, guest files), (native payload, native files).
 async fn both_paths(format: &str) -> [(Vec<u8>, u64, u64, Vec<Vec<u8>>); 2] {
+    let t = table(format, "log_all_types", ALL_TYPES, &[], &[], 1, &[]);
+    let changes: Vec<_> = batches().into_iter().map(|b| (b, Vec::new())).collect();
+    both_paths_of(format, &t, &changes).await
+}
+
+/// Both paths of one format writing `changes` into table `t`.
+async fn both_paths_of(
+    format: &str,
+    t: &fluss_lake_host::plugin::wit::TableInfo,
+    changes: &[(RecordBatch, Vec<u8>)],
+) -> [(Vec<u8>, u64, u64, Vec<Vec<u8>>); 2] {
     let mut out = Vec::new();
     for native in [false, true] {
         let warehouse = std::env::temp_dir().join(unique_name(&format!("dp-{format}")));
         let driver = ComponentDriver::load(&plugin(format), &warehouse).await;
-        let t = table(format, "log_all_types", ALL_TYPES, &[], &[], 1, &[]);
-        driver.create(&t).await;
+        driver.create(t).await;
         let result = driver
-            .write_split(&t, &batches(), 1_700_000_000_000, native)
+            .write_changes(t, changes, 1_700_000_000_000, native)
             .await;
-        let files = parquet_files(&driver.table_dir(&t).await);
+        let files = parquet_files(&driver.table_dir(t).await);
         out.push((
             result.payload,
             result.record_count,
@@ -109,4 +148,30 @@ async fn iceberg_log_files_and_their_metrics_are_the_same_whichever_side_encodes
         g[0].keys()
     );
     assert_eq!(g, n);
+}
+
+/// A Paimon primary-key bucket (`changelog-producer = input`, as Fluss creates them): the sorted run's data file
+/// and the changelog file the host encodes from the rows the plugin picks are the same bytes as
+/// the files the plugin encodes itself.
+#[tokio::test]
+async fn paimon_primary_key_files_are_the_same_bytes_whichever_side_encodes_them() {
+    let t = table(
+        "paimon",
+        "pk_all_types",
+        ALL_TYPES,
+        &["id"],
+        &["id"],
+        1,
+        &[],
+    );
+    let changes = changes();
+    let records: usize = changes.iter().map(|(b, _)| b.num_rows()).sum();
+    let [guest, native] = both_paths_of("paimon", &t, &changes).await;
+    assert_eq!(native.1, records as u64, "records");
+    assert_eq!((guest.1, guest.2), (native.1, native.2));
+    assert_eq!(native.3.len(), 2, "a data file and a changelog file");
+    assert!(
+        native.3 == guest.3,
+        "the native files differ from the guest's"
+    );
 }
