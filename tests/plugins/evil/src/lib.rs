@@ -623,26 +623,8 @@ fn abuse_picks(
     let kept = [rows.keep()?];
     expect_refusal("keeping a batch twice", rows.keep().map(drop));
     let n = rows.row_count();
-    let picked = ParquetFile::start_picked(
-        "data/picked.parquet",
-        &PickedColumns {
-            schema: one_column_schema(),
-            sources: vec![PickedSource::Computed(0)],
-        },
-        ParquetSettings {
-            compression: Compression::Zstd(1),
-            max_row_group_rows: 1 << 20,
-            row_group_bytes: 1 << 20,
-            embed_arrow_schema: false,
-            struct_field_stats: false,
-        },
-    )?;
-    expect_refusal(
-        "append to a file with computed columns",
-        picked.append(rows).map(drop),
-    );
-    let attempt = |picks: Vec<(u32, u32)>, own: Vec<ComputedColumn>| {
-        let f = ParquetFile::start_picked(
+    let start = || {
+        ParquetFile::start_picked(
             "data/picked.parquet",
             &PickedColumns {
                 schema: one_column_schema(),
@@ -655,7 +637,14 @@ fn abuse_picks(
                 embed_arrow_schema: false,
                 struct_field_stats: false,
             },
-        )?;
+        )
+    };
+    expect_refusal(
+        "append to a file with computed columns",
+        start()?.append(rows).map(drop),
+    );
+    let attempt = |picks: Vec<(u32, u32)>, own: Vec<ComputedColumn>| {
+        let f = start()?;
         let handles: Vec<&data_plane::KeptBatch> = kept.iter().collect();
         f.append_picked(&handles, &picks, &own).map(drop)
     };
