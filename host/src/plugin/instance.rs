@@ -276,7 +276,7 @@ impl PluginInstance {
         let result = match outcome {
             CallOutcome::Done(Ok(v)) => Ok(v),
             CallOutcome::Done(Err(e)) => {
-                let e = self.trap(call, e);
+                let e = self.trap(call, timeout, e);
                 self.poisoned = Some(format!("a trap in {call}"));
                 Err(e)
             }
@@ -327,11 +327,13 @@ impl PluginInstance {
     }
 
     /// Names the limit a trap came from, if any.
-    fn trap(&self, call: &str, e: wasmtime::Error) -> Error {
+    /// A trap of `call`, whose deadline was `timeout` after it started (the call timeout, or
+    /// a shorter budget such as maintenance's).
+    fn trap(&self, call: &str, timeout: Duration, e: wasmtime::Error) -> Error {
         describe_trap(
             &self.plugin_name,
             call,
-            self.call_timeout,
+            timeout,
             self.store.hostcall_fuel(),
             self.store.data(),
             e,

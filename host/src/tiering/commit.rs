@@ -284,8 +284,10 @@ pub async fn commit_round(
             // only when the lake provably holds no snapshot carrying this offsets file; when
             // that cannot be told, they stay (an unreferenced file costs space, a deleted
             // referenced one breaks the table) and the next round's recovery finds out.
+            let outcome_unknown = e.kind() == ErrorKind::CommitUnknown
+                || e.message().contains(COMMIT_OUTCOME_UNKNOWN);
             let probe = instance.get_missing_lake_snapshot(&committer, None).await;
-            match published(&probe, &offsets_path) {
+            match published(&probe, &offsets_path, outcome_unknown) {
                 Published::No => {
                     abort(instance, &committer, &committable, assignment).await;
                     recovery::discard_offsets_file(&ctx.remote_storage, &offsets_path).await;
@@ -330,11 +332,20 @@ enum Published {
     Unknown,
 }
 
+/// The words of the contract for a commit the catalog may or may not have applied (`io`,
+/// `table-catalog` in `wit/fluss-lake.wit`; the SDK's `commit::UNKNOWN_OUTCOME`).
+const COMMIT_OUTCOME_UNKNOWN: &str = "commit outcome unknown";
+
 /// Reads the plugin's answer to "which snapshot does Fluss not know yet" after a failed
-/// lake commit.
-fn published(probe: &Result<Option<wit::CommittedSnapshot>>, offsets_path: &str) -> Published {
+/// lake commit. When the plugin said the commit's outcome is unknown, a request may still be
+/// in flight to the catalog and apply after the probe: then only the snapshot itself proves
+/// anything, and its absence proves nothing.
+fn published(
+    probe: &Result<Option<wit::CommittedSnapshot>>,
+    offsets_path: &str,
+    outcome_unknown: bool,
+) -> Published {
     match probe {
-        Ok(None) => Published::No,
         Ok(Some(s))
             if s.properties
                 .iter()
@@ -342,7 +353,8 @@ fn published(probe: &Result<Option<wit::CommittedSnapshot>>, offsets_path: &str)
         {
             Published::Yes
         }
-        Ok(Some(_)) => Published::No,
+        _ if outcome_unknown => Published::Unknown,
+        Ok(None) | Ok(Some(_)) => Published::No,
         Err(_) => Published::Unknown,
     }
 }
@@ -502,21 +514,31 @@ mod tests {
     #[test]
     fn files_of_a_failed_commit_are_deleted_only_when_provably_unpublished() {
         let ours = "file:/remote/lake/fluss/t-1/a.offsets";
-        assert_eq!(published(&Ok(None), ours), Published::No);
+        let theirs = Ok(Some(snapshot("file:/remote/lake/fluss/t-1/b.offsets")));
+        assert_eq!(published(&Ok(None), ours, false), Published::No);
         assert_eq!(
-            published(
-                &Ok(Some(snapshot("file:/remote/lake/fluss/t-1/b.offsets"))),
-                ours
-            ),
+            published(&theirs, ours, false),
             Published::No,
             "another round's snapshot: ours was not published"
         );
-        assert_eq!(published(&Ok(Some(snapshot(ours))), ours), Published::Yes);
+        assert_eq!(
+            published(&Ok(Some(snapshot(ours))), ours, false),
+            Published::Yes
+        );
         let unknown = Err(Error::new(ErrorKind::Plugin, "cannot read snapshots"));
         assert_eq!(
-            published(&unknown, ours),
+            published(&unknown, ours, false),
             Published::Unknown,
             "an error is no proof of anything"
+        );
+        // The plugin said the catalog may still apply the commit (a request in flight): no
+        // snapshot now proves nothing, ours proves it was.
+        for probe in [Ok(None), theirs] {
+            assert_eq!(published(&probe, ours, true), Published::Unknown);
+        }
+        assert_eq!(
+            published(&Ok(Some(snapshot(ours))), ours, true),
+            Published::Yes
         );
     }
 

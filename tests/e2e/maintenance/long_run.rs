@@ -744,7 +744,19 @@ async fn run(format: Format) {
     }
     let log = h.log();
     assert!(log.contains("table maintained"), "{log}");
-    assert!(!log.contains("table maintenance failed"), "{log}");
+    // A call that runs past its budget (the table's freshness, 1 s here) is interrupted and
+    // tried again after a later round, as documented: on a loaded 2-core machine some do. Any
+    // other failure fails the test; the checkpoints above prove maintenance kept up.
+    let failures: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("table maintenance failed"))
+        .collect();
+    let over_budget = "ran past its 1s call deadline in maintenance.maintain";
+    assert!(
+        failures.iter().all(|l| l.contains(over_budget)),
+        "{}",
+        failures.join("\n")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
