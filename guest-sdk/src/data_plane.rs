@@ -166,36 +166,35 @@ impl HostFile {
         let position =
             |c: usize| u32::try_from(c).map_err(|_| Error::invalid_input(format!("no column {c}")));
         let schema = schema_message(columns.schema())?;
-        let file = if columns.has_computed() {
-            // 0.3.9's `start-picked`; files without computed columns keep 0.3.8's `start`.
-            let sources = columns
-                .sources()
-                .iter()
-                .map(|s| {
-                    Ok(match *s {
-                        ColumnSource::Fluss(c) => dp::PickedSource::Fluss(position(c)?),
-                        ColumnSource::Null => dp::PickedSource::Null,
-                        ColumnSource::Bucket => dp::PickedSource::Bucket(bucket),
-                        ColumnSource::Offset => dp::PickedSource::LogOffset,
-                        ColumnSource::Timestamp => dp::PickedSource::CommitTimestamp,
-                        ColumnSource::Computed(c) => dp::PickedSource::Computed(position(c)?),
-                    })
+        let sources = columns
+            .sources()
+            .iter()
+            .map(|s| {
+                Ok(match *s {
+                    ColumnSource::Fluss(c) => dp::PickedSource::Fluss(position(c)?),
+                    ColumnSource::Null => dp::PickedSource::Null,
+                    ColumnSource::Bucket => dp::PickedSource::Bucket(bucket),
+                    ColumnSource::Offset => dp::PickedSource::LogOffset,
+                    ColumnSource::Timestamp => dp::PickedSource::CommitTimestamp,
+                    ColumnSource::Computed(c) => dp::PickedSource::Computed(position(c)?),
                 })
-                .collect::<Result<Vec<_>>>()?;
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let file = if columns.has_computed() {
             let columns = dp::PickedColumns { schema, sources };
             dp::ParquetFile::start_picked(path, &columns, settings(options)?)?
         } else {
-            let sources = columns
-                .sources()
-                .iter()
+            // Files without computed columns keep 0.3.8's `start`, so hosts of 0.3.8 serve them.
+            let sources = sources
+                .into_iter()
                 .map(|s| {
-                    Ok(match *s {
-                        ColumnSource::Fluss(c) => dp::ColumnSource::Fluss(position(c)?),
-                        ColumnSource::Null => dp::ColumnSource::Null,
-                        ColumnSource::Bucket => dp::ColumnSource::Bucket(bucket),
-                        ColumnSource::Offset => dp::ColumnSource::LogOffset,
-                        ColumnSource::Timestamp => dp::ColumnSource::CommitTimestamp,
-                        ColumnSource::Computed(c) => {
+                    Ok(match s {
+                        dp::PickedSource::Fluss(c) => dp::ColumnSource::Fluss(c),
+                        dp::PickedSource::Null => dp::ColumnSource::Null,
+                        dp::PickedSource::Bucket(b) => dp::ColumnSource::Bucket(b),
+                        dp::PickedSource::LogOffset => dp::ColumnSource::LogOffset,
+                        dp::PickedSource::CommitTimestamp => dp::ColumnSource::CommitTimestamp,
+                        dp::PickedSource::Computed(c) => {
                             return Err(Error::internal(format!("computed column {c} unexpected")));
                         }
                     })
@@ -219,24 +218,24 @@ impl HostFile {
     }
 
     /// Encodes rows of kept batches in the order of `picks` (an index into `batches`, a row
-    /// of that batch), with `computed` holding the file's computed columns (one row per pick; none when
-    /// the file has no computed column); the file's size so far. Picks go in calls of at most
+    /// of that batch), with `computed` holding the file's computed columns (one row per
+    /// pick; none when the file has no computed column); the file's size so far. Picks go in calls of at most
     /// [`MAX_PICKS_PER_CALL`].
     pub fn append_picked(
         &self,
         batches: &[&KeptBatch],
         picks: &[(u32, u32)],
-        own: Option<&arrow_array::RecordBatch>,
+        computed: Option<&arrow_array::RecordBatch>,
     ) -> Result<u64> {
         let handles: Vec<&dp::KeptBatch> = batches.iter().map(|b| &b.kept).collect();
         let mut size = 0;
         let mut start = 0;
         for chunk in picks.chunks(MAX_PICKS_PER_CALL) {
-            let own = match own {
-                Some(o) => computed_columns(&o.slice(start, chunk.len()))?,
+            let columns = match computed {
+                Some(c) => computed_columns(&c.slice(start, chunk.len()))?,
                 None => Vec::new(),
             };
-            size = self.file()?.append_picked(&handles, chunk, &own)?;
+            size = self.file()?.append_picked(&handles, chunk, &columns)?;
             start += chunk.len();
         }
         Ok(size)

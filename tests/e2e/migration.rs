@@ -280,19 +280,22 @@ async fn hand_over_and_back(format: &str) {
     let mut running: Option<(Service, Running)> = None;
     for (round, who) in ROUNDS.iter().copied().enumerate() {
         let at = format!("{format} round {round} ({who:?})");
-        // The next round's data, written before the hand-over so the new service finds a
-        // backlog waiting.
+        let handed_over = running.as_ref().is_some_and(|(s, _)| *s != who);
+        // The service handing over stops before the round's data is written: with nothing
+        // new to tier it holds no table, whereas Flink killed in a round would leave its
+        // tables to the coordinator's fixed 120 s tiering timeout before anyone else gets them.
+        if handed_over && let Some((_, r)) = running.take() {
+            r.stop();
+        }
+        // The next round's data, written before the next service starts so it finds a backlog
+        // waiting.
         data::write_rows(&conn, &log_path, log_rows as i64, LOG_ROWS_PER_ROUND, 1_000).await;
         log_rows += LOG_ROWS_PER_ROUND;
         if with_pk {
             upsert_round(&conn, &pk_path, &mut rng, round, &mut model).await;
         }
 
-        let handed_over = running.as_ref().is_some_and(|(s, _)| *s != who);
-        if running.as_ref().map(|(s, _)| *s) != Some(who) {
-            if let Some((_, r)) = running.take() {
-                r.stop();
-            }
+        if running.is_none() {
             let started = match who {
                 Service::Flink => Running::Flink(
                     FlinkTiering::start(&c, format, &format!("{}-flink-{round}", log_path.table()))

@@ -572,13 +572,13 @@ fn gather_picks(
 /// The plugin's computed columns of an `append-picked` call as one batch, each with one value per
 /// pick (`rows`).
 fn computed_rows(
-    own: Vec<dp::ComputedColumn>,
+    columns: Vec<dp::ComputedColumn>,
     rows: usize,
 ) -> Result<RecordBatch, types::LakeError> {
     use arrow::array::{
         ArrayRef, BinaryArray, Int8Array, Int16Array, Int32Array, Int64Array, StringArray,
     };
-    let columns: Vec<ArrayRef> = own
+    let columns: Vec<ArrayRef> = columns
         .into_iter()
         .map(|c| -> ArrayRef {
             match c {
@@ -721,7 +721,7 @@ impl InstanceState {
         file: &Resource<NativeFile>,
         batches: &[Resource<KeptRows>],
         picks: &[(u32, u32)],
-        own: Vec<dp::ComputedColumn>,
+        computed: Vec<dp::ComputedColumn>,
     ) -> Result<u64, types::LakeError> {
         if picks.len() > MAX_PICKS_PER_CALL {
             return Err(invalid(format!(
@@ -729,7 +729,7 @@ impl InstanceState {
                 picks.len()
             )));
         }
-        let own = computed_rows(own, picks.len())?;
+        let computed = computed_rows(computed, picks.len())?;
         let assembled = {
             let kept = batches
                 .iter()
@@ -753,7 +753,7 @@ impl InstanceState {
             }
             let (rows, offsets, timestamps) = gather_picks(&kept, picks)?;
             f.columns
-                .assemble_with_computed(&rows, &offsets, &timestamps, f.bucket, Some(&own))
+                .assemble_with_computed(&rows, &offsets, &timestamps, f.bucket, Some(&computed))
                 .map_err(plugin_error)?
         };
         self.encode_parts(file, vec![assembled]).await
@@ -1010,9 +1010,11 @@ impl dp::HostParquetFile for InstanceState {
         file: Resource<NativeFile>,
         batches: Vec<Resource<KeptRows>>,
         picks: Vec<(u32, u32)>,
-        own: Vec<dp::ComputedColumn>,
+        computed: Vec<dp::ComputedColumn>,
     ) -> Result<u64, types::LakeError> {
-        let outcome = self.append_picked_rows(&file, &batches, &picks, own).await;
+        let outcome = self
+            .append_picked_rows(&file, &batches, &picks, computed)
+            .await;
         if outcome.is_err() {
             // As `append`: a file that failed to take rows is unusable.
             if let Some(open) = self.close_native_file(&file)? {
@@ -1235,8 +1237,8 @@ mod tests {
     }
 
     #[test]
-    fn own_columns_need_one_value_per_pick() {
-        let own = computed_rows(
+    fn computed_columns_need_one_value_per_pick() {
+        let computed = computed_rows(
             vec![
                 dp::ComputedColumn::Int64(vec![1, 2]),
                 dp::ComputedColumn::Int8(vec![0, 3]),
@@ -1244,8 +1246,8 @@ mod tests {
             2,
         )
         .unwrap();
-        assert_eq!(own.num_columns(), 2);
-        assert_eq!(own.column(1).data_type(), &DataType::Int8);
+        assert_eq!(computed.num_columns(), 2);
+        assert_eq!(computed.column(1).data_type(), &DataType::Int8);
         let e = computed_rows(vec![dp::ComputedColumn::Utf8(vec!["x".into()])], 2).unwrap_err();
         assert!(
             e.message

@@ -643,10 +643,10 @@ fn abuse_picks(
         "append to a file with computed columns",
         start()?.append(rows).map(drop),
     );
-    let attempt = |picks: Vec<(u32, u32)>, own: Vec<ComputedColumn>| {
+    let attempt = |picks: Vec<(u32, u32)>, computed: Vec<ComputedColumn>| {
         let f = start()?;
         let handles: Vec<&data_plane::KeptBatch> = kept.iter().collect();
-        f.append_picked(&handles, &picks, &own).map(drop)
+        f.append_picked(&handles, &picks, &computed).map(drop)
     };
     expect_refusal(
         "pick of batch 1",
