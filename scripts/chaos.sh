@@ -26,4 +26,4 @@ scripts/build-plugins.sh >/dev/null
 # The host as the tests build it (with the test failpoints, as every e2e run expects).
 cargo build --workspace --release
 cargo test --release -p fluss-lake-e2e --test e2e -- --exact --include-ignored --nocapture \
-  faults::chaos::from_env
+  faults::chaos::alone::from_env

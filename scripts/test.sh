@@ -17,10 +17,10 @@
 # - the compiled-plugin cache the tests share is filled once, before they start;
 # - tests run concurrently, each test that needs Fluss on a cluster of its own (a pool of
 #   FLUSS_TEST_CLUSTERS clusters; the summary says how long tests waited for one), the longest
-#   and the S3 cluster's first; the workspace's other tests (compiled with everything else, in
-#   one cargo build) run, with the plugin smoke tests and the example plugins' tests, at a
-#   lower CPU priority beside the end-to-end tests, which mostly wait; the few whose assertions
-#   are about wall time (group `alone`) run afterwards, one at a time.
+#   and the S3 cluster's first; the workspace's other test targets are compiled and run, with
+#   the plugin smoke tests and the example plugins' tests, at a lower CPU priority beside the
+#   end-to-end tests, which mostly wait; the few whose assertions are about wall time (group
+#   `alone`) run afterwards, one at a time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -220,15 +220,14 @@ python3 scripts/check-docs.py
 step "plugins: build and lint the wasm32-wasip2 guests (profile guest), and the third-party examples"
 scripts/build-plugins.sh
 
-step "host, benchmark, end-to-end and unit tests: build and lint (release)"
-# Every target of the workspace: every binary (the host, the benchmark, the demo), the examples,
-# the e2e test binary, the unit tests and the guests' reader tests, in one cargo build that
-# keeps both cores busy. (Compiling the unit tests beside the end-to-end tests instead, at a
-# lower priority, left the run waiting minutes for them after the end-to-end tests had ended:
-# those keep the CPU busy too.) --workspace, as every cargo command here: the same package set
-# resolves the same features, so nothing is compiled twice. --timings: target/cargo-timings/
-# says which crate the cold build spends its time on.
-cargo build --workspace --release --all-targets --timings
+step "host, benchmark and end-to-end tests: build and lint (release)"
+# What the end-to-end tests run: every binary (the host, the benchmark, the demo), the examples
+# and the e2e test binary. Every other target (unit tests, the guests' reader tests, doc tests)
+# is compiled and linted in the test step, on the CPU the end-to-end tests leave idle
+# (workspace_tests). --workspace, as every cargo command here: the same package set resolves
+# the same features, so nothing is compiled twice. --timings: target/cargo-timings/ says which
+# crate the cold build spends its time on.
+cargo build --workspace --release --bins --examples --test e2e --timings
 # The compiled-plugin cache the tests share (tests/src/host.rs plugin_cache_dir), filled once
 # now with every plugin under test: otherwise the first tests to start a host each compile the
 # same plugins at once, minutes of CPU on a machine the tests already keep busy.
@@ -249,11 +248,13 @@ target/prometheus-dist/usr/bin/promtool test rules docs/prometheus/alerts_test.y
 # Each test's time in the output (scripts/test-runner.sh), for the slowest-tests summary.
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$ROOT/scripts/test-runner.sh"
 
-# Every test binary of the workspace but e2e (built with the rest): the unit tests, the guests'
-# own reader tests, the benchmark's tests, then the doc tests. --workspace, as every cargo
-# command here: the same package set resolves the same features, so nothing rebuilds.
+# Every test binary of the workspace but e2e: the unit tests, the guests' own reader tests,
+# the benchmark's tests, then the doc tests. --workspace, as every cargo command here: the same
+# package set resolves the same features, so nothing rebuilds.
 workspace_tests() {
   local args=() name
+  # Every target, so clippy (the wrapper) lints each one as before; then they run.
+  cargo build --workspace --release --all-targets
   for name in $(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["packages"]:
@@ -288,7 +289,7 @@ example_plugin_tests() {
   done
 }
 
-step "tests: end-to-end (on $FLUSS_TEST_CLUSTERS clusters and the S3 cluster); meanwhile the workspace's other tests, the plugin smoke tests and the example plugins' tests"
+step "tests: end-to-end (on $FLUSS_TEST_CLUSTERS clusters and the S3 cluster); meanwhile the workspace's other tests (compiled now), the plugin smoke tests and the example plugins' tests"
 # The end-to-end tests mostly wait on their clusters; the others mostly compute: they run
 # side by side, each with its own log, and the step fails with the log of any that failed.
 #
@@ -299,8 +300,6 @@ step "tests: end-to-end (on $FLUSS_TEST_CLUSTERS clusters and the S3 cluster); m
 # so Fluss serves as many tests at a time as with one process. A listed name that no longer
 # exists runs nothing in the first process, and its test, not skipped by the last, runs there.
 FIRST_TESTS=(
-  # The seeded chaos run: the longest test, on a cluster of its own (CHAOS_CLUSTER).
-  faults::chaos::a_fixed_seed_of_faults_converges_exactly
   tiering::mixed_formats::one_host_tiers_paimon_iceberg_lance_and_delta_tables_at_once
   maintenance::long_run::iceberg_tables_stay_small_and_fast_over_many_rounds
   maintenance::long_run::paimon_tables_stay_small_and_fast_over_many_rounds
@@ -319,8 +318,8 @@ background e2e-first cargo test --workspace --release --test e2e -- \
   --exact --test-threads="${#FIRST_TESTS[@]}" "${FIRST_TESTS[@]}"
 background e2e-s3 cargo test --workspace --release --test e2e -- --test-threads=2 --skip alone:: s3::
 background e2e-rest cargo test --workspace --release --test e2e -- --test-threads="$TEST_THREADS" "${skip[@]}"
-# Cargo holds the target directory's lock while it checks what to build, not while tests run:
-# the other tests start once all three end-to-end processes are running theirs, at a lower CPU
+# Cargo holds the target directory's lock while it builds, not while tests run: the other test
+# targets are compiled once all three end-to-end processes are running their tests, at a lower CPU
 # priority than the end-to-end tests, which wait on timers their clusters and hosts must meet.
 for log in e2e-first e2e-s3 e2e-rest; do
   until grep -q '^ *Running ' "$LOGS/$log.log" 2>/dev/null; do

@@ -11,9 +11,7 @@
 //! bucket forward); Fluss's registered offsets never went back; and the snapshots Fluss
 //! registered are readable.
 //!
-//! `faults::chaos::a_fixed_seed_of_faults_converges_exactly` runs it in `.ci/run`, beside the
-//! other end-to-end tests (it has a cluster of its own, outside the pool, and no assertion about
-//! wall time but the 300 s it allows the lake to converge);
+//! `faults::chaos::alone::a_fixed_seed_of_faults_converges_exactly` runs it in `.ci/run`;
 //! `scripts/chaos.sh SEED FAULTS [KINDS]` runs `from_env` (the same code) with any seed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -969,37 +967,41 @@ fn kinds_from_env() -> Vec<Kind> {
     }
 }
 
-/// The run `.ci/run` makes: a fixed seed, every kind of fault.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_fixed_seed_of_faults_converges_exactly() {
-    let report = run(0x00c4_a05d_2026, 12, &Kind::ALL).await;
-    report.print();
-    assert_eq!(report.faults.len(), 12);
-    assert_eq!(
-        report.counts().len(),
-        Kind::ALL.len(),
-        "every kind of fault"
-    );
-    assert_ne!(
-        report.store_faults,
-        Injected::default(),
-        "the store-failing fault reached the hosts' requests"
-    );
-}
+mod alone {
+    use super::*;
 
-/// `scripts/chaos.sh SEED FAULTS [KINDS]`: the same run with `CHAOS_SEED`, `CHAOS_FAULTS`
-/// and `CHAOS_KINDS`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "run by scripts/chaos.sh"]
-async fn from_env() {
-    let seed: u64 = std::env::var("CHAOS_SEED")
-        .expect("CHAOS_SEED")
-        .parse()
-        .expect("CHAOS_SEED: a number");
-    let faults: usize = std::env::var("CHAOS_FAULTS")
-        .expect("CHAOS_FAULTS")
-        .parse()
-        .expect("CHAOS_FAULTS: a number");
-    let report = run(seed, faults, &kinds_from_env()).await;
-    report.print();
+    /// The run `.ci/run` makes: a fixed seed, every kind of fault.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_fixed_seed_of_faults_converges_exactly() {
+        let report = run(0x00c4_a05d_2026, 12, &Kind::ALL).await;
+        report.print();
+        assert_eq!(report.faults.len(), 12);
+        assert_eq!(
+            report.counts().len(),
+            Kind::ALL.len(),
+            "every kind of fault"
+        );
+        assert_ne!(
+            report.store_faults,
+            Injected::default(),
+            "the store-failing fault reached the hosts' requests"
+        );
+    }
+
+    /// `scripts/chaos.sh SEED FAULTS [KINDS]`: the same run with `CHAOS_SEED`, `CHAOS_FAULTS`
+    /// and `CHAOS_KINDS`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    #[ignore = "run by scripts/chaos.sh"]
+    async fn from_env() {
+        let seed: u64 = std::env::var("CHAOS_SEED")
+            .expect("CHAOS_SEED")
+            .parse()
+            .expect("CHAOS_SEED: a number");
+        let faults: usize = std::env::var("CHAOS_FAULTS")
+            .expect("CHAOS_FAULTS")
+            .parse()
+            .expect("CHAOS_FAULTS: a number");
+        let report = run(seed, faults, &kinds_from_env()).await;
+        report.print();
+    }
 }
