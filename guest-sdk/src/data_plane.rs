@@ -219,8 +219,8 @@ impl HostFile {
 
     /// Encodes rows of kept batches in the order of `picks` (an index into `batches`, a row
     /// of that batch), with `computed` holding the file's computed columns (one row per
-    /// pick; none when the file has no computed column); the file's size so far. Picks go in calls of at most
-    /// [`MAX_PICKS_PER_CALL`].
+    /// pick; none when the file has no computed column); the file's size so far. Picks go in
+    /// calls of at most [`MAX_PICKS_PER_CALL`].
     pub fn append_picked(
         &self,
         batches: &[&KeptBatch],
