@@ -199,6 +199,10 @@ RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 [[ -x "$RUSTC_WORKSPACE_WRAPPER" ]] || { echo "ERROR: clippy-driver not found at $RUSTC_WORKSPACE_WRAPPER" >&2; exit 1; }
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# Every cargo command over the workspace's native targets: --workspace, so the same package set
+# resolves the same features and nothing is compiled twice; --release; the crates compiled
+# natively only for tests at a lower opt-level (scripts/test-profile.toml).
+WORKSPACE=(--workspace --release --config "$ROOT/scripts/test-profile.toml")
 
 step "setup in the background: Python readers, Fluss, Flink, Iceberg REST, Hive metastore and Paimon REST jars from Maven Central, $FLUSS_TEST_CLUSTERS Fluss clusters, the Iceberg and Paimon REST catalogs, the Hive metastore"
 background python-readers scripts/setup-python.sh
@@ -227,7 +231,7 @@ step "host, benchmark and end-to-end tests: build and lint (release)"
 # (workspace_tests). --workspace, as every cargo command here: the same package set resolves
 # the same features, so nothing is compiled twice. --timings: target/cargo-timings/ says which
 # crate the cold build spends its time on.
-cargo build --workspace --release --bins --examples --test e2e --timings
+cargo build "${WORKSPACE[@]}" --bins --examples --test e2e --timings
 # The compiled-plugin cache the tests share (tests/src/host.rs plugin_cache_dir), filled once
 # now with every plugin under test: otherwise the first tests to start a host each compile the
 # same plugins at once, minutes of CPU on a machine the tests already keep busy.
@@ -254,7 +258,7 @@ export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$ROOT/scripts/test-runner.s
 workspace_tests() {
   local args=() name
   # Every target, so clippy (the wrapper) lints each one as before; then they run.
-  cargo build --workspace --release --all-targets
+  cargo build "${WORKSPACE[@]}" --all-targets
   for name in $(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["packages"]:
@@ -263,8 +267,8 @@ for p in json.load(sys.stdin)["packages"]:
             print(t["name"])'); do
     args+=(--test "$name")
   done
-  cargo test --workspace --release --lib --bins "${args[@]}" -- --test-threads=2
-  cargo test --workspace --release --doc
+  cargo test "${WORKSPACE[@]}" --lib "${args[@]}" -- --test-threads=2
+  cargo test "${WORKSPACE[@]}" --doc
 }
 
 # The plugins on their own, without the Rust host (wasmtime-py + pypaimon / pyiceberg / pylance).
@@ -314,10 +318,10 @@ FIRST_TESTS=(
 )
 skip=(--skip alone:: --skip s3::)
 for t in "${FIRST_TESTS[@]}"; do skip+=(--skip "$t"); done
-background e2e-first cargo test --workspace --release --test e2e -- \
+background e2e-first cargo test "${WORKSPACE[@]}" --test e2e -- \
   --exact --test-threads="${#FIRST_TESTS[@]}" "${FIRST_TESTS[@]}"
-background e2e-s3 cargo test --workspace --release --test e2e -- --test-threads=2 --skip alone:: s3::
-background e2e-rest cargo test --workspace --release --test e2e -- --test-threads="$TEST_THREADS" "${skip[@]}"
+background e2e-s3 cargo test "${WORKSPACE[@]}" --test e2e -- --test-threads=2 --skip alone:: s3::
+background e2e-rest cargo test "${WORKSPACE[@]}" --test e2e -- --test-threads="$TEST_THREADS" "${skip[@]}"
 # Cargo holds the target directory's lock while it builds, not while tests run: the other test
 # targets are compiled once all three end-to-end processes are running their tests, at a lower CPU
 # priority than the end-to-end tests, which wait on timers their clusters and hosts must meet.
@@ -352,4 +356,4 @@ await example-plugin-tests
 
 step "tests that measure wall time (group alone), one at a time"
 # --workspace, as above: the same package set resolves the same features, so nothing rebuilds.
-cargo test --workspace --release --test e2e -- --test-threads=1 alone:: 2>&1 | tee -a "$LOGS/cargo-test.log" "$LOGS/e2e-alone.log"
+cargo test "${WORKSPACE[@]}" --test e2e -- --test-threads=1 alone:: 2>&1 | tee -a "$LOGS/cargo-test.log" "$LOGS/e2e-alone.log"

@@ -17,7 +17,6 @@
 mod freshness;
 mod lake_files;
 mod measure;
-mod proc_stats;
 mod rates;
 mod raw_scan;
 mod report;

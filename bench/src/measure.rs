@@ -14,8 +14,10 @@ use fluss_lake_e2e::cluster::ClusterInfo;
 use fluss_lake_e2e::host_metrics::{Exposition, HistogramSummary};
 use serde::Serialize;
 
+use fluss_lake_bench::offsets::covers;
+use fluss_lake_bench::proc_stats;
+
 use crate::lake_files::{self, LakeFiles};
-use crate::proc_stats;
 use crate::rates::Throughput;
 use crate::service::{Service, ServiceKind};
 use crate::workload::Prepared;
@@ -184,30 +186,4 @@ pub async fn lake_offsets(
 ) -> Option<HashMap<(Option<i64>, i32), i64>> {
     let s = admin.get_latest_lake_snapshot(t).await.ok()?;
     Some(fluss_lake_e2e::data::snapshot_offsets(&s))
-}
-
-/// Whether the lake holds every record up to `ends`.
-pub fn covers(
-    got: &HashMap<(Option<i64>, i32), i64>,
-    ends: &HashMap<(Option<i64>, i32), i64>,
-) -> bool {
-    ends.iter()
-        .all(|(k, end)| *end == 0 || got.get(k).is_some_and(|o| o >= end))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lake_covers_ends_it_reached_or_passed_and_empty_buckets() {
-        let ends = HashMap::from([((None, 0), 10), ((None, 1), 0), ((Some(7), 2), 5)]);
-        let mut got = HashMap::from([((None, 0), 10), ((Some(7), 2), 6)]);
-        assert!(covers(&got, &ends));
-        got.insert((None, 0), 9);
-        assert!(!covers(&got, &ends));
-        got.insert((None, 0), 10);
-        got.remove(&(Some(7), 2));
-        assert!(!covers(&got, &ends));
-    }
 }

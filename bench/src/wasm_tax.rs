@@ -21,7 +21,7 @@ use fluss_lake_guest_sdk::wit as guest;
 use fluss_lake_host::plugin::engine::EngineSettings;
 use serde::Serialize;
 
-use crate::proc_stats;
+use fluss_lake_bench::proc_stats;
 
 /// Rows per row batch handed to the writer (one boundary crossing each): about what the host
 /// gathers into one call (4 MiB of these columns) while a plugin is busy.

@@ -1,6 +1,7 @@
 //! The Fluss lake tiering host as a library, so that end-to-end tests and benchmarks drive
 //! the same code the binary runs.
 //!
+//! - [`cli`]: the `fluss-lake-host` command, which the binary only calls.
 //! - [`config`]: command-line options in the FlussLakeTiering convention (their reference page,
 //!   docs/configuration.md, is generated from them and checked by `config_reference`'s tests).
 //! - [`coordinator`]: the host's own client for the coordinator's tiering RPCs.
@@ -12,6 +13,7 @@
 //! - [`warehouse`]: lake warehouses on a local disk or S3, opened and checked for atomic creates.
 
 pub mod catalog;
+pub mod cli;
 pub mod config;
 // docs/configuration.md is generated from the options and checked by this module's tests.
 #[cfg(test)]

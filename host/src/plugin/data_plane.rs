@@ -273,7 +273,7 @@ struct OpenFile {
 }
 
 /// Bytes the encoder hands to its file's uploader at a time: under the allocator's threshold
-/// for mapping fresh pages (`main.rs`), so chunks reuse the heap.
+/// for mapping fresh pages (`cli.rs`), so chunks reuse the heap.
 const CHUNK_BYTES: usize = 512 << 10;
 /// Chunks on their way to the uploader; the encoder waits beyond them.
 const CHUNKS_IN_FLIGHT: usize = 2;
