@@ -20,7 +20,8 @@
 #   and the S3 cluster's first; the workspace's other test targets are compiled and run, with
 #   the plugin smoke tests and the example plugins' tests, at a lower CPU priority beside the
 #   end-to-end tests, which mostly wait; the few whose assertions are about wall time (group
-#   `alone`) run afterwards, one at a time.
+#   `alone`) run after the end-to-end tests, one at a time, while that lower-priority work
+#   ends beside them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -284,12 +285,13 @@ wasm_smoke_tests() {
 # The dev profile (overflow checks and debug assertions on): their dependencies resolve other
 # features than the workspace's, so nothing is shared with the release build, and a debug build
 # of them takes half the time. Without debug information, which nothing here reads (a failing
-# test's panic message and line do not need it) and which is much of a debug build's time.
+# test's panic message and line do not need it) and which is much of a debug build's time, and
+# without the incremental compilation state a one-off build never reuses.
 example_plugin_tests() {
   local example
   for example in examples/*/Cargo.toml; do
     echo "--- $example"
-    CARGO_PROFILE_DEV_DEBUG=false cargo test --manifest-path "$example" --target-dir target
+    CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0 cargo test --manifest-path "$example" --target-dir target
   done
 }
 
@@ -349,11 +351,18 @@ await_e2e() {
 await_e2e e2e-first
 await_e2e e2e-s3
 await_e2e e2e-rest
+
+step "tests that measure wall time (group alone), one at a time; beside them, at their lower priority, the workspace's other tests until they end"
+# The workspace's other tests are still compiling at nice 10 when the end-to-end tests end:
+# the group runs now, beside them, not after them. It asserts about wall time, so it runs at
+# the normal priority, alone among the tests that do. The end-to-end binary is run directly,
+# as cargo does (from the test crate's directory, through the runner): cargo would wait for
+# the target directory's lock, which the other tests' build holds.
+E2E_BIN="$(sed -n 's/^ *Running e2e\/main.rs (\(.*\))$/\1/p' "$LOGS/e2e-rest.log" | head -1)"
+[[ -x "$E2E_BIN" ]] || { echo "ERROR: no end-to-end test binary named in target/test-logs/e2e-rest.log" >&2; exit 1; }
+(cd tests && "$ROOT/scripts/test-runner.sh" "$ROOT/$E2E_BIN" --test-threads=1 alone::) 2>&1 \
+  | tee -a "$LOGS/cargo-test.log" "$LOGS/e2e-alone.log"
 await workspace-tests
 cat "$LOGS/workspace-tests.log" >>"$LOGS/cargo-test.log"
 await wasm-smoke
 await example-plugin-tests
-
-step "tests that measure wall time (group alone), one at a time"
-# --workspace, as above: the same package set resolves the same features, so nothing rebuilds.
-cargo test "${WORKSPACE[@]}" --test e2e -- --test-threads=1 alone:: 2>&1 | tee -a "$LOGS/cargo-test.log" "$LOGS/e2e-alone.log"
