@@ -236,9 +236,8 @@ step "host, benchmark and end-to-end tests: build and lint (release)"
 # What the end-to-end tests run: every binary (the host, the benchmark, the demo), the examples
 # and the e2e test binary. Every other target (unit tests, the guests' reader tests, doc tests)
 # is compiled and linted in the test step, on the CPU the end-to-end tests leave idle
-# (workspace_tests). --workspace, as every cargo command here: the same package set resolves
-# the same features, so nothing is compiled twice. --timings: target/cargo-timings/ says which
-# crate the cold build spends its time on.
+# (workspace_tests). WORKSPACE, as every cargo command here, so nothing is compiled twice.
+# --timings: target/cargo-timings/ says which crate the cold build spends its time on.
 cargo build "${WORKSPACE[@]}" --bins --examples --test e2e --timings
 # The compiled-plugin cache the tests share (tests/src/host.rs plugin_cache_dir), filled once
 # now with every plugin under test: otherwise the first tests to start a host each compile the
@@ -261,8 +260,8 @@ target/prometheus-dist/usr/bin/promtool test rules docs/prometheus/alerts_test.y
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$ROOT/scripts/test-runner.sh"
 
 # Every test binary of the workspace but e2e: the unit tests, the guests' own reader tests,
-# the benchmark's tests, then the doc tests. --workspace, as every cargo command here: the same
-# package set resolves the same features, so nothing rebuilds.
+# the benchmark's tests, then the doc tests. WORKSPACE, as every cargo command here, so nothing
+# rebuilds.
 workspace_tests() {
   local args=() name
   # Every target, so clippy (the wrapper) lints each one as before; then they run.

@@ -14,11 +14,11 @@ use anyhow::{Context, Result, bail};
 use fluss::metadata::TablePath;
 use fluss::rpc::message::OffsetSpec;
 
+use fluss_lake_bench::proc_stats;
 use fluss_lake_columns::encode::{FileEncoder, ParquetOptions};
 use fluss_lake_columns::file_columns::{ColumnSource, FileColumns};
 
 use crate::rates::Throughput;
-use fluss_lake_bench::proc_stats;
 
 /// Runs `bench raw-scan` in a child process and reads its figures; with `encode_zstd_level`,
 /// the limit (the scan plus a native encode at that zstd level).
