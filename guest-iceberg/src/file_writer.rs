@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::{Int64Array, RecordBatch, StringArray};
 use arrow_schema::SchemaRef;
 use fluss_lake_guest_sdk::Result;
-use fluss_lake_guest_sdk::data_plane::SplitRows;
+use fluss_lake_guest_sdk::data_plane::{KeptBatch, SplitRows};
 use fluss_lake_guest_sdk::parquet::{DataFileInfo, Encoding, ParquetOptions, RollingParquetWriter};
 use fluss_lake_guest_sdk::stats::ColumnStats;
 use fluss_lake_guest_sdk::storage::Storage;
@@ -89,24 +89,25 @@ impl<S: Storage> ContentWriter<S> {
     /// Data files, or equality-delete files (full rows, as Fluss's Java plugin writes them)
     /// when `equality_ids` is set.
     pub fn rows(storage: S, target: &SplitTarget, equality_ids: Option<Vec<i32>>) -> Self {
-        let content = if equality_ids.is_some() {
-            FileContent::EqualityDeletes
-        } else {
-            FileContent::Data
-        };
         let fields = &target.layout.schema.fields;
         Self::new(
             storage,
             target,
             target.layout.file_schema.clone(),
             fields,
-            content,
+            rows_content(&equality_ids),
             equality_ids,
         )
     }
 
-    /// Data files of a split's rows ([`SplitRows`]), encoded as `encoding` says.
-    pub fn split_rows(storage: S, target: &SplitTarget, encoding: Encoding) -> Result<Self> {
+    /// Files of a split's rows ([`SplitRows`]) laid out as the table's data files, encoded as
+    /// `encoding` says: data files, or equality-delete files when `equality_ids` is set.
+    pub fn split_rows(
+        storage: S,
+        target: &SplitTarget,
+        encoding: Encoding,
+        equality_ids: Option<Vec<i32>>,
+    ) -> Result<Self> {
         let parquet = RollingParquetWriter::for_columns(
             storage,
             target.layout.file_columns()?,
@@ -119,8 +120,8 @@ impl<S: Storage> ContentWriter<S> {
             parquet,
             target,
             &target.layout.schema.fields,
-            FileContent::Data,
-            None,
+            rows_content(&equality_ids),
+            equality_ids,
         ))
     }
 
@@ -182,6 +183,16 @@ impl<S: Storage> ContentWriter<S> {
         Ok(())
     }
 
+    /// Appends rows the host keeps, in the order of `picks` (a writer of [`Self::split_rows`]
+    /// encoded by the host).
+    pub fn write_picked(&mut self, kept: &[&KeptBatch], picks: &[(u32, u32)]) -> Result<()> {
+        if let Some(info) = self.parquet.write_picked(kept, picks, None)? {
+            let f = self.describe(info);
+            self.files.push(f);
+        }
+        Ok(())
+    }
+
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if let Some(info) = self.parquet.write(batch)? {
             let f = self.describe(info);
@@ -225,6 +236,15 @@ impl<S: Storage> ContentWriter<S> {
             field_metrics(&mut f, *id, ty, stats, full);
         }
         f
+    }
+}
+
+/// Files of full rows: equality deletes when they have equality ids, else data.
+fn rows_content(equality_ids: &Option<Vec<i32>>) -> FileContent {
+    if equality_ids.is_some() {
+        FileContent::EqualityDeletes
+    } else {
+        FileContent::Data
     }
 }
 

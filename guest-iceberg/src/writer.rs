@@ -6,14 +6,21 @@
 //! - `-U` / `-D` rows delete the key's row written earlier in this round by position, or
 //!   else every older row of the key by an equality delete (full row, `equality_ids` = the
 //!   primary key), which applies to data files of earlier sequence numbers only.
+//!
+//! Each decision needs only a row's key and change type. So through the host's data plane
+//! (`batch-writer`) a primary-key table's rows stay in the host as a log table's do: the
+//! writer takes only the key columns, and the host encodes the data and equality-delete rows
+//! it picks. Position deletes hold what the writer computes (paths and positions), and it
+//! encodes them itself.
 
 use std::collections::HashMap;
 
-use arrow_array::{BooleanArray, RecordBatch};
+use arrow_array::{Array, BooleanArray, RecordBatch};
 use fluss_lake_guest_sdk::arrow_util::row_keys;
 use fluss_lake_guest_sdk::data_plane::SplitRows;
 use fluss_lake_guest_sdk::deps::arrow_select::filter::filter_record_batch;
-use fluss_lake_guest_sdk::ipc::ChangeType;
+use fluss_lake_guest_sdk::file_columns::ColumnSource;
+use fluss_lake_guest_sdk::ipc::{ChangeType, DecodedBatch};
 use fluss_lake_guest_sdk::parquet::{Encoding, ParquetOptions, parse_compression};
 use fluss_lake_guest_sdk::plugin::FormatWriter;
 use fluss_lake_guest_sdk::storage::Storage;
@@ -84,12 +91,64 @@ impl WritePayload {
 }
 
 struct Delta<S: Storage> {
+    /// Positions of the identifier fields among the file's columns.
     key_columns: Vec<usize>,
+    /// With the rows kept in the host: the identifier fields' Fluss columns, all this writer
+    /// takes into guest memory.
+    key_positions: Option<Vec<usize>>,
     eq_deletes: ContentWriter<S>,
     /// Keys written by this split, with where their latest row is.
     inserted: HashMap<Vec<u8>, (u32, i64)>,
     paths: Vec<String>,
     pos_deletes: Vec<(u32, i64)>,
+}
+
+/// Where the rows of one batch go, by their index in the batch, in arrival order.
+struct Routed {
+    data: Vec<u32>,
+    eq_deletes: Vec<u32>,
+}
+
+impl<S: Storage> Delta<S> {
+    /// Routes a batch's changes by their keys (`keys`, one per row of `changes`): additions
+    /// to the data file `data` writes next (the key's row written earlier in this round gets
+    /// a position delete); retractions of a key written earlier in this round to a position
+    /// delete, of any other key to an equality delete. Needs only the keys and change types.
+    fn route(
+        &mut self,
+        data: &mut ContentWriter<S>,
+        keys: Vec<Vec<u8>>,
+        changes: &DecodedBatch,
+    ) -> Result<Routed> {
+        let (path, base) = data.next_position()?;
+        let path_index = match self.paths.last() {
+            Some(p) if *p == path => self.paths.len() as u32 - 1,
+            _ => {
+                self.paths.push(path);
+                self.paths.len() as u32 - 1
+            }
+        };
+        let mut routed = Routed {
+            data: Vec::new(),
+            eq_deletes: Vec::new(),
+        };
+        for (i, key) in keys.into_iter().enumerate() {
+            match changes.change_type(i)? {
+                ChangeType::AppendOnly | ChangeType::Insert | ChangeType::UpdateAfter => {
+                    let at = (path_index, base + routed.data.len() as i64);
+                    if let Some(previous) = self.inserted.insert(key, at) {
+                        self.pos_deletes.push(previous);
+                    }
+                    routed.data.push(i as u32);
+                }
+                ChangeType::UpdateBefore | ChangeType::Delete => match self.inserted.remove(&key) {
+                    Some(previous) => self.pos_deletes.push(previous),
+                    None => routed.eq_deletes.push(i as u32),
+                },
+            }
+        }
+        Ok(routed)
+    }
 }
 
 pub struct IcebergWriter<S: Storage + Clone> {
@@ -101,8 +160,9 @@ pub struct IcebergWriter<S: Storage + Clone> {
 }
 
 impl<S: Storage + Clone> IcebergWriter<S> {
-    /// Opens the split's writer; a log table's data files are encoded as `encoding` says (a
-    /// primary-key table's rows are routed here by key, so they are always encoded here).
+    /// Opens the split's writer, whose files are encoded as `encoding` says. With
+    /// [`Encoding::Host`] a primary-key table's rows stay in the host too: the writer takes
+    /// their keys and change types, and has the host encode the rows it routes.
     pub fn open_encoded(context: &WriterContext, storage: S, encoding: Encoding) -> Result<Self> {
         let table = &context.table;
         let loaded = tables::load_for_writer(&storage, table.table_id)?.ok_or_else(|| {
@@ -157,17 +217,33 @@ impl<S: Storage + Clone> IcebergWriter<S> {
                         })
                 })
                 .collect::<Result<Vec<_>>>()?;
+            let (eq_deletes, key_positions) = match encoding {
+                Encoding::Guest => (
+                    ContentWriter::rows(storage.clone(), &target, Some(ids.clone())),
+                    None,
+                ),
+                Encoding::Host => (
+                    ContentWriter::split_rows(
+                        storage.clone(),
+                        &target,
+                        encoding,
+                        Some(ids.clone()),
+                    )?,
+                    Some(fluss_positions(&target, &key_columns)?),
+                ),
+            };
             Some(Delta {
                 key_columns,
-                eq_deletes: ContentWriter::rows(storage.clone(), &target, Some(ids.clone())),
+                key_positions,
+                eq_deletes,
                 inserted: HashMap::new(),
                 paths: Vec::new(),
                 pos_deletes: Vec::new(),
             })
         };
         let data = match (&delta, encoding) {
-            (None, _) => ContentWriter::split_rows(storage.clone(), &target, encoding)?,
-            _ => ContentWriter::rows(storage.clone(), &target, None),
+            (Some(_), Encoding::Guest) => ContentWriter::rows(storage.clone(), &target, None),
+            _ => ContentWriter::split_rows(storage.clone(), &target, encoding, None)?,
         };
         Ok(IcebergWriter {
             data,
@@ -177,6 +253,20 @@ impl<S: Storage + Clone> IcebergWriter<S> {
             records: 0,
         })
     }
+}
+
+/// The Fluss columns of the file columns at `columns` (identifier fields are table columns).
+fn fluss_positions(target: &SplitTarget, columns: &[usize]) -> Result<Vec<usize>> {
+    let file_columns = target.layout.file_columns()?;
+    columns
+        .iter()
+        .map(|c| match file_columns.sources().get(*c) {
+            Some(ColumnSource::Fluss(p)) => Ok(*p),
+            other => Err(Error::invalid_input(format!(
+                "identifier field at column {c} is not a Fluss column ({other:?})"
+            ))),
+        })
+        .collect()
 }
 
 impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
@@ -189,7 +279,7 @@ impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
     }
 
     fn write_rows(&mut self, rows: SplitRows<'_>) -> Result<()> {
-        if self.delta.is_none() {
+        let Some(delta) = self.delta.as_mut() else {
             // A log table: its rows go to data files as they are.
             if let Some(bad) = rows.first_non_addition()? {
                 return Err(Error::invalid_input(format!(
@@ -199,72 +289,63 @@ impl<S: Storage + Clone> FormatWriter<S> for IcebergWriter<S> {
             }
             self.records += rows.num_rows() as u64;
             return self.data.write_rows(rows);
-        }
-        let decoded = rows.into_decoded()?;
-        let n = decoded.num_rows();
+        };
+        let n = rows.num_rows();
         if n == 0 {
             return Ok(());
         }
-        let rows =
-            self.target
-                .to_file_batch(&decoded.batch, &decoded.log_offsets, &decoded.timestamps)?;
         self.records += n as u64;
-        let Some(delta) = self.delta.as_mut() else {
-            return Err(Error::internal("a log table's rows were written above"));
-        };
-        let key_arrays: Vec<&dyn arrow_array::Array> = delta
-            .key_columns
-            .iter()
-            .map(|c| rows.column(*c).as_ref())
-            .collect();
-        let keys = row_keys(&key_arrays)?;
-        let (path, base) = self.data.next_position()?;
-        let path_index = match delta.paths.last() {
-            Some(p) if *p == path => delta.paths.len() as u32 - 1,
-            _ => {
-                delta.paths.push(path);
-                delta.paths.len() as u32 - 1
-            }
-        };
-        let mut insert = Vec::with_capacity(n);
-        let mut eq_delete = Vec::with_capacity(n);
-        let mut written = 0i64;
-        for (i, key) in keys.into_iter().enumerate() {
-            match decoded.change_type(i)? {
-                ChangeType::AppendOnly | ChangeType::Insert | ChangeType::UpdateAfter => {
-                    let at = (path_index, base + written);
-                    written += 1;
-                    if let Some(previous) = delta.inserted.insert(key, at) {
-                        delta.pos_deletes.push(previous);
-                    }
-                    insert.push(true);
-                    eq_delete.push(false);
+        match (rows, &delta.key_positions) {
+            (SplitRows::Host(batch), Some(positions)) => {
+                let keys = batch.columns(positions)?;
+                let arrays: Vec<&dyn Array> =
+                    keys.batch.columns().iter().map(|c| c.as_ref()).collect();
+                let routed = delta.route(&mut self.data, row_keys(&arrays)?, &keys)?;
+                if routed.data.is_empty() && routed.eq_deletes.is_empty() {
+                    return Ok(());
                 }
-                ChangeType::UpdateBefore | ChangeType::Delete => {
-                    match delta.inserted.remove(&key) {
-                        Some(previous) => {
-                            delta.pos_deletes.push(previous);
-                            eq_delete.push(false);
-                        }
-                        None => eq_delete.push(true),
+                let kept = batch.keep()?;
+                let picks = |rows: &[u32]| rows.iter().map(|r| (0, *r)).collect::<Vec<_>>();
+                self.data.write_picked(&[&kept], &picks(&routed.data))?;
+                delta
+                    .eq_deletes
+                    .write_picked(&[&kept], &picks(&routed.eq_deletes))
+            }
+            (SplitRows::Decoded(_), Some(_)) => Err(Error::internal(
+                "rows in guest memory for a writer whose rows stay in the host",
+            )),
+            (rows, None) => {
+                let decoded = rows.into_decoded()?;
+                let rows = self.target.to_file_batch(
+                    &decoded.batch,
+                    &decoded.log_offsets,
+                    &decoded.timestamps,
+                )?;
+                let key_arrays: Vec<&dyn Array> = delta
+                    .key_columns
+                    .iter()
+                    .map(|c| rows.column(*c).as_ref())
+                    .collect();
+                let routed = delta.route(&mut self.data, row_keys(&key_arrays)?, &decoded)?;
+                let pick = |picked: &[u32]| -> Result<Option<RecordBatch>> {
+                    if picked.is_empty() {
+                        return Ok(None);
                     }
-                    insert.push(false);
+                    let mut mask = vec![false; n];
+                    for r in picked {
+                        mask[*r as usize] = true;
+                    }
+                    Ok(Some(filter_record_batch(&rows, &BooleanArray::from(mask))?))
+                };
+                if let Some(b) = pick(&routed.data)? {
+                    self.data.write(&b)?;
                 }
+                if let Some(b) = pick(&routed.eq_deletes)? {
+                    delta.eq_deletes.write(&b)?;
+                }
+                Ok(())
             }
         }
-        let pick = |mask: Vec<bool>| -> Result<Option<RecordBatch>> {
-            if !mask.iter().any(|b| *b) {
-                return Ok(None);
-            }
-            Ok(Some(filter_record_batch(&rows, &BooleanArray::from(mask))?))
-        };
-        if let Some(b) = pick(insert)? {
-            self.data.write(&b)?;
-        }
-        if let Some(b) = pick(eq_delete)? {
-            delta.eq_deletes.write(&b)?;
-        }
-        Ok(())
     }
 
     fn complete(self) -> Result<WriteResult> {

@@ -45,9 +45,6 @@ pub fn interleave_batches(
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
 
-/// Bytes of the values a batch holds, counting only the slices its arrays view: arrays
-/// decoded from an IPC message share that message's buffer, which Arrow's own
-/// `get_array_memory_size` would count once per column. For bounding buffered data.
 /// An owned, hashable encoding of each row's values of `columns` (for key lookups such as
 /// "was this primary key written earlier in this round"): equal values give equal keys.
 pub fn row_keys(columns: &[&dyn Array]) -> Result<Vec<Vec<u8>>> {
@@ -130,6 +127,9 @@ pub fn row_keys(columns: &[&dyn Array]) -> Result<Vec<Vec<u8>>> {
     Ok(keys)
 }
 
+/// Bytes of the values a batch holds, counting only the slices its arrays view: arrays
+/// decoded from an IPC message share that message's buffer, which Arrow's own
+/// `get_array_memory_size` would count once per column. For bounding buffered data.
 pub fn slice_memory_size(batch: &RecordBatch) -> usize {
     batch
         .columns()

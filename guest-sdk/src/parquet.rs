@@ -224,15 +224,15 @@ impl<S: Storage> RollingParquetWriter<S> {
     }
 
     /// Appends rows of kept batches in the order of `picks`, with the files' computed columns
-    /// (`computed`, one row per pick), as [`Self::for_columns`] laid the files out with
-    /// [`ColumnSource::Computed`](crate::file_columns::ColumnSource::Own) columns; only for a writer
-    /// whose encoding is [`Encoding::Host`] (contract 0.3.9). Returns the file finished if it
-    /// reached the target size.
+    /// (`computed`, one row per pick; `None` when [`Self::for_columns`] laid the files out
+    /// without [`ColumnSource::Computed`](crate::file_columns::ColumnSource::Computed)
+    /// columns); only for a writer whose encoding is [`Encoding::Host`] (contract 0.3.9).
+    /// Returns the file finished if it reached the target size.
     pub fn write_picked(
         &mut self,
         kept: &[&KeptBatch],
         picks: &[(u32, u32)],
-        own: &RecordBatch,
+        computed: Option<&RecordBatch>,
     ) -> Result<Option<DataFileInfo>> {
         if picks.is_empty() {
             return Ok(None);
@@ -248,7 +248,7 @@ impl<S: Storage> RollingParquetWriter<S> {
             return Err(Error::internal("a guest file for picked rows"));
         };
         let size = host
-            .append_picked(kept, picks, Some(own))
+            .append_picked(kept, picks, computed)
             .with_context(|| format!("encoding {}", file.path))?;
         file.rows += picks.len() as u64;
         self.roll_at(size)

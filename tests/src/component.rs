@@ -239,7 +239,7 @@ impl ComponentDriver {
         batches: impl Iterator<Item = RowBatch>,
         properties: Vec<(String, String)>,
     ) -> (u64, CommitResult) {
-        let result = self
+        let (result, _) = self
             .write_streamed(
                 table,
                 Streamed::<_, std::iter::Empty<HostRows>>::Rows(batches),
@@ -256,7 +256,7 @@ impl ComponentDriver {
         batches: impl Iterator<Item = HostRows>,
         properties: Vec<(String, String)>,
     ) -> (u64, CommitResult) {
-        let result = self
+        let (result, _) = self
             .write_streamed(
                 table,
                 Streamed::<std::iter::Empty<RowBatch>, _>::Host(batches),
@@ -290,6 +290,20 @@ impl ComponentDriver {
         ts: i64,
         native: bool,
     ) -> WriteResult {
+        self.write_changes_measured(table, batches, ts, native)
+            .await
+            .0
+    }
+
+    /// [`Self::write_changes`], and the bytes of linear memory the writer's instance grew to:
+    /// what the plugin took into WebAssembly.
+    pub async fn write_changes_measured(
+        &self,
+        table: &TableInfo,
+        batches: &[(RecordBatch, Vec<u8>)],
+        ts: i64,
+        native: bool,
+    ) -> (WriteResult, usize) {
         let firsts = batches.iter().scan(0i64, |offset, (b, kinds)| {
             let first = *offset;
             *offset += b.num_rows() as i64;
@@ -306,15 +320,16 @@ impl ComponentDriver {
         }
     }
 
-    /// One split of bucket 0 written through `writer` or `batch-writer`.
+    /// One split of bucket 0 written through `writer` or `batch-writer`; with the bytes of
+    /// linear memory its instance grew to.
     async fn write_streamed(
         &self,
         table: &TableInfo,
         batches: Streamed<impl Iterator<Item = RowBatch>, impl Iterator<Item = HostRows>>,
-    ) -> WriteResult {
+    ) -> (WriteResult, usize) {
         let mut i = self.instance(table).await;
         let context = bucket_zero_context(table, self.config.clone());
-        match batches {
+        let result = match batches {
             Streamed::Rows(batches) => {
                 let w = i.open_writer(&context).await.unwrap();
                 for b in batches {
@@ -330,7 +345,8 @@ impl ComponentDriver {
                 }
                 i.complete_batch_writer(w).await.unwrap()
             }
-        }
+        };
+        (result, i.memory_bytes())
     }
 
     /// Commits one split's write result with `properties`: its file bytes and the commit.

@@ -167,7 +167,7 @@ impl<'a, S: Storage + ?Sized> KvFileWriter<'a, S> {
         }
         self.note_rows(keys)?;
         let own = keys.project(&[self.layout.sequence_column(), self.layout.kind_column()])?;
-        if let Some(info) = self.writer.write_picked(kept, picks, &own)? {
+        if let Some(info) = self.writer.write_picked(kept, picks, Some(&own))? {
             self.finish_file(info)?;
         }
         Ok(())
