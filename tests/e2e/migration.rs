@@ -280,10 +280,9 @@ async fn hand_over_and_back(format: &str) {
     let mut running: Option<(Service, Running)> = None;
     for (round, who) in ROUNDS.iter().copied().enumerate() {
         let at = format!("{format} round {round} ({who:?})");
-        let handed_over = running.as_ref().is_some_and(|(s, _)| *s != who);
-        // The service handing over stops before the round's data is written: with nothing
-        // new to tier it holds no table, whereas Flink killed in a round would leave its
-        // tables to the coordinator's fixed 120 s tiering timeout before anyone else gets them.
+        let handed_over = round > 0 && ROUNDS[round - 1] != who;
+        // The host hands over by stopping before the round's data is written: with nothing new
+        // to tier it holds no table. (Flink was killed at the end of its last round, below.)
         if handed_over && let Some((_, r)) = running.take() {
             r.stop();
         }
@@ -309,9 +308,25 @@ async fn hand_over_and_back(format: &str) {
             running = Some((who, started));
         }
         let r = &running.as_ref().unwrap().1;
+        let (snap, ends) = wait_covered(&c, &admin, &log_path, r, &at).await;
+        let pk_snap = if with_pk {
+            Some(wait_covered(&c, &admin, &pk_path, r, &at).await.0)
+        } else {
+            None
+        };
+        // Flink hands over by being killed, as a crash kills it, as soon as its last round is
+        // committed: a table it held in a round would wait for the coordinator's fixed 120 s
+        // tiering timeout before anyone else got it, and both tables have just finished
+        // theirs, so the freshness (10 s) keeps them from being assigned again before it dies.
+        // The pause lets its finish reports (polled every second) reach the coordinator.
+        if who == Service::Flink && ROUNDS.get(round + 1).is_some_and(|next| *next != who) {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            if let Some((_, r)) = running.take() {
+                r.stop();
+            }
+        }
 
         // The log table: exactly Fluss's rows, each offset once, Fluss's snapshot the newest.
-        let (snap, ends) = wait_covered(&c, &admin, &log_path, r, &at).await;
         let rows = lake.rows(log_path.table(), None);
         if format != "lance" {
             assert_offsets_exactly_once(&rows, &ends, &at);
@@ -330,10 +345,9 @@ async fn hand_over_and_back(format: &str) {
         );
 
         // The primary-key table: the merged read is Fluss's state.
-        if !with_pk {
+        let Some(snap) = pk_snap else {
             continue;
-        }
-        let (snap, _) = wait_covered(&c, &admin, &pk_path, r, &at).await;
+        };
         let reader = (format == "iceberg").then_some("duckdb");
         assert_eq!(
             business(&lake.rows(pk_path.table(), reader)),
