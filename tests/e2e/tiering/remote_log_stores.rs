@@ -79,6 +79,10 @@ async fn a_backlog_only_in_remote_storage_on_gcs_is_tiered_with_the_hosts_own_se
                 h.log()
             );
         }
+        // Stopped as an operator stops it: the round it holds, waiting to retry, is reported
+        // failed, so the next host gets the table at once, not after the coordinator's fixed
+        // 120 s tiering timeout (which a killed host would leave it to).
+        h.terminate(Duration::from_secs(40));
     }
 
     let h = host::HostProcess::spawn(
