@@ -38,6 +38,17 @@ fn parquet_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// The files an Iceberg write result describes, each as its fields.
+fn iceberg_files(payload: &[u8]) -> Vec<BTreeMap<String, serde_json::Value>> {
+    let v: serde_json::Value = serde_json::from_slice(payload).unwrap();
+    v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| serde_json::from_value(f.clone()).unwrap())
+        .collect()
+}
+
 /// The files' bytes, in order.
 fn contents(files: &[(String, Vec<u8>)]) -> Vec<&[u8]> {
     files.iter().map(|(_, b)| b.as_slice()).collect()
@@ -139,14 +150,9 @@ async fn iceberg_log_files_and_their_metrics_are_the_same_whichever_side_encodes
     // The write result describes each file with its metrics (counts, bounds): the same,
     // except for the file's name and location.
     let described = |payload: &[u8]| -> Vec<BTreeMap<String, serde_json::Value>> {
-        let v: serde_json::Value = serde_json::from_slice(payload).unwrap();
-        v["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| {
-                let mut f: BTreeMap<String, serde_json::Value> =
-                    serde_json::from_value(f.clone()).unwrap();
+        iceberg_files(payload)
+            .into_iter()
+            .map(|mut f| {
                 f.remove("file_path");
                 f
             })
@@ -217,14 +223,9 @@ async fn iceberg_primary_key_data_and_delete_files_are_the_same_whichever_side_e
     // name; of position deletes, which hold the data files' paths, neither bytes nor size.
     type Described = (String, Option<Vec<u8>>, BTreeMap<String, serde_json::Value>);
     let described = |w: &Written| -> Vec<Described> {
-        let v: serde_json::Value = serde_json::from_slice(&w.0).unwrap();
-        let mut out: Vec<Described> = v["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| {
-                let mut f: BTreeMap<String, serde_json::Value> =
-                    serde_json::from_value(f.clone()).unwrap();
+        let mut out: Vec<Described> = iceberg_files(&w.0)
+            .into_iter()
+            .map(|mut f| {
                 let content = f["content"].as_str().unwrap().to_string();
                 let path = f.remove("file_path").unwrap();
                 let name = path.as_str().unwrap().rsplit('/').next().unwrap();
