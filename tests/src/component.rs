@@ -265,39 +265,13 @@ impl ComponentDriver {
         self.commit_alone(table, result, properties).await
     }
 
-    /// Writes one split (bucket 0) of `batches`, whose rows have consecutive offsets from 0
-    /// and commit time `ts`, through the plugin's `writer` (the plugin encodes its files) or,
-    /// when `native`, its `batch-writer` (contract 0.3.8: the host keeps the rows and encodes
-    /// the files the plugin lays out); the write result.
-    pub async fn write_split(
-        &self,
-        table: &TableInfo,
-        batches: &[RecordBatch],
-        ts: i64,
-        native: bool,
-    ) -> WriteResult {
-        let changes: Vec<(RecordBatch, Vec<u8>)> =
-            batches.iter().map(|b| (b.clone(), Vec::new())).collect();
-        self.write_changes(table, &changes, ts, native).await
-    }
-
-    /// [`Self::write_split`] of a changelog: each batch with the change type of each of its
-    /// rows (empty: every row `+A`).
+    /// Writes one split (bucket 0) of `batches`, each batch with the change type of each of its
+    /// rows (empty: every row `+A`), whose rows have consecutive offsets from 0 and commit time
+    /// `ts`, through the plugin's `writer` (the plugin encodes its files) or, when `native`, its
+    /// `batch-writer` (contract 0.3.8: the host keeps the rows and encodes the files the plugin
+    /// lays out); the write result, and the bytes of linear memory the writer's instance grew
+    /// to (what the plugin took into WebAssembly).
     pub async fn write_changes(
-        &self,
-        table: &TableInfo,
-        batches: &[(RecordBatch, Vec<u8>)],
-        ts: i64,
-        native: bool,
-    ) -> WriteResult {
-        self.write_changes_measured(table, batches, ts, native)
-            .await
-            .0
-    }
-
-    /// [`Self::write_changes`], and the bytes of linear memory the writer's instance grew to:
-    /// what the plugin took into WebAssembly.
-    pub async fn write_changes_measured(
         &self,
         table: &TableInfo,
         batches: &[(RecordBatch, Vec<u8>)],

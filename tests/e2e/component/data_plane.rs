@@ -90,8 +90,17 @@ fn changes() -> Vec<(RecordBatch, Vec<u8>)> {
         .collect()
 }
 
-/// What one path wrote: the write result's payload, records and file bytes, and the files.
-type Written = (Vec<u8>, u64, u64, Vec<(String, Vec<u8>)>);
+/// What one path wrote.
+struct Written {
+    /// The write result's payload, records and file bytes.
+    payload: Vec<u8>,
+    records: u64,
+    file_bytes: u64,
+    /// The Parquet files in the table, ordered by bytes ([`parquet_files`]).
+    files: Vec<(String, Vec<u8>)>,
+    /// Bytes of linear memory the writer's instance grew to.
+    memory: usize,
+}
 
 /// Both paths of one format: the guest's, then the native one's.
 async fn both_paths(format: &str) -> [Written; 2] {
@@ -111,29 +120,35 @@ async fn both_paths_of(
         let warehouse = std::env::temp_dir().join(unique_name(&format!("dp-{format}")));
         let driver = ComponentDriver::load(&plugin(format), &warehouse).await;
         driver.create(t).await;
-        let result = driver
+        let (result, memory) = driver
             .write_changes(t, changes, 1_700_000_000_000, native)
             .await;
-        let files = parquet_files(&driver.table_dir(t).await);
-        out.push((
-            result.payload,
-            result.record_count,
-            result.file_bytes,
-            files,
-        ));
+        out.push(Written {
+            payload: result.payload,
+            records: result.record_count,
+            file_bytes: result.file_bytes,
+            files: parquet_files(&driver.table_dir(t).await),
+            memory,
+        });
         let _ = std::fs::remove_dir_all(&warehouse);
     }
-    out.try_into().unwrap()
+    let Ok(both) = out.try_into() else {
+        unreachable!("one result per path")
+    };
+    both
 }
 
 #[tokio::test]
 async fn paimon_log_files_are_the_same_bytes_whichever_side_encodes_them() {
     let [guest, native] = both_paths("paimon").await;
-    assert_eq!(native.1, 200, "records");
-    assert_eq!((guest.1, guest.2), (native.1, native.2));
-    assert_eq!(native.3.len(), 1);
+    assert_eq!(native.records, 200, "records");
+    assert_eq!(
+        (guest.records, guest.file_bytes),
+        (native.records, native.file_bytes)
+    );
+    assert_eq!(native.files.len(), 1);
     assert!(
-        contents(&native.3) == contents(&guest.3),
+        contents(&native.files) == contents(&guest.files),
         "the native file differs from the guest's"
     );
 }
@@ -141,10 +156,13 @@ async fn paimon_log_files_are_the_same_bytes_whichever_side_encodes_them() {
 #[tokio::test]
 async fn iceberg_log_files_and_their_metrics_are_the_same_whichever_side_encodes_them() {
     let [guest, native] = both_paths("iceberg").await;
-    assert_eq!(native.1, 200, "records");
-    assert_eq!((guest.1, guest.2), (native.1, native.2));
+    assert_eq!(native.records, 200, "records");
+    assert_eq!(
+        (guest.records, guest.file_bytes),
+        (native.records, native.file_bytes)
+    );
     assert!(
-        contents(&native.3) == contents(&guest.3),
+        contents(&native.files) == contents(&guest.files),
         "the native file differs from the guest's"
     );
     // The write result describes each file with its metrics (counts, bounds): the same,
@@ -158,7 +176,7 @@ async fn iceberg_log_files_and_their_metrics_are_the_same_whichever_side_encodes
             })
             .collect()
     };
-    let (g, n) = (described(&guest.0), described(&native.0));
+    let (g, n) = (described(&guest.payload), described(&native.payload));
     assert_eq!(g.len(), 1);
     assert!(
         g[0].keys().any(|k| k.contains("bound")),
@@ -185,11 +203,14 @@ async fn paimon_primary_key_files_are_the_same_bytes_whichever_side_encodes_them
     let changes = changes();
     let records: usize = changes.iter().map(|(b, _)| b.num_rows()).sum();
     let [guest, native] = both_paths_of("paimon", &t, &changes).await;
-    assert_eq!(native.1, records as u64, "records");
-    assert_eq!((guest.1, guest.2), (native.1, native.2));
-    assert_eq!(native.3.len(), 2, "a data file and a changelog file");
+    assert_eq!(native.records, records as u64, "records");
+    assert_eq!(
+        (guest.records, guest.file_bytes),
+        (native.records, native.file_bytes)
+    );
+    assert_eq!(native.files.len(), 2, "a data file and a changelog file");
     assert!(
-        contents(&native.3) == contents(&guest.3),
+        contents(&native.files) == contents(&guest.files),
         "the native files differ from the guest's"
     );
 }
@@ -217,19 +238,19 @@ async fn iceberg_primary_key_data_and_delete_files_are_the_same_whichever_side_e
     changes.push((all_types(&older, None).0, vec![DELETE; older.len()]));
     let records: usize = changes.iter().map(|(b, _)| b.num_rows()).sum();
     let [guest, native] = both_paths_of("iceberg", &t, &changes).await;
-    assert_eq!(native.1, records as u64, "records");
-    assert_eq!(guest.1, native.1, "records");
+    assert_eq!(native.records, records as u64, "records");
+    assert_eq!(guest.records, native.records, "records");
     // Each file the write result describes: its content, its bytes and its metrics but its
     // name; of position deletes, which hold the data files' paths, neither bytes nor size.
     type Described = (String, Option<Vec<u8>>, BTreeMap<String, serde_json::Value>);
     let described = |w: &Written| -> Vec<Described> {
-        let mut out: Vec<Described> = iceberg_files(&w.0)
+        let mut out: Vec<Described> = iceberg_files(&w.payload)
             .into_iter()
             .map(|mut f| {
                 let content = f["content"].as_str().unwrap().to_string();
                 let path = f.remove("file_path").unwrap();
                 let name = path.as_str().unwrap().rsplit('/').next().unwrap();
-                let bytes = w.3.iter().find(|(n, _)| n == name).unwrap().1.clone();
+                let bytes = w.files.iter().find(|(n, _)| n == name).unwrap().1.clone();
                 if content != "PositionDeletes" {
                     return (content, Some(bytes), f);
                 }
@@ -313,21 +334,11 @@ async fn an_iceberg_primary_key_splits_rows_stay_out_of_the_plugin() {
             (batch, vec![INSERT; ROWS as usize])
         })
         .collect();
-    let mut memory = Vec::new();
-    for native in [false, true] {
-        let warehouse = std::env::temp_dir().join(unique_name("dp-iceberg-wide"));
-        let driver = ComponentDriver::load(&plugin("iceberg"), &warehouse).await;
-        driver.create(&t).await;
-        let (result, bytes) = driver
-            .write_changes_measured(&t, &changes, 1_700_000_000_000, native)
-            .await;
-        assert_eq!(result.record_count, (BATCHES * ROWS) as u64, "records");
-        memory.push(bytes);
-        let _ = std::fs::remove_dir_all(&warehouse);
+    let [guest, native] = both_paths_of("iceberg", &t, &changes).await;
+    for path in [&guest, &native] {
+        assert_eq!(path.records, (BATCHES * ROWS) as u64, "records");
     }
-    let [guest, native] = memory[..] else {
-        unreachable!()
-    };
+    let (guest, native) = (guest.memory, native.memory);
     assert!(
         native * 3 < guest,
         "linear memory: {native} bytes through batch-writer, {guest} through writer"
