@@ -11,9 +11,8 @@
 //! Fluss distribution's Iceberg jars (`WITH_ICEBERG=1 cluster/setup.sh`); fails without them.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -44,45 +43,10 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Runs `iceberg_read.py` commands in one process; each one's output lines.
+/// Runs `iceberg_read.py` commands in one of the test process's pooled Python workers; each
+/// one's output lines.
 fn read(commands: &[Vec<String>]) -> Vec<Result<Vec<Value>, String>> {
-    let python = root().join("target/venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} missing: run scripts/setup-python.sh",
-        python.display()
-    );
-    let mut child = Command::new(python)
-        .arg(root().join("tests/python/iceberg_read.py"))
-        .arg("batch")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for c in commands {
-            writeln!(stdin, "{}", serde_json::to_string(c).unwrap()).unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "iceberg_read.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            match v.get("error") {
-                Some(e) => Err(e.as_str().unwrap_or_default().to_string()),
-                None => Ok(v["out"].as_array().cloned().unwrap_or_default()),
-            }
-        })
-        .collect()
+    fluss_lake_python_readers::batch("iceberg_read.py", &[], commands)
 }
 
 fn ok(r: Result<Vec<Value>, String>) -> Vec<Value> {

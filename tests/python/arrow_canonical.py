@@ -87,7 +87,7 @@ def run_batch(main):
     """For each stdin line (a JSON array of arguments) prints one line `{"out": [<output
     lines parsed as JSON>]}` or `{"error": "<message>"}`, with the command's wall time under
     "seconds", and flushes it before reading the next line: the test harness keeps one such
-    process per reader as a worker for the whole run (tests/src/python.rs), writing a command
+    process per reader as a worker for the whole run (tests/python/src/lib.rs), writing a command
     and waiting for its answer. A command that raises is answered with its traceback and the
     process carries on.
 

@@ -51,7 +51,7 @@ location, format_version, properties.
 `parquet-field-ids` prints {"fields": [{"name", "field_id", "type"}]} of a Parquet file's
 schema as pyarrow sees it (nested fields as dotted paths; field_id null when missing).
 `batch` runs many commands in one process (the readers are slow to import; the tests keep such
-processes as workers for the whole run, tests/src/python.rs): for each input line it prints
+processes as workers for the whole run, tests/python/src/lib.rs): for each input line it prints
 one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`. Each command
 reads the table afresh: no reader state (pyiceberg's manifest cache, a DuckDB database) is
 kept from one command to the next.

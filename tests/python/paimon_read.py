@@ -28,7 +28,7 @@ must be within 10 snapshots of the latest, pypaimon's catch-up threshold): one J
 record in read order, with its row kind (`+I`, `-U`, `+U`, `-D`) under "_row_kind"; nothing
 when N has no changelog.
 `batch` runs many commands in one process (pypaimon is slow to import; the tests keep such
-processes as workers for the whole run, tests/src/python.rs): for each input line it prints
+processes as workers for the whole run, tests/python/src/lib.rs): for each input line it prints
 one line `{"out": [<output lines parsed as JSON>]}` or `{"error": "<message>"}`, with the
 command's wall time under "seconds". Every command opens its own catalog, so a command sees
 what was committed before it started, whatever the process read earlier.

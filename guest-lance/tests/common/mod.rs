@@ -115,18 +115,16 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-pub fn lance_read(args: &[&str]) -> String {
-    let out = Command::new(root().join("target/venv/bin/python"))
-        .arg(root().join("tests/python/lance_read.py"))
-        .args(args)
-        .output()
-        .expect("python");
-    assert!(
-        out.status.success(),
-        "lance_read.py {args:?}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+/// Runs one `tests/python/lance_read.py` command in one of the test process's pooled Python
+/// workers: its output lines, or the error it raised.
+pub fn try_lance_read(args: &[&str]) -> Result<Vec<serde_json::Value>, String> {
+    let command: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    fluss_lake_python_readers::batch("lance_read.py", &[], &[command]).remove(0)
+}
+
+/// [`try_lance_read`], which must succeed.
+pub fn lance_read(args: &[&str]) -> Vec<serde_json::Value> {
+    try_lance_read(args).unwrap_or_else(|e| panic!("lance_read.py {args:?}:\n{e}"))
 }
 
 /// Runs `code` with pylance's Python; `args` become `sys.argv[1..]`. Its stdout.

@@ -1,5 +1,6 @@
 //! Helpers shared by the pypaimon integration tests: the workspace paths, the venv's Python
-//! and running `tests/python/paimon_read.py` commands in one Python process.
+//! and running `tests/python/paimon_read.py` commands in the test process's pooled Python
+//! workers.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -19,60 +20,26 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The Python of the venv with pypaimon (`target/venv`).
-pub fn python() -> PathBuf {
-    let p = root().join("target/venv/bin/python");
-    assert!(
-        p.exists(),
-        "the Python venv with pypaimon is missing ({}): run scripts/setup-python.sh first",
-        p.display()
-    );
-    p
-}
+/// The venv's Python, which runs pypaimon (`target/venv`, from `scripts/setup-python.sh`).
+pub use fluss_lake_python_readers::python;
 
 /// Runs `paimon_read.py` commands (argument lists without the warehouse, which is inserted
-/// after the command name) in one Python process; returns each command's output lines.
+/// after the command name) in one of the test process's pooled Python workers; returns each
+/// command's output lines.
 pub fn read_many(warehouse: &Path, commands: &[Vec<String>]) -> Vec<Vec<Json>> {
-    use std::io::Write;
-    let mut child = Command::new(python())
-        .arg(root().join("tests/python/paimon_read.py"))
-        .arg("batch")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("running paimon_read.py");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for c in commands {
+    let commands: Vec<Vec<String>> = commands
+        .iter()
+        .map(|c| {
             let mut args = vec![c[0].clone(), warehouse.to_str().unwrap().to_string()];
             args.extend(c[1..].iter().cloned());
-            writeln!(stdin, "{}", serde_json::to_string(&args).unwrap()).unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "paimon_read.py batch failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: Vec<Vec<Json>> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .zip(commands)
-        .map(|(l, c)| {
-            let v: Json = serde_json::from_str(l).expect("json line");
-            match v.get("out") {
-                Some(Json::Array(rows)) => rows.clone(),
-                _ => panic!(
-                    "paimon_read.py {c:?} failed: {}",
-                    v["error"].as_str().unwrap_or("?")
-                ),
-            }
+            args
         })
         .collect();
-    assert_eq!(results.len(), commands.len(), "every command answered");
-    results
+    fluss_lake_python_readers::batch("paimon_read.py", &[], &commands)
+        .into_iter()
+        .zip(&commands)
+        .map(|(out, c)| out.unwrap_or_else(|e| panic!("paimon_read.py {c:?} failed: {e}")))
+        .collect()
 }
 
 /// A command's arguments as owned strings.
