@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -108,13 +107,6 @@ pub fn batch(ids: &[i32]) -> RecordBatch {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
 }
 
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
 /// Runs one `tests/python/lance_read.py` command in one of the test process's pooled Python
 /// workers: its output lines, or the error it raised.
 pub fn try_lance_read(args: &[&str]) -> Result<Vec<serde_json::Value>, String> {
@@ -129,7 +121,7 @@ pub fn lance_read(args: &[&str]) -> Vec<serde_json::Value> {
 
 /// Runs `code` with pylance's Python; `args` become `sys.argv[1..]`. Its stdout.
 pub fn python(code: &str, args: &[&str]) -> String {
-    let out = Command::new(root().join("target/venv/bin/python"))
+    let out = Command::new(fluss_lake_python_readers::python())
         .arg("-c")
         .arg(code)
         .args(args)

@@ -105,7 +105,7 @@ elif command == "state":
 /// Runs a [`GLUE_PY`] command; its output lines as JSON.
 fn glue_py(s3: &S3Server, args: &[&str]) -> Vec<Value> {
     let repo = repo_root();
-    let python = repo.join("target/venv/bin/python");
+    let python = fluss_lake_python_readers::python();
     let site = std::fs::read_dir(repo.join("target/s3-venv/lib"))
         .ok()
         .and_then(|mut d| d.next())
